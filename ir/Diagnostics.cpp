@@ -1,0 +1,48 @@
+//===- Diagnostics.cpp - Reporting errors in user input -------------------===//
+
+#include "ir/Diagnostics.h"
+#include "ir/Graph.h"
+
+using namespace autopar;
+using namespace llvm;
+
+void DiagnosticEngine::emit(SMLoc Loc, SourceMgr::DiagKind Kind,
+                            const Twine &Message) {
+  if (Kind == SourceMgr::DK_Error)
+    ++NumErrors;
+  if (SM && Loc.isValid()) {
+    SM->PrintMessage(OS, Loc, Kind, Message);
+    return;
+  }
+  StringRef KindName = Kind == SourceMgr::DK_Error     ? "error"
+                       : Kind == SourceMgr::DK_Warning ? "warning"
+                                                       : "note";
+  OS << FileName << ": " << KindName << ": " << Message << '\n';
+}
+
+void DiagnosticEngine::error(SMLoc Loc, const Twine &Message) {
+  emit(Loc, SourceMgr::DK_Error, Message);
+}
+
+void DiagnosticEngine::warning(SMLoc Loc, const Twine &Message) {
+  emit(Loc, SourceMgr::DK_Warning, Message);
+}
+
+void DiagnosticEngine::note(SMLoc Loc, const Twine &Message) {
+  emit(Loc, SourceMgr::DK_Note, Message);
+}
+
+void DiagnosticEngine::error(const Node &N, const Twine &Message) {
+  if (SM && N.getLoc().isValid()) {
+    emit(N.getLoc(), SourceMgr::DK_Error,
+         "'" + N.getOpName() + "' node: " + Message);
+    return;
+  }
+  ++NumErrors;
+  OS << FileName << ": node '";
+  if (!N.getName().empty())
+    OS << N.getName();
+  else if (N.getNumResults() != 0)
+    OS << '%' << N.getResult(0)->getName();
+  OS << "' (" << N.getOpName() << "): error: " << Message << '\n';
+}

@@ -1,0 +1,73 @@
+//===- Diagnostics.h - Reporting errors in user input -----------*- C++ -*-===//
+//
+// Errors in user input (IR text, models, options) are reported through a
+// DiagnosticEngine and the functions that found them return failure().
+// Text locations print as `file:line:col: error: ...` through SourceMgr;
+// a node without a text location is named as `file: node 'name' (Op)`.
+// Broken invariants are assertions, not diagnostics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_IR_DIAGNOSTICS_H
+#define AUTOPAR_IR_DIAGNOSTICS_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/SMLoc.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace autopar {
+
+class Node;
+
+/// Success or failure of an operation that reported its own diagnostics.
+class [[nodiscard]] LogicalResult {
+public:
+  static LogicalResult success() { return LogicalResult(false); }
+  static LogicalResult failure() { return LogicalResult(true); }
+  bool failed() const { return Failed; }
+  bool succeeded() const { return !Failed; }
+
+private:
+  explicit LogicalResult(bool Failed) : Failed(Failed) {}
+  bool Failed;
+};
+
+inline LogicalResult success() { return LogicalResult::success(); }
+inline LogicalResult failure() { return LogicalResult::failure(); }
+inline bool failed(LogicalResult R) { return R.failed(); }
+inline bool succeeded(LogicalResult R) { return R.succeeded(); }
+
+class DiagnosticEngine {
+public:
+  /// SM may be null when there is no text; FileName names the input in
+  /// diagnostics that have no text location.
+  DiagnosticEngine(const llvm::SourceMgr *SM, llvm::StringRef FileName,
+                   llvm::raw_ostream &OS = llvm::errs())
+      : SM(SM), FileName(FileName.str()), OS(OS) {}
+
+  void error(llvm::SMLoc Loc, const llvm::Twine &Message);
+  void warning(llvm::SMLoc Loc, const llvm::Twine &Message);
+  void note(llvm::SMLoc Loc, const llvm::Twine &Message);
+  /// An error about a node, located at its text if it has one.
+  void error(const Node &N, const llvm::Twine &Message);
+
+  unsigned getNumErrors() const { return NumErrors; }
+  llvm::StringRef getFileName() const { return FileName; }
+
+private:
+  void emit(llvm::SMLoc Loc, llvm::SourceMgr::DiagKind Kind,
+            const llvm::Twine &Message);
+
+  const llvm::SourceMgr *SM;
+  std::string FileName;
+  llvm::raw_ostream &OS;
+  unsigned NumErrors = 0;
+};
+
+} // namespace autopar
+
+#endif // AUTOPAR_IR_DIAGNOSTICS_H

@@ -1,0 +1,199 @@
+//===- Folders.cpp - Constant folding of shape arithmetic -----------------===//
+
+#include "ir/Folders.h"
+#include "ir/Graph.h"
+#include "ir/ShapeFunctions.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <climits>
+
+using namespace autopar;
+using namespace llvm;
+
+/// The operand tensors when all are integer constants, else nullopt.
+static std::optional<SmallVector<const DenseTensor *, 2>>
+getIntOperands(ArrayRef<const DenseTensor *> Operands) {
+  for (const DenseTensor *T : Operands)
+    if (!T || T->isFloat())
+      return std::nullopt;
+  return SmallVector<const DenseTensor *, 2>(Operands.begin(), Operands.end());
+}
+
+/// The node's single result type when it is static and small enough.
+static std::optional<TensorType> getFoldableResultType(const Node &N) {
+  const TensorType &T = N.getResult(0)->getType();
+  if (!T.hasStaticShape() || isFloatElementType(T.getElementType()))
+    return std::nullopt;
+  Dim Size = T.getNumElements();
+  if (Size.getSize() > MaxFoldedElements)
+    return std::nullopt;
+  return T;
+}
+
+static FoldResult makeResult(TensorType Type, std::vector<int64_t> Values) {
+  return SmallVector<DenseTensor, 1>{
+      DenseTensor(std::move(Type), std::move(Values))};
+}
+
+/// Row-major strides of a static shape.
+static SmallVector<int64_t, 4> getStrides(ArrayRef<int64_t> Sizes) {
+  SmallVector<int64_t, 4> Strides(Sizes.size(), 1);
+  for (int I = int(Sizes.size()) - 2; I >= 0; --I)
+    Strides[I] = Strides[I + 1] * Sizes[I + 1];
+  return Strides;
+}
+
+/// The flat index into an operand of shape Sizes, broadcast to OutSizes, of
+/// the output element at multi-index Index.
+static int64_t broadcastIndex(ArrayRef<int64_t> Index,
+                              ArrayRef<int64_t> OutSizes,
+                              ArrayRef<int64_t> Sizes) {
+  SmallVector<int64_t, 4> Strides = getStrides(Sizes);
+  int64_t Flat = 0;
+  size_t Offset = OutSizes.size() - Sizes.size();
+  for (size_t I = 0; I != Sizes.size(); ++I)
+    if (Sizes[I] != 1)
+      Flat += Index[I + Offset] * Strides[I];
+  return Flat;
+}
+
+/// Advances a row-major multi-index; returns false after the last one.
+static bool nextIndex(MutableArrayRef<int64_t> Index, ArrayRef<int64_t> Sizes) {
+  for (int I = int(Sizes.size()) - 1; I >= 0; --I) {
+    if (++Index[I] < Sizes[I])
+      return true;
+    Index[I] = 0;
+  }
+  return false;
+}
+
+FoldResult autopar::foldIntBinary(const Node &N,
+                                  ArrayRef<const DenseTensor *> Operands) {
+  auto Ints = getIntOperands(Operands);
+  std::optional<TensorType> Type = getFoldableResultType(N);
+  if (!Ints || !Type)
+    return std::nullopt;
+  SmallVector<int64_t, 4> OutSizes = Type->getStaticSizes();
+  SmallVector<int64_t, 4> ASizes = (*Ints)[0]->getType().getStaticSizes();
+  SmallVector<int64_t, 4> BSizes = (*Ints)[1]->getType().getStaticSizes();
+  std::vector<int64_t> Values;
+  SmallVector<int64_t, 4> Index(OutSizes.size(), 0);
+  if (Type->getNumElements().getSize() == 0)
+    return makeResult(*Type, {});
+  do {
+    int64_t A = (*Ints)[0]->getInts()[broadcastIndex(Index, OutSizes, ASizes)];
+    int64_t B = (*Ints)[1]->getInts()[broadcastIndex(Index, OutSizes, BSizes)];
+    int64_t R;
+    switch (N.getOp()) {
+    case OpId::Add:
+      if (AddOverflow(A, B, R))
+        return std::nullopt;
+      break;
+    case OpId::Sub:
+      if (SubOverflow(A, B, R))
+        return std::nullopt;
+      break;
+    case OpId::Mul:
+      if (MulOverflow(A, B, R))
+        return std::nullopt;
+      break;
+    case OpId::Div:
+      // ONNX integer division truncates toward zero.
+      if (B == 0 || (A == INT64_MIN && B == -1))
+        return std::nullopt;
+      R = A / B;
+      break;
+    default:
+      return std::nullopt;
+    }
+    Values.push_back(R);
+  } while (nextIndex(Index, OutSizes));
+  return makeResult(*Type, std::move(Values));
+}
+
+FoldResult autopar::foldIntUnary(const Node &N,
+                                 ArrayRef<const DenseTensor *> Operands) {
+  auto Ints = getIntOperands(Operands);
+  std::optional<TensorType> Type = getFoldableResultType(N);
+  if (!Ints || !Type || N.getOp() != OpId::Neg)
+    return std::nullopt;
+  std::vector<int64_t> Values;
+  for (int64_t V : (*Ints)[0]->getInts()) {
+    if (V == INT64_MIN)
+      return std::nullopt;
+    Values.push_back(-V);
+  }
+  return makeResult(*Type, std::move(Values));
+}
+
+FoldResult autopar::foldReshape(const Node &N,
+                                ArrayRef<const DenseTensor *> Operands) {
+  std::optional<TensorType> Type = getFoldableResultType(N);
+  if (!Operands[0] || Operands[0]->isFloat() || !Type)
+    return std::nullopt;
+  ArrayRef<int64_t> Data = Operands[0]->getInts();
+  return makeResult(*Type, std::vector<int64_t>(Data.begin(), Data.end()));
+}
+
+FoldResult autopar::foldConcat(const Node &N,
+                               ArrayRef<const DenseTensor *> Operands) {
+  auto Ints = getIntOperands(Operands);
+  std::optional<TensorType> Type = getFoldableResultType(N);
+  if (!Ints || !Type)
+    return std::nullopt;
+  // Concatenation along Axis interleaves blocks: for each index of the outer
+  // dimensions, copy each operand's inner block in turn.
+  int64_t Axis = N.getAttr("axis")->getInt();
+  unsigned Rank = Type->getRank();
+  if (Axis < 0)
+    Axis += Rank;
+  SmallVector<int64_t, 4> OutSizes = Type->getStaticSizes();
+  int64_t Outer = 1;
+  for (int64_t I = 0; I < Axis; ++I)
+    Outer *= OutSizes[I];
+  std::vector<int64_t> Values;
+  for (int64_t O = 0; O != Outer; ++O)
+    for (const DenseTensor *T : *Ints) {
+      int64_t Block = T->size() / std::max<int64_t>(Outer, 1);
+      ArrayRef<int64_t> Src = T->getInts().slice(O * Block, Block);
+      Values.insert(Values.end(), Src.begin(), Src.end());
+    }
+  return makeResult(*Type, std::move(Values));
+}
+
+FoldResult autopar::foldGather(const Node &N,
+                               ArrayRef<const DenseTensor *> Operands) {
+  auto Ints = getIntOperands(Operands);
+  std::optional<TensorType> Type = getFoldableResultType(N);
+  if (!Ints || !Type)
+    return std::nullopt;
+  const DenseTensor &Data = *(*Ints)[0], &Indices = *(*Ints)[1];
+  SmallVector<int64_t, 4> DataSizes = Data.getType().getStaticSizes();
+  int64_t Axis = N.getAttr("axis") ? N.getAttr("axis")->getInt() : 0;
+  if (Axis < 0)
+    Axis += DataSizes.size();
+  int64_t Outer = 1, Inner = 1, AxisSize = DataSizes[Axis];
+  for (int64_t I = 0; I < Axis; ++I)
+    Outer *= DataSizes[I];
+  for (size_t I = Axis + 1; I < DataSizes.size(); ++I)
+    Inner *= DataSizes[I];
+  std::vector<int64_t> Values;
+  for (int64_t O = 0; O != Outer; ++O)
+    for (int64_t Idx : Indices.getInts()) {
+      if (Idx < -AxisSize || Idx >= AxisSize)
+        return std::nullopt;
+      if (Idx < 0)
+        Idx += AxisSize;
+      ArrayRef<int64_t> Src =
+          Data.getInts().slice((O * AxisSize + Idx) * Inner, Inner);
+      Values.insert(Values.end(), Src.begin(), Src.end());
+    }
+  return makeResult(*Type, std::move(Values));
+}
+
+FoldResult autopar::foldUnsqueeze(const Node &N,
+                                  ArrayRef<const DenseTensor *> Operands) {
+  return foldReshape(N, Operands);
+}

@@ -1,0 +1,221 @@
+//===- Graph.cpp - Graphs, nodes and SSA values ---------------------------===//
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <cassert>
+
+using namespace autopar;
+using namespace llvm;
+
+WeightSource WeightSource::getInline(DenseTensor Data) {
+  WeightSource S;
+  S.SourceKind = Kind::Inline;
+  S.Data = std::move(Data);
+  return S;
+}
+
+WeightSource WeightSource::getExternal(StringRef Location, int64_t Offset,
+                                       int64_t Length) {
+  WeightSource S;
+  S.SourceKind = Kind::External;
+  S.Location = Location.str();
+  S.Offset = Offset;
+  S.Length = Length;
+  return S;
+}
+
+//===----------------------------------------------------------------------===//
+// Value
+//===----------------------------------------------------------------------===//
+
+void Value::removeUser(Node *N) {
+  auto It = llvm::find(Users, N);
+  assert(It != Users.end() && "removing a user that does not use the value");
+  Users.erase(It);
+}
+
+void Value::replaceAllUsesWith(Value *V) {
+  assert(V != this && "replacing a value with itself");
+  while (!Users.empty()) {
+    Node *User = Users.back();
+    for (unsigned I = 0, E = User->getNumOperands(); I != E; ++I)
+      if (User->getOperand(I) == this) {
+        User->setOperand(I, V);
+        break;
+      }
+  }
+  if (NumOutputUses != 0)
+    for (unsigned I = 0, E = Parent->getOutputs().size(); I != E; ++I)
+      if (Parent->getOutputs()[I] == this)
+        Parent->setOutput(I, V);
+}
+
+//===----------------------------------------------------------------------===//
+// Node
+//===----------------------------------------------------------------------===//
+
+Node::~Node() { dropOperands(); }
+
+void Node::setOperand(unsigned I, Value *V) {
+  if (Operands[I])
+    Operands[I]->removeUser(this);
+  Operands[I] = V;
+  if (V)
+    V->addUser(this);
+}
+
+SmallVector<Value *, 1> Node::getResults() const {
+  SmallVector<Value *, 1> Values;
+  for (const std::unique_ptr<Value> &R : Results)
+    Values.push_back(R.get());
+  return Values;
+}
+
+void Node::dropOperands() {
+  for (unsigned I = 0, E = Operands.size(); I != E; ++I)
+    setOperand(I, nullptr);
+}
+
+void Node::erase() {
+  for (const std::unique_ptr<Value> &R : Results) {
+    assert(!R->hasUses() && "erasing a node whose results are still used");
+    Parent->ValueNames.erase(R->getName());
+  }
+  dropOperands();
+  Parent->Nodes.erase(getIterator());
+}
+
+//===----------------------------------------------------------------------===//
+// Mesh
+//===----------------------------------------------------------------------===//
+
+int64_t Mesh::getNumDevices() const {
+  int64_t N = 1;
+  for (const auto &Axis : Axes)
+    N *= Axis.second;
+  return N;
+}
+
+std::optional<int64_t> Mesh::getAxisSize(StringRef Axis) const {
+  for (const auto &A : Axes)
+    if (A.first == Axis)
+      return A.second;
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
+// Graph
+//===----------------------------------------------------------------------===//
+
+Graph::~Graph() {
+  // Drop every use first so that node destruction order does not matter.
+  for (Node &N : Nodes)
+    N.dropOperands();
+  Nodes.clear();
+}
+
+void Graph::registerName(Value *V) {
+  bool Inserted = ValueNames.try_emplace(V->getName(), V).second;
+  (void)Inserted;
+  assert(Inserted && "value name already in use");
+}
+
+Value *Graph::addInput(StringRef Name, TensorType Type) {
+  Inputs.push_back(std::unique_ptr<Value>(
+      new Value(this, Value::Kind::Input, Name.str(), std::move(Type))));
+  registerName(Inputs.back().get());
+  return Inputs.back().get();
+}
+
+Value *Graph::addParam(StringRef Name, TensorType Type,
+                       std::optional<WeightSource> Source) {
+  Params.push_back(std::unique_ptr<Value>(
+      new Value(this, Value::Kind::Param, Name.str(), std::move(Type))));
+  Value *V = Params.back().get();
+  V->setWeightSource(std::move(Source));
+  registerName(V);
+  return V;
+}
+
+Node *Graph::createNode(OpId Op, ArrayRef<Value *> Operands,
+                        ArrayRef<TensorType> ResultTypes, AttrDict Attrs,
+                        ArrayRef<std::string> ResultNames, Node *InsertBefore) {
+  Node *N = new Node(this, Op);
+  N->Attrs = std::move(Attrs);
+  N->Operands.resize(Operands.size(), nullptr);
+  for (unsigned I = 0, E = Operands.size(); I != E; ++I)
+    N->setOperand(I, Operands[I]);
+  for (unsigned I = 0, E = ResultTypes.size(); I != E; ++I) {
+    std::string ResultName;
+    if (I < ResultNames.size() && !ResultNames[I].empty())
+      ResultName = ResultNames[I];
+    else
+      while (isNameUsed(ResultName = std::to_string(NextFreshName++)))
+        ;
+    std::unique_ptr<Value> R(
+        new Value(this, Value::Kind::Result, ResultName, ResultTypes[I]));
+    R->DefiningNode = N;
+    R->ResultIndex = I;
+    registerName(R.get());
+    N->Results.push_back(std::move(R));
+  }
+  if (InsertBefore)
+    Nodes.insert(InsertBefore->getIterator(), N);
+  else
+    Nodes.push_back(N);
+  return N;
+}
+
+void Graph::setOutputs(ArrayRef<Value *> Values) {
+  for (Value *V : Outputs)
+    --V->NumOutputUses;
+  Outputs.assign(Values.begin(), Values.end());
+  for (Value *V : Outputs)
+    ++V->NumOutputUses;
+}
+
+void Graph::setOutput(unsigned I, Value *V) {
+  --Outputs[I]->NumOutputUses;
+  Outputs[I] = V;
+  ++V->NumOutputUses;
+}
+
+const Mesh *Graph::lookupMesh(StringRef MeshName) const {
+  for (const Mesh &M : Meshes)
+    if (M.Name == MeshName)
+      return &M;
+  return nullptr;
+}
+
+bool Graph::addMesh(Mesh M) {
+  if (lookupMesh(M.Name))
+    return false;
+  Meshes.push_back(std::move(M));
+  return true;
+}
+
+std::string Graph::getUniqueName(StringRef Base) const {
+  if (!isNameUsed(Base))
+    return Base.str();
+  for (unsigned N = 1;; ++N) {
+    std::string Candidate = (Base + "_" + Twine(N)).str();
+    if (!isNameUsed(Candidate))
+      return Candidate;
+  }
+}
+
+void Graph::renameValue(Value *V, StringRef NewName) {
+  assert(!isNameUsed(NewName) && "renaming to a name in use");
+  ValueNames.erase(V->getName());
+  V->Name = NewName.str();
+  registerName(V);
+}
+
+Graph *Module::lookupGraph(StringRef Name) const {
+  for (const std::unique_ptr<Graph> &G : Graphs)
+    if (G->getName() == Name)
+      return G.get();
+  return nullptr;
+}

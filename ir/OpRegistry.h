@@ -1,0 +1,108 @@
+//===- OpRegistry.h - What autopar knows about each op ----------*- C++ -*-===//
+//
+// The registry is the table in Ops.def, expanded here once. Everything that
+// is known per op (arity, attribute schema, verifier, shape function,
+// folder) is found from its OpInfo.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_IR_OPREGISTRY_H
+#define AUTOPAR_IR_OPREGISTRY_H
+
+#include "ir/Attributes.h"
+#include "ir/Types.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace autopar {
+
+class Node;
+class Value;
+
+enum class OpId : unsigned {
+#define OP(Name, MinOps, MaxOps, MinRes, MaxRes, Attrs, Verify, Infer, Fold)   \
+  Name,
+#include "ir/Ops.def"
+};
+
+/// What a shape function or verifier may ask about the node it looks at.
+class ShapeContext {
+public:
+  explicit ShapeContext(const Node &N) : N(N) {}
+
+  const Node &getNode() const { return N; }
+  unsigned getNumOperands() const;
+  const TensorType &getOperandType(unsigned I) const;
+  const Attribute *getAttr(llvm::StringRef Name) const;
+  int64_t getIntAttr(llvm::StringRef Name, int64_t Default) const;
+  /// The value of operand I when a Constant node defines it.
+  const DenseTensor *getConstantOperand(unsigned I) const;
+  /// The value of a 1-D integer operand as dimensions, when it is known: a
+  /// constant whose entries are all non-negative, or the result of a Shape
+  /// node (the dimensions of the Shape's operand, possibly symbolic).
+  std::optional<llvm::SmallVector<Dim, 4>> getShapeOperand(unsigned I) const;
+
+  /// An error that names the op, for shape functions and verifiers.
+  llvm::Error error(const llvm::Twine &Message) const;
+
+private:
+  const Node &N;
+};
+
+using VerifyFn = llvm::Error (*)(const ShapeContext &);
+using InferFn =
+    llvm::Expected<llvm::SmallVector<TensorType, 1>> (*)(const ShapeContext &);
+/// Operands holds the value of each constant operand and null for the
+/// others. Returns nullopt when the node cannot be folded.
+using FoldFn = std::optional<llvm::SmallVector<DenseTensor, 1>> (*)(
+    const Node &, llvm::ArrayRef<const DenseTensor *> Operands);
+
+/// One entry of an op's attribute schema.
+struct AttrSpec {
+  std::string Name;
+  Attribute::Kind Kind;
+  bool Required;
+};
+
+struct OpInfo {
+  llvm::StringRef Name;
+  int MinOperands, MaxOperands;
+  int MinResults, MaxResults;
+  llvm::StringRef AttrSchemaSpec;
+  VerifyFn Verify;
+  InferFn Infer;
+  FoldFn Fold;
+
+  /// The parsed attribute schema.
+  llvm::ArrayRef<AttrSpec> getAttrSchema() const;
+  const AttrSpec *lookupAttr(llvm::StringRef AttrName) const;
+};
+
+/// The value of V when a Constant node defines it, else null.
+const DenseTensor *getConstantValue(const Value *V);
+
+const OpInfo &getOpInfo(OpId Op);
+std::optional<OpId> lookupOp(llvm::StringRef Name);
+/// Every op, in table order.
+llvm::ArrayRef<OpInfo> getAllOps();
+
+/// An annotation that passes attach to nodes, inputs and parameters (see
+/// Annotations.def).
+struct AnnotationInfo {
+  llvm::StringRef Name;
+  /// The kinds the annotation may take.
+  llvm::SmallVector<Attribute::Kind, 2> Kinds;
+  llvm::StringRef Description;
+};
+const AnnotationInfo *lookupAnnotation(llvm::StringRef Name);
+
+} // namespace autopar
+
+#endif // AUTOPAR_IR_OPREGISTRY_H

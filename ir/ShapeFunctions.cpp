@@ -1,0 +1,378 @@
+//===- ShapeFunctions.cpp - Verifiers and shape functions of ops ----------===//
+
+#include "ir/ShapeFunctions.h"
+#include "ir/Graph.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+
+using namespace autopar;
+using namespace llvm;
+
+/// Formats an operand's type for messages.
+static std::string typeStr(const ShapeContext &Ctx, unsigned I) {
+  return Ctx.getOperandType(I).str();
+}
+
+/// Maps an ONNX axis in [-Rank, Rank) to [0, Rank).
+static Expected<unsigned> normalizeAxis(const ShapeContext &Ctx, int64_t Axis,
+                                        unsigned Rank) {
+  int64_t R = Rank;
+  if (Axis < -R || Axis >= R)
+    return Ctx.error("axis " + Twine(Axis) + " is out of range for rank " +
+                     Twine(Rank));
+  return static_cast<unsigned>(Axis < 0 ? Axis + R : Axis);
+}
+
+/// The sum of two dimensions when it is a monomial, else unknown.
+static Dim addDims(const Dim &A, const Dim &B) {
+  if (A.isUnknown() || B.isUnknown())
+    return Dim();
+  if (A.isStatic() && B.isStatic())
+    return Dim::get(A.getSize() + B.getSize());
+  if (A.getSymbols() != B.getSymbols())
+    return Dim();
+  Dim Sum = Dim::get(A.getCoefficient() + B.getCoefficient());
+  for (const std::string &S : A.getSymbols())
+    Sum = Sum * Dim::getSymbol(S);
+  return Sum;
+}
+
+/// The more precise of two compatible dimensions.
+static Dim meetDims(const Dim &A, const Dim &B) {
+  return A.isUnknown() ? B : A;
+}
+
+static Error checkSameElementType(const ShapeContext &Ctx) {
+  for (unsigned I = 1, E = Ctx.getNumOperands(); I != E; ++I)
+    if (Ctx.getOperandType(I).getElementType() !=
+        Ctx.getOperandType(0).getElementType())
+      return Ctx.error("operand element types differ: " + typeStr(Ctx, 0) +
+                       " and " + typeStr(Ctx, I));
+  return Error::success();
+}
+
+/// The axes of a reduction or Unsqueeze: the `axes` attribute, else the
+/// constant second operand. Returns nullopt when they are not known.
+static std::optional<std::vector<int64_t>> getAxes(const ShapeContext &Ctx) {
+  if (const Attribute *A = Ctx.getAttr("axes"))
+    return std::vector<int64_t>(A->getIntList().begin(), A->getIntList().end());
+  if (Ctx.getNumOperands() < 2)
+    return std::vector<int64_t>();
+  if (const DenseTensor *T = Ctx.getConstantOperand(1))
+    if (!T->isFloat())
+      return std::vector<int64_t>(T->getInts().begin(), T->getInts().end());
+  return std::nullopt;
+}
+
+std::optional<SmallVector<Dim, 4>> autopar::broadcastShapes(ArrayRef<Dim> A,
+                                                            ArrayRef<Dim> B) {
+  size_t Rank = std::max(A.size(), B.size());
+  SmallVector<Dim, 4> Result(Rank);
+  for (size_t I = 0; I != Rank; ++I) {
+    // Align from the right; a missing dimension acts as 1.
+    Dim DA = I + A.size() >= Rank ? A[I + A.size() - Rank] : Dim::get(1);
+    Dim DB = I + B.size() >= Rank ? B[I + B.size() - Rank] : Dim::get(1);
+    if (DA == DB)
+      Result[I] = DA;
+    else if (DA.isStatic() && DA.getSize() == 1)
+      Result[I] = DB;
+    else if (DB.isStatic() && DB.getSize() == 1)
+      Result[I] = DA;
+    else if (DA.isUnknown() || DB.isUnknown())
+      // The known side wins unless it is 1 (handled above).
+      Result[I] = DA.isUnknown() ? DB : DA;
+    else
+      return std::nullopt;
+  }
+  return Result;
+}
+
+InferResult autopar::inferBroadcast(const ShapeContext &Ctx) {
+  if (Error E = checkSameElementType(Ctx))
+    return E;
+  auto Shape = broadcastShapes(Ctx.getOperandType(0).getShape(),
+                               Ctx.getOperandType(1).getShape());
+  if (!Shape)
+    return Ctx.error("operand shapes do not broadcast: " + typeStr(Ctx, 0) +
+                     " and " + typeStr(Ctx, 1));
+  return SmallVector<TensorType, 1>{
+      TensorType(Ctx.getOperandType(0).getElementType(), *Shape)};
+}
+
+InferResult autopar::inferSameAsOperand(const ShapeContext &Ctx) {
+  return SmallVector<TensorType, 1>{Ctx.getOperandType(0)};
+}
+
+InferResult autopar::inferMatMul(const ShapeContext &Ctx) {
+  if (Error E = checkSameElementType(Ctx))
+    return E;
+  const TensorType &TA = Ctx.getOperandType(0), &TB = Ctx.getOperandType(1);
+  if (TA.getRank() == 0 || TB.getRank() == 0)
+    return Ctx.error("operands must have rank 1 or more, got " +
+                     typeStr(Ctx, 0) + " and " + typeStr(Ctx, 1));
+  // numpy.matmul: a vector operand is promoted to a matrix and the added
+  // dimension is dropped from the result.
+  SmallVector<Dim, 4> A(TA.getShape().begin(), TA.getShape().end());
+  SmallVector<Dim, 4> B(TB.getShape().begin(), TB.getShape().end());
+  bool VectorA = A.size() == 1, VectorB = B.size() == 1;
+  if (VectorA)
+    A.insert(A.begin(), Dim::get(1));
+  if (VectorB)
+    B.push_back(Dim::get(1));
+  const Dim &KA = A[A.size() - 1], &KB = B[B.size() - 2];
+  if (!KA.isUnknown() && !KB.isUnknown() && KA != KB)
+    return Ctx.error("contracting dimensions differ: " + typeStr(Ctx, 0) +
+                     " and " + typeStr(Ctx, 1));
+  auto Batch = broadcastShapes(ArrayRef<Dim>(A).drop_back(2),
+                               ArrayRef<Dim>(B).drop_back(2));
+  if (!Batch)
+    return Ctx.error("batch dimensions do not broadcast: " + typeStr(Ctx, 0) +
+                     " and " + typeStr(Ctx, 1));
+  SmallVector<Dim, 4> Result(Batch->begin(), Batch->end());
+  if (!VectorA)
+    Result.push_back(A[A.size() - 2]);
+  if (!VectorB)
+    Result.push_back(B[B.size() - 1]);
+  return SmallVector<TensorType, 1>{TensorType(TA.getElementType(), Result)};
+}
+
+Error autopar::verifyReduce(const ShapeContext &Ctx) {
+  if (Ctx.getAttr("axes") && Ctx.getNumOperands() == 2)
+    return Ctx.error("axes are given both as an attribute and an operand");
+  for (StringRef Flag : {"keepdims", "noop_with_empty_axes"}) {
+    int64_t V = Ctx.getIntAttr(Flag, 0);
+    if (V != 0 && V != 1)
+      return Ctx.error("'" + Flag + "' must be 0 or 1, got " + Twine(V));
+  }
+  return Error::success();
+}
+
+InferResult autopar::inferReduce(const ShapeContext &Ctx) {
+  const TensorType &In = Ctx.getOperandType(0);
+  bool KeepDims = Ctx.getIntAttr("keepdims", 1);
+  std::optional<std::vector<int64_t>> Axes = getAxes(Ctx);
+  if (!Axes) {
+    if (!KeepDims)
+      return Ctx.error("axes must be constant when keepdims is 0");
+    // Any dimension may become 1.
+    return SmallVector<TensorType, 1>{TensorType(
+        In.getElementType(), SmallVector<Dim, 4>(In.getRank(), Dim()))};
+  }
+  SmallVector<bool, 4> Reduced(In.getRank(), false);
+  if (Axes->empty()) {
+    if (Ctx.getIntAttr("noop_with_empty_axes", 0))
+      return SmallVector<TensorType, 1>{In};
+    Reduced.assign(In.getRank(), true);
+  }
+  for (int64_t Axis : *Axes) {
+    Expected<unsigned> A = normalizeAxis(Ctx, Axis, In.getRank());
+    if (!A)
+      return A.takeError();
+    if (Reduced[*A])
+      return Ctx.error("axis " + Twine(Axis) + " is repeated");
+    Reduced[*A] = true;
+  }
+  SmallVector<Dim, 4> Shape;
+  for (unsigned I = 0, E = In.getRank(); I != E; ++I) {
+    if (!Reduced[I])
+      Shape.push_back(In.getDim(I));
+    else if (KeepDims)
+      Shape.push_back(Dim::get(1));
+  }
+  return SmallVector<TensorType, 1>{TensorType(In.getElementType(), Shape)};
+}
+
+InferResult autopar::inferConstant(const ShapeContext &Ctx) {
+  return SmallVector<TensorType, 1>{
+      Ctx.getAttr("value")->getTensor().getType()};
+}
+
+std::pair<unsigned, unsigned> autopar::getShapeRange(const ShapeContext &Ctx,
+                                                     unsigned Rank) {
+  int64_t R = Rank;
+  auto Clamp = [R](int64_t V) {
+    if (V < 0)
+      V += R;
+    return std::clamp<int64_t>(V, 0, R);
+  };
+  int64_t Start = Clamp(Ctx.getIntAttr("start", 0));
+  int64_t End = Clamp(Ctx.getIntAttr("end", R));
+  return {static_cast<unsigned>(Start),
+          static_cast<unsigned>(std::max(Start, End))};
+}
+
+InferResult autopar::inferShape(const ShapeContext &Ctx) {
+  auto [Start, End] = getShapeRange(Ctx, Ctx.getOperandType(0).getRank());
+  return SmallVector<TensorType, 1>{
+      TensorType::get(ElementType::I64, {int64_t(End - Start)})};
+}
+
+static bool isIntegerElementType(ElementType Ty) {
+  return Ty == ElementType::I64 || Ty == ElementType::I32;
+}
+
+InferResult autopar::inferReshape(const ShapeContext &Ctx) {
+  const TensorType &In = Ctx.getOperandType(0);
+  const TensorType &ShapeTy = Ctx.getOperandType(1);
+  if (ShapeTy.getElementType() != ElementType::I64 || ShapeTy.getRank() != 1 ||
+      !ShapeTy.getDim(0).isStatic())
+    return Ctx.error("shape operand must be i64[N] with a static N, got " +
+                     typeStr(Ctx, 1));
+  unsigned Rank = ShapeTy.getDim(0).getSize();
+  const DenseTensor *Target = Ctx.getConstantOperand(1);
+  if (!Target) {
+    // Not constant: the result has Rank dimensions, known where the shape is
+    // the (possibly symbolic) shape of some tensor.
+    std::optional<SmallVector<Dim, 4>> Dims = Ctx.getShapeOperand(1);
+    return SmallVector<TensorType, 1>{TensorType(
+        In.getElementType(), Dims ? *Dims : SmallVector<Dim, 4>(Rank, Dim()))};
+  }
+  bool AllowZero = Ctx.getIntAttr("allowzero", 0);
+  SmallVector<Dim, 4> Shape;
+  std::optional<unsigned> Inferred;
+  Dim Known = Dim::get(1);
+  for (unsigned I = 0; I != Rank; ++I) {
+    int64_t S = Target->getInts()[I];
+    if (S == -1) {
+      if (Inferred)
+        return Ctx.error("shape has more than one -1");
+      Inferred = I;
+      Shape.push_back(Dim());
+      continue;
+    }
+    if (S < -1)
+      return Ctx.error("shape entry " + Twine(S) + " is negative");
+    if (S == 0 && !AllowZero) {
+      if (I >= In.getRank())
+        return Ctx.error("shape entry 0 at " + Twine(I) +
+                         " copies a dimension the input does not have");
+      Shape.push_back(In.getDim(I));
+    } else {
+      Shape.push_back(Dim::get(S));
+    }
+    Known = Known * Shape.back();
+  }
+  Dim Total = In.getNumElements();
+  if (Inferred) {
+    if (std::optional<Dim> Q = Total.divide(Known))
+      Shape[*Inferred] = *Q;
+    else if (!Total.isUnknown() && !Known.isUnknown())
+      return Ctx.error("cannot reshape " + typeStr(Ctx, 0) +
+                       ": the known dimensions do not divide its size");
+  } else if (!Total.isUnknown() && !Known.isUnknown() && Total != Known) {
+    std::string S;
+    raw_string_ostream OS(S);
+    OS << Known;
+    return Ctx.error("cannot reshape " + typeStr(Ctx, 0) + " to " +
+                     Twine(Rank) + " dimensions of " + OS.str() + " elements");
+  }
+  return SmallVector<TensorType, 1>{TensorType(In.getElementType(), Shape)};
+}
+
+Error autopar::verifyTranspose(const ShapeContext &Ctx) {
+  const Attribute *Perm = Ctx.getAttr("perm");
+  if (!Perm)
+    return Error::success();
+  unsigned Rank = Ctx.getOperandType(0).getRank();
+  ArrayRef<int64_t> P = Perm->getIntList();
+  SmallVector<bool, 4> Seen(Rank, false);
+  bool Valid = P.size() == Rank;
+  for (int64_t I : P) {
+    if (!Valid || I < 0 || I >= int64_t(Rank) || Seen[I]) {
+      Valid = false;
+      break;
+    }
+    Seen[I] = true;
+  }
+  if (!Valid)
+    return Ctx.error("'perm' is not a permutation of the " + Twine(Rank) +
+                     " dimensions of " + typeStr(Ctx, 0));
+  return Error::success();
+}
+
+InferResult autopar::inferTranspose(const ShapeContext &Ctx) {
+  const TensorType &In = Ctx.getOperandType(0);
+  SmallVector<Dim, 4> Shape;
+  if (const Attribute *Perm = Ctx.getAttr("perm")) {
+    for (int64_t I : Perm->getIntList())
+      Shape.push_back(In.getDim(I));
+  } else {
+    Shape.assign(In.getShape().rbegin(), In.getShape().rend());
+  }
+  return SmallVector<TensorType, 1>{TensorType(In.getElementType(), Shape)};
+}
+
+InferResult autopar::inferConcat(const ShapeContext &Ctx) {
+  if (Error E = checkSameElementType(Ctx))
+    return E;
+  const TensorType &First = Ctx.getOperandType(0);
+  Expected<unsigned> Axis =
+      normalizeAxis(Ctx, Ctx.getAttr("axis")->getInt(), First.getRank());
+  if (!Axis)
+    return Axis.takeError();
+  SmallVector<Dim, 4> Shape(First.getShape().begin(), First.getShape().end());
+  for (unsigned I = 1, E = Ctx.getNumOperands(); I != E; ++I) {
+    const TensorType &T = Ctx.getOperandType(I);
+    if (T.getRank() != First.getRank())
+      return Ctx.error("operand ranks differ: " + typeStr(Ctx, 0) + " and " +
+                       typeStr(Ctx, I));
+    for (unsigned D = 0, R = T.getRank(); D != R; ++D) {
+      if (D == *Axis) {
+        Shape[D] = addDims(Shape[D], T.getDim(D));
+        continue;
+      }
+      if (!Shape[D].isUnknown() && !T.getDim(D).isUnknown() &&
+          Shape[D] != T.getDim(D))
+        return Ctx.error("operand shapes differ outside the axis: " +
+                         typeStr(Ctx, 0) + " and " + typeStr(Ctx, I));
+      Shape[D] = meetDims(Shape[D], T.getDim(D));
+    }
+  }
+  return SmallVector<TensorType, 1>{TensorType(First.getElementType(), Shape)};
+}
+
+InferResult autopar::inferGather(const ShapeContext &Ctx) {
+  const TensorType &Data = Ctx.getOperandType(0);
+  const TensorType &Indices = Ctx.getOperandType(1);
+  if (!isIntegerElementType(Indices.getElementType()))
+    return Ctx.error("indices must be i32 or i64, got " + typeStr(Ctx, 1));
+  if (Data.getRank() == 0)
+    return Ctx.error("data must have rank 1 or more");
+  Expected<unsigned> Axis =
+      normalizeAxis(Ctx, Ctx.getIntAttr("axis", 0), Data.getRank());
+  if (!Axis)
+    return Axis.takeError();
+  SmallVector<Dim, 4> Shape(Data.getShape().begin(),
+                            Data.getShape().begin() + *Axis);
+  Shape.append(Indices.getShape().begin(), Indices.getShape().end());
+  Shape.append(Data.getShape().begin() + *Axis + 1, Data.getShape().end());
+  return SmallVector<TensorType, 1>{TensorType(Data.getElementType(), Shape)};
+}
+
+InferResult autopar::inferUnsqueeze(const ShapeContext &Ctx) {
+  const TensorType &In = Ctx.getOperandType(0);
+  if (Ctx.getAttr("axes") && Ctx.getNumOperands() == 2)
+    return Ctx.error("axes are given both as an attribute and an operand");
+  std::optional<std::vector<int64_t>> Axes = getAxes(Ctx);
+  if (!Axes)
+    return Ctx.error("axes must be constant");
+  if (Axes->empty())
+    return Ctx.error("axes must not be empty");
+  unsigned OutRank = In.getRank() + Axes->size();
+  SmallVector<bool, 4> IsNew(OutRank, false);
+  for (int64_t Axis : *Axes) {
+    Expected<unsigned> A = normalizeAxis(Ctx, Axis, OutRank);
+    if (!A)
+      return A.takeError();
+    if (IsNew[*A])
+      return Ctx.error("axis " + Twine(Axis) + " is repeated");
+    IsNew[*A] = true;
+  }
+  SmallVector<Dim, 4> Shape;
+  unsigned Next = 0;
+  for (unsigned I = 0; I != OutRank; ++I)
+    Shape.push_back(IsNew[I] ? Dim::get(1) : In.getDim(Next++));
+  return SmallVector<TensorType, 1>{TensorType(In.getElementType(), Shape)};
+}

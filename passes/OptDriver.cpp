@@ -1,0 +1,108 @@
+//===- OptDriver.cpp - What autopar-opt does ------------------------------===//
+
+#include "passes/OptDriver.h"
+
+#include "ir/Graph.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace autopar;
+using namespace llvm;
+
+static raw_ostream &error() { return WithColor::error(errs(), "autopar-opt"); }
+
+/// Writes Text to Path (or stdout for `-`) through a temporary file renamed
+/// into place.
+static int writeOutput(StringRef Path, StringRef Text) {
+  if (Path == "-") {
+    outs() << Text;
+    outs().flush();
+    return ExitSuccess;
+  }
+  Expected<sys::fs::TempFile> Temp =
+      sys::fs::TempFile::create(Path + ".tmp-%%%%%%");
+  if (!Temp) {
+    error() << "cannot create a temporary file beside '" << Path
+            << "': " << toString(Temp.takeError()) << '\n';
+    return ExitIOError;
+  }
+  {
+    raw_fd_ostream OS(Temp->FD, /*shouldClose=*/false);
+    OS << Text;
+    OS.flush();
+    if (OS.has_error()) {
+      error() << "cannot write '" << Path << "': " << OS.error().message()
+              << '\n';
+      OS.clear_error();
+      consumeError(Temp->discard());
+      return ExitIOError;
+    }
+  }
+  if (Error E = Temp->keep(Path)) {
+    error() << "cannot write '" << Path << "': " << toString(std::move(E))
+            << '\n';
+    return ExitIOError;
+  }
+  return ExitSuccess;
+}
+
+static std::string printToString(const Module &M) {
+  std::string Text;
+  raw_string_ostream OS(Text);
+  printModule(OS, M);
+  return OS.str();
+}
+
+/// Parses Text as a second buffer and checks that it prints back to Text.
+static bool checkRoundTrip(StringRef Text, StringRef InputName) {
+  SourceMgr SM;
+  SM.AddNewSourceBuffer(
+      MemoryBuffer::getMemBufferCopy(Text, InputName.str() + " (printed)"),
+      SMLoc());
+  DiagnosticEngine Diag(&SM, InputName);
+  std::unique_ptr<Module> M = parseModule(SM, Diag);
+  if (!M) {
+    error() << "the printed module does not parse again\n";
+    return false;
+  }
+  if (printToString(*M) != Text) {
+    error() << "printing the re-parsed module gives different text\n";
+    return false;
+  }
+  return true;
+}
+
+int autopar::runOptDriver(const OptDriverOptions &Options) {
+  PassManager PM(Options.PassManager);
+  if (Error E = PM.addPipeline(Options.Pipeline)) {
+    error() << "--passes: " << toString(std::move(E)) << '\n';
+    return ExitBadOptions;
+  }
+
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
+      MemoryBuffer::getFileOrSTDIN(Options.InputFile);
+  if (!Buffer) {
+    error() << "cannot read '" << Options.InputFile
+            << "': " << Buffer.getError().message() << '\n';
+    return ExitIOError;
+  }
+  SourceMgr SM;
+  SM.AddNewSourceBuffer(std::move(*Buffer), SMLoc());
+  DiagnosticEngine Diag(&SM, Options.InputFile);
+  std::unique_ptr<Module> M = parseModule(SM, Diag);
+  if (!M || failed(verifyModule(*M, Diag)))
+    return ExitInvalidInput;
+  if (failed(PM.run(*M, Diag)))
+    return ExitPassFailure;
+
+  std::string Text = printToString(*M);
+  if (Options.VerifyRoundTrip && !checkRoundTrip(Text, Options.InputFile))
+    return ExitInvalidInput;
+  return writeOutput(Options.OutputFile, Text);
+}

@@ -1,0 +1,48 @@
+//===- OptDriver.h - What autopar-opt does ----------------------*- C++ -*-===//
+//
+// Reads a module, verifies it, runs a pipeline and writes the result. The
+// autopar-opt tool only fills OptDriverOptions from its command line.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_PASSES_OPTDRIVER_H
+#define AUTOPAR_PASSES_OPTDRIVER_H
+
+#include "passes/PassManager.h"
+
+#include <string>
+
+namespace autopar {
+
+/// Exit codes of the tools, one per kind of failure.
+enum ExitCode : int {
+  ExitSuccess = 0,
+  /// The input could not be parsed or does not verify.
+  ExitInvalidInput = 1,
+  /// An option or the pipeline text is wrong.
+  ExitBadOptions = 2,
+  /// A pass failed or left invalid IR.
+  ExitPassFailure = 3,
+  /// A file could not be read or written.
+  ExitIOError = 4,
+};
+
+struct OptDriverOptions {
+  /// Input file, `-` for standard input.
+  std::string InputFile = "-";
+  /// Output file, `-` for standard output. Written through a temporary file
+  /// that is renamed into place, so a failed run leaves no partial output.
+  std::string OutputFile = "-";
+  /// Pipeline text, e.g. `canonicalize,partition-stages{stages=4}`.
+  std::string Pipeline;
+  /// Print, parse again and print again; fail unless the bytes agree.
+  bool VerifyRoundTrip = false;
+  PassManagerOptions PassManager;
+};
+
+/// Runs the driver, reporting to standard error; returns an ExitCode.
+int runOptDriver(const OptDriverOptions &Options);
+
+} // namespace autopar
+
+#endif // AUTOPAR_PASSES_OPTDRIVER_H

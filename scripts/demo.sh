@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Sets up, builds autopar in build/ and runs it on the bundled example model:
+# parse examples/mlp.air, canonicalize it and print the result.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash scripts/install-deps.sh
+
+# Same configuration as scripts/test.sh, so the two share build/.
+cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g" \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g" >/dev/null
+cmake --build build --target autopar-opt
+
+run() {
+  echo
+  echo "\$ $*"
+  "$@"
+}
+
+run build/bin/autopar-opt examples/mlp.air --passes=canonicalize

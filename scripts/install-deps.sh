@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what autopar's build and tests need on Debian 12 (bookworm).
+# Does nothing, quickly, when everything is already installed.
+set -euo pipefail
+
+packages=(
+  cmake
+  ninja-build
+  g++
+  libasan8        # AddressSanitizer runtime for g++ 12 (AUTOPAR_SANITIZE)
+  libubsan1       # UndefinedBehaviorSanitizer runtime for g++ 12
+  llvm-14-dev     # LLVM ADT/Support headers, libraries and CMake config
+  llvm-14-tools   # lit, FileCheck, not, count, split-file
+  zlib1g-dev      # LLVMSupport's CMake config links ZLIB::ZLIB
+  libgtest-dev
+  googletest
+  clang-format-14
+  git
+  python3         # runs lit
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+  if [[ "$status" != installed ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=()
+if ((EUID != 0)); then
+  if command -v sudo >/dev/null 2>&1; then
+    sudo=(sudo)
+  else
+    echo "install-deps: error: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y --no-install-recommends "${missing[@]}"

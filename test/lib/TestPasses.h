@@ -1,0 +1,13 @@
+//===- TestPasses.h - Passes that exist only for tests ----------*- C++ -*-===//
+
+#ifndef AUTOPAR_TEST_LIB_TESTPASSES_H
+#define AUTOPAR_TEST_LIB_TESTPASSES_H
+
+namespace autopar {
+
+/// Adds the test-only passes to the pass registry. Tools call it once.
+void registerTestPasses();
+
+} // namespace autopar
+
+#endif // AUTOPAR_TEST_LIB_TESTPASSES_H

@@ -1,0 +1,69 @@
+# -*- Python -*-
+# The autopar regression suite: .air and .test files run as shell tests.
+#
+# Run it through the configured build tree, never the source tree:
+#   python3 /usr/lib/llvm-14/build/utils/lit/lit.py -sv build/test
+# That also picks up the unit test suite, a nested suite whose configuration
+# lives in build/test/Unit/lit.site.cfg.py (see test/Unit/lit.cfg.py).
+
+import os
+import shutil
+
+import lit.formats
+
+if not hasattr(config, "autopar_obj_root"):
+    lit_config.fatal(
+        "test/lit.cfg.py was loaded without a site configuration; run lit on "
+        "the build tree (e.g. build/test), not on the source tree")
+
+config.name = "autopar"
+# Run RUN lines with bash, so pipes, redirections and `cd` behave as in a
+# shell; `set -o pipefail` is on (config.pipefail defaults to True).
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".air", ".test"]
+
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.autopar_obj_root, "test")
+
+# Not tests: helper inputs, test-only pass sources, and build/config files.
+# Unit/ must stay discoverable: lit finds build/test/Unit/lit.site.cfg.py
+# there and runs it as its own (GoogleTest) suite, exactly once.
+config.excludes = ["Inputs", "lib", "CMakeLists.txt", "README.txt",
+                   "lit.cfg.py", "lit.site.cfg.py", "lit.site.cfg.py.in"]
+
+# Tools: the just-built autopar tools first, then LLVM's FileCheck, not,
+# count and split-file (Debian keeps them out of the default PATH).
+config.environment["PATH"] = os.pathsep.join(
+    [config.autopar_tools_dir, config.llvm_tools_dir,
+     config.environment.get("PATH", "")])
+
+# Strict FileCheck, as in MLIR: variables do not leak across CHECK-LABELs and
+# every --check-prefix must be used.
+config.environment["FILECHECK_OPTS"] = (
+    "-enable-var-scope --allow-unused-prefixes=false")
+
+# Sanitizer settings from the caller (scripts/test.sh sets them for the
+# sanitized build) reach the tools under test.
+for var in ["ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+            "ASAN_SYMBOLIZER_PATH"]:
+    if os.environ.get(var):
+        config.environment[var] = os.environ[var]
+
+config.substitutions.append(("%autopar_src", config.autopar_src_root))
+config.substitutions.append(("%autopar_obj", config.autopar_obj_root))
+
+clang_format = (shutil.which("clang-format-14") or
+                os.path.join(config.llvm_tools_dir, "clang-format"))
+config.substitutions.append(("%clang_format", clang_format))
+
+# Features for REQUIRES/UNSUPPORTED lines.
+if (config.autopar_is_git_checkout or
+        os.path.exists(os.path.join(config.autopar_src_root, ".git"))):
+    config.available_features.add("git-checkout")
+if config.autopar_sanitize:
+    config.available_features.add("asan")
+
+if not os.path.isfile(os.path.join(config.autopar_tools_dir, "autopar-opt")):
+    lit_config.fatal("autopar-opt not found in %s; build it first "
+                     "(ninja -C %s autopar-opt)" %
+                     (config.autopar_tools_dir, config.autopar_obj_root))

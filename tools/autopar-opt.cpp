@@ -1,0 +1,65 @@
+//===- autopar-opt.cpp - Runs passes on autopar IR ------------------------===//
+//
+// autopar-opt reads a module in the .air text form, runs a pipeline of
+// registered passes and prints the result. All the work is in
+// passes/OptDriver; this file only reads the command line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/OptDriver.h"
+#include "passes/PassRegistry.h"
+#include "test/lib/TestPasses.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+static cl::OptionCategory Category("autopar-opt options");
+
+static cl::opt<std::string> InputFile(cl::Positional, cl::desc("<input .air>"),
+                                      cl::init("-"), cl::cat(Category));
+static cl::opt<std::string> OutputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(Category));
+static cl::opt<std::string>
+    Pipeline("passes",
+             cl::desc("Pipeline to run, e.g. 'canonicalize{dce=false}'"),
+             cl::value_desc("pipeline"), cl::cat(Category));
+static cl::opt<bool> PrintIRAfterAll("print-ir-after-all",
+                                     cl::desc("Print the IR after each pass"),
+                                     cl::cat(Category));
+static cl::opt<bool> TimePasses("time-passes",
+                                cl::desc("Report the time of each pass"),
+                                cl::cat(Category));
+static cl::opt<bool> VerifyEach("verify-each",
+                                cl::desc("Verify the IR after each pass"),
+                                cl::init(true), cl::cat(Category));
+static cl::opt<bool>
+    VerifyRoundTrip("verify-roundtrip",
+                    cl::desc("Check that the output parses and prints back "
+                             "to the same bytes"),
+                    cl::cat(Category));
+
+int main(int argc, char **argv) {
+  InitLLVM X(argc, argv);
+  autopar::registerTestPasses();
+  std::string PassList;
+  raw_string_ostream PassListOS(PassList);
+  PassListOS << "\nRegistered passes (use with --passes=...):\n";
+  autopar::printRegisteredPasses(PassListOS);
+  cl::extrahelp PassHelp(PassListOS.str());
+  cl::HideUnrelatedOptions(Category);
+  cl::ParseCommandLineOptions(argc, argv, "autopar IR optimizer driver\n");
+
+  autopar::OptDriverOptions Options;
+  Options.InputFile = InputFile;
+  Options.OutputFile = OutputFile;
+  Options.Pipeline = Pipeline;
+  Options.VerifyRoundTrip = VerifyRoundTrip;
+  Options.PassManager.PrintIRAfterAll = PrintIRAfterAll;
+  Options.PassManager.TimePasses = TimePasses;
+  Options.PassManager.VerifyEach = VerifyEach;
+  return autopar::runOptDriver(Options);
+}
