@@ -26,8 +26,8 @@ static std::optional<TensorType> getFoldableResultType(const Node &N) {
   const TensorType &T = N.getResult(0)->getType();
   if (!T.hasStaticShape() || isFloatElementType(T.getElementType()))
     return std::nullopt;
-  Dim Size = T.getNumElements();
-  if (Size.getSize() > MaxFoldedElements)
+  std::optional<int64_t> Size = T.getStaticNumElements();
+  if (!Size || *Size > MaxFoldedElements)
     return std::nullopt;
   return T;
 }
@@ -80,7 +80,7 @@ FoldResult autopar::foldIntBinary(const Node &N,
   SmallVector<int64_t, 4> BSizes = (*Ints)[1]->getType().getStaticSizes();
   std::vector<int64_t> Values;
   SmallVector<int64_t, 4> Index(OutSizes.size(), 0);
-  if (Type->getNumElements().getSize() == 0)
+  if (Type->getStaticNumElements() == 0)
     return makeResult(*Type, {});
   do {
     int64_t A = (*Ints)[0]->getInts()[broadcastIndex(Index, OutSizes, ASizes)];

@@ -104,7 +104,13 @@ private:
   std::vector<std::pair<Node *, std::vector<PendingUse>>> PendingOperands;
   std::vector<PendingUse> PendingOutputs;
   bool SawReturn = false;
+  /// Nesting depth of lists and dicts being parsed; bounded so that hostile
+  /// input cannot exhaust the stack.
+  unsigned AttrDepth = 0;
 };
+
+/// Deeper nesting of attribute lists and dicts is an error.
+constexpr unsigned MaxAttrDepth = 64;
 
 } // namespace
 
@@ -555,6 +561,14 @@ static bool parseFloatSpelling(StringRef Spelling, double &Result) {
 }
 
 LogicalResult Parser::parseAttribute(Attribute &Result) {
+  if (AttrDepth >= MaxAttrDepth)
+    return emitError("attributes are nested more than " + Twine(MaxAttrDepth) +
+                     " deep");
+  struct DepthGuard {
+    unsigned &Depth;
+    explicit DepthGuard(unsigned &D) : Depth(++D) {}
+    ~DepthGuard() { --Depth; }
+  } Guard(AttrDepth);
   switch (Tok.K) {
   case Token::Integer: {
     int64_t V;
@@ -717,10 +731,13 @@ LogicalResult Parser::parseDense(Attribute &Result) {
       failed(expect(Token::Greater, "'>'")))
     return failure();
   size_t Count = IsFloat ? Floats.size() : Ints.size();
-  int64_t Expected = Type.getNumElements().getSize();
-  if (int64_t(Count) != Expected)
+  std::optional<int64_t> Expected = Type.getStaticNumElements();
+  if (!Expected)
+    return emitError(TypeLoc, "dense tensor type " + Type.str() +
+                                  " has too many elements");
+  if (int64_t(Count) != *Expected)
     return emitError(ListLoc, "dense tensor of type " + Type.str() + " needs " +
-                                  Twine(Expected) + " elements, got " +
+                                  Twine(*Expected) + " elements, got " +
                                   Twine(Count));
   Result = IsFloat ? Attribute::getTensor(DenseTensor(Type, std::move(Floats)))
                    : Attribute::getTensor(DenseTensor(Type, std::move(Ints)));

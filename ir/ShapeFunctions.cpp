@@ -4,11 +4,15 @@
 #include "ir/Graph.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 
 using namespace autopar;
 using namespace llvm;
+
+/// Reshape targets longer than this are rejected rather than allocated.
+constexpr int64_t MaxReshapeRank = 256;
 
 /// Formats an operand's type for messages.
 static std::string typeStr(const ShapeContext &Ctx, unsigned I) {
@@ -29,11 +33,12 @@ static Expected<unsigned> normalizeAxis(const ShapeContext &Ctx, int64_t Axis,
 static Dim addDims(const Dim &A, const Dim &B) {
   if (A.isUnknown() || B.isUnknown())
     return Dim();
-  if (A.isStatic() && B.isStatic())
-    return Dim::get(A.getSize() + B.getSize());
   if (A.getSymbols() != B.getSymbols())
     return Dim();
-  Dim Sum = Dim::get(A.getCoefficient() + B.getCoefficient());
+  int64_t Coefficient;
+  if (AddOverflow(A.getCoefficient(), B.getCoefficient(), Coefficient))
+    return Dim();
+  Dim Sum = Dim::get(Coefficient);
   for (const std::string &S : A.getSymbols())
     Sum = Sum * Dim::getSymbol(S);
   return Sum;
@@ -220,6 +225,10 @@ InferResult autopar::inferReshape(const ShapeContext &Ctx) {
       !ShapeTy.getDim(0).isStatic())
     return Ctx.error("shape operand must be i64[N] with a static N, got " +
                      typeStr(Ctx, 1));
+  if (ShapeTy.getDim(0).getSize() > MaxReshapeRank)
+    return Ctx.error("shape operand has " + Twine(ShapeTy.getDim(0).getSize()) +
+                     " entries; at most " + Twine(MaxReshapeRank) +
+                     " are supported");
   unsigned Rank = ShapeTy.getDim(0).getSize();
   const DenseTensor *Target = Ctx.getConstantOperand(1);
   if (!Target) {

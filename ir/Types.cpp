@@ -164,6 +164,21 @@ Dim TensorType::getNumElements() const {
   return N;
 }
 
+std::optional<int64_t> TensorType::getStaticNumElements() const {
+  Dim N = getNumElements();
+  if (!N.isStatic())
+    return std::nullopt;
+  return N.getSize();
+}
+
+std::optional<int64_t> TensorType::getStaticSizeInBytes() const {
+  std::optional<int64_t> N = getStaticNumElements();
+  int64_t Bits;
+  if (!N || MulOverflow(*N, int64_t(getElementTypeBits(Elem)), Bits))
+    return std::nullopt;
+  return Bits / 8;
+}
+
 SmallVector<int64_t, 4> TensorType::getStaticSizes() const {
   assert(hasStaticShape() && "getStaticSizes on a non-static shape");
   SmallVector<int64_t, 4> Sizes;

@@ -91,8 +91,14 @@ public:
   unsigned getRank() const { return Shape.size(); }
   const Dim &getDim(unsigned I) const { return Shape[I]; }
   bool hasStaticShape() const;
-  /// The product of all dimensions (a monomial, or unknown).
+  /// The product of all dimensions (a monomial, or unknown, also when the
+  /// product overflows int64_t).
   Dim getNumElements() const;
+  /// The number of elements of a static shape, or nullopt when the shape is
+  /// not static or the count overflows int64_t.
+  std::optional<int64_t> getStaticNumElements() const;
+  /// The size in bytes of a static shape, or nullopt (see above).
+  std::optional<int64_t> getStaticSizeInBytes() const;
   /// Sizes of a static shape; asserts hasStaticShape().
   llvm::SmallVector<int64_t, 4> getStaticSizes() const;
 

@@ -85,11 +85,12 @@ void Verifier::verifyParam(const Value &P) {
   }
   if (!P.getType().hasStaticShape())
     return;
-  int64_t Bytes = P.getType().getNumElements().getSize() *
-                  getElementTypeBits(P.getType().getElementType()) / 8;
-  if (S->Length != Bytes)
+  std::optional<int64_t> Bytes = P.getType().getStaticSizeInBytes();
+  if (!Bytes)
+    Report("type " + P.getType().str() + " is too large");
+  else if (S->Length != *Bytes)
     Report("external data length " + Twine(S->Length) + " does not match " +
-           P.getType().str() + " (" + Twine(Bytes) + " bytes)");
+           P.getType().str() + " (" + Twine(*Bytes) + " bytes)");
 }
 
 void Verifier::verifyNode(const Node &N) {
