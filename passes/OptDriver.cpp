@@ -15,6 +15,9 @@
 using namespace autopar;
 using namespace llvm;
 
+/// Separates the chunks of --split-input-file input and output.
+static constexpr StringRef SplitMarker = "// -----";
+
 static raw_ostream &error() { return WithColor::error(errs(), "autopar-opt"); }
 
 /// Writes Text to Path (or stdout for `-`) through a temporary file renamed
@@ -78,11 +81,60 @@ static bool checkRoundTrip(StringRef Text, StringRef InputName) {
   return true;
 }
 
-int autopar::runOptDriver(const OptDriverOptions &Options) {
+/// Parses, verifies, transforms and prints one buffer; returns an ExitCode.
+static int processBuffer(std::unique_ptr<MemoryBuffer> Buffer,
+                         const OptDriverOptions &Options, std::string &Text) {
   PassManager PM(Options.PassManager);
-  if (Error E = PM.addPipeline(Options.Pipeline)) {
-    error() << "--passes: " << toString(std::move(E)) << '\n';
-    return ExitBadOptions;
+  // The pipeline text was checked before any buffer was read.
+  cantFail(PM.addPipeline(Options.Pipeline));
+  SourceMgr SM;
+  SM.AddNewSourceBuffer(std::move(Buffer), SMLoc());
+  DiagnosticEngine Diag(&SM, Options.InputFile);
+  std::unique_ptr<Module> M = parseModule(SM, Diag);
+  if (!M || failed(verifyModule(*M, Diag)))
+    return ExitInvalidInput;
+  if (failed(PM.run(*M, Diag)))
+    return ExitPassFailure;
+  Text = printToString(*M);
+  if (Options.VerifyRoundTrip && !checkRoundTrip(Text, Options.InputFile))
+    return ExitInvalidInput;
+  return ExitSuccess;
+}
+
+/// Splits Input at lines that are exactly `// -----`. Each chunk is padded
+/// with the newlines before it, so that diagnostics give the line numbers of
+/// the whole file.
+static std::vector<std::string> splitInput(StringRef Input) {
+  std::vector<std::string> Chunks;
+  std::string Current;
+  unsigned Line = 0, ChunkStartLine = 0;
+  while (!Input.empty()) {
+    auto [LineText, Rest] = Input.split('\n');
+    bool HasNewline = LineText.size() != Input.size();
+    Input = Rest;
+    ++Line;
+    if (LineText.rtrim() == SplitMarker) {
+      Chunks.push_back(std::string(ChunkStartLine, '\n') + Current);
+      Current.clear();
+      ChunkStartLine = Line;
+      continue;
+    }
+    Current += LineText;
+    if (HasNewline)
+      Current += '\n';
+  }
+  Chunks.push_back(std::string(ChunkStartLine, '\n') + Current);
+  return Chunks;
+}
+
+int autopar::runOptDriver(const OptDriverOptions &Options) {
+  {
+    // Check the pipeline before reading anything.
+    PassManager PM(Options.PassManager);
+    if (Error E = PM.addPipeline(Options.Pipeline)) {
+      error() << "--passes: " << toString(std::move(E)) << '\n';
+      return ExitBadOptions;
+    }
   }
 
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
@@ -92,17 +144,37 @@ int autopar::runOptDriver(const OptDriverOptions &Options) {
             << "': " << Buffer.getError().message() << '\n';
     return ExitIOError;
   }
-  SourceMgr SM;
-  SM.AddNewSourceBuffer(std::move(*Buffer), SMLoc());
-  DiagnosticEngine Diag(&SM, Options.InputFile);
-  std::unique_ptr<Module> M = parseModule(SM, Diag);
-  if (!M || failed(verifyModule(*M, Diag)))
-    return ExitInvalidInput;
-  if (failed(PM.run(*M, Diag)))
-    return ExitPassFailure;
+  if (!Options.SplitInputFile) {
+    std::string Text;
+    int Code = processBuffer(std::move(*Buffer), Options, Text);
+    return Code != ExitSuccess ? Code : writeOutput(Options.OutputFile, Text);
+  }
 
-  std::string Text = printToString(*M);
-  if (Options.VerifyRoundTrip && !checkRoundTrip(Text, Options.InputFile))
-    return ExitInvalidInput;
-  return writeOutput(Options.OutputFile, Text);
+  // Every chunk is processed, whatever the others do; the output holds the
+  // chunks that succeeded, and the exit code is the first failure's.
+  int FirstFailure = ExitSuccess;
+  std::string Output;
+  bool First = true;
+  for (const std::string &Chunk : splitInput((*Buffer)->getBuffer())) {
+    std::string Text;
+    int Code = processBuffer(
+        MemoryBuffer::getMemBufferCopy(Chunk, (*Buffer)->getBufferIdentifier()),
+        Options, Text);
+    if (Code != ExitSuccess) {
+      if (FirstFailure == ExitSuccess)
+        FirstFailure = Code;
+      continue;
+    }
+    if (!First)
+      Output += SplitMarker.str() + "\n";
+    First = false;
+    Output += Text;
+  }
+  if (FirstFailure != ExitSuccess) {
+    // Standard output shows what succeeded; a file is written only whole.
+    if (Options.OutputFile == "-")
+      outs() << Output;
+    return FirstFailure;
+  }
+  return writeOutput(Options.OutputFile, Output);
 }

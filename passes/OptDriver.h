@@ -35,6 +35,9 @@ struct OptDriverOptions {
   std::string OutputFile = "-";
   /// Pipeline text, e.g. `canonicalize,partition-stages{stages=4}`.
   std::string Pipeline;
+  /// Process each part of the input between lines `// -----` on its own,
+  /// and separate the outputs with the same line.
+  bool SplitInputFile = false;
   /// Print, parse again and print again; fail unless the bytes agree.
   bool VerifyRoundTrip = false;
   PassManagerOptions PassManager;

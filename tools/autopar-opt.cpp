@@ -36,6 +36,11 @@ static cl::opt<bool> TimePasses("time-passes",
 static cl::opt<bool> VerifyEach("verify-each",
                                 cl::desc("Verify the IR after each pass"),
                                 cl::init(true), cl::cat(Category));
+static cl::opt<bool> SplitInputFile(
+    "split-input-file",
+    cl::desc("Process each part of the input between '// -----' lines on its "
+             "own"),
+    cl::cat(Category));
 static cl::opt<bool>
     VerifyRoundTrip("verify-roundtrip",
                     cl::desc("Check that the output parses and prints back "
@@ -57,6 +62,7 @@ int main(int argc, char **argv) {
   Options.InputFile = InputFile;
   Options.OutputFile = OutputFile;
   Options.Pipeline = Pipeline;
+  Options.SplitInputFile = SplitInputFile;
   Options.VerifyRoundTrip = VerifyRoundTrip;
   Options.PassManager.PrintIRAfterAll = PrintIRAfterAll;
   Options.PassManager.TimePasses = TimePasses;
