@@ -281,7 +281,7 @@ void Attribute::print(raw_ostream &OS) const {
   case Kind::Sharding: {
     const Sharding &S = getSharding();
     OS << "sharding<@";
-    printName(OS, S.Mesh);
+    printName(OS, S.Mesh, /*AllowDigitStart=*/true);
     OS << ", [";
     interleave(
         S.DimAxes, OS,

@@ -137,11 +137,15 @@ ShapeContext::getShapeOperand(unsigned I) const {
     return Dims;
   }
   const Node *Def = V->getDefiningNode();
-  if (!Def || Def->getOp() != OpId::Shape)
+  if (!Def || Def->getOp() != OpId::Shape || Def->getNumOperands() != 1)
     return std::nullopt;
   ArrayRef<Dim> Shape = Def->getOperand(0)->getType().getShape();
   ShapeContext DefCtx(*Def);
   auto [Start, End] = getShapeRange(DefCtx, Shape.size());
+  // Trust the Shape node only when it verifies: its declared type must be
+  // what it computes.
+  if (V->getType() != TensorType::get(ElementType::I64, {End - Start}))
+    return std::nullopt;
   return SmallVector<Dim, 4>(Shape.begin() + Start, Shape.begin() + End);
 }
 
@@ -154,7 +158,10 @@ const DenseTensor *autopar::getConstantValue(const Value *V) {
   if (!Def || Def->getOp() != OpId::Constant)
     return nullptr;
   const Attribute *A = Def->getAttr("value");
-  if (!A || !A->isa(Attribute::Kind::Tensor))
+  // A Constant that does not verify (its value disagrees with its declared
+  // type) is no constant to the nodes that use it.
+  if (!A || !A->isa(Attribute::Kind::Tensor) ||
+      A->getTensor().getType() != V->getType())
     return nullptr;
   return &A->getTensor();
 }

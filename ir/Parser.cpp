@@ -588,7 +588,8 @@ LogicalResult Parser::parseAttribute(Attribute &Result) {
   case Token::Minus:
     consume();
     if (!Tok.isKeyword("inf"))
-      return emitError("expected a number after '-'");
+      return emitError("expected 'inf' after '-' (a negative number has no "
+                       "space after its '-')");
     consume();
     Result = Attribute::getFloat(-std::numeric_limits<double>::infinity());
     return success();

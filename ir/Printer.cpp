@@ -61,7 +61,7 @@ static void printNode(raw_ostream &OS, const Node &N) {
 
 void autopar::printGraph(raw_ostream &OS, const Graph &G) {
   OS << "graph @";
-  printName(OS, G.getName());
+  printName(OS, G.getName(), /*AllowDigitStart=*/true);
   OS << '(';
   interleaveComma(G.getInputs(), OS, [&](const std::unique_ptr<Value> &V) {
     printValueRef(OS, *V);
@@ -70,7 +70,7 @@ void autopar::printGraph(raw_ostream &OS, const Graph &G) {
   OS << ") {\n";
   for (const Mesh &M : G.getMeshes()) {
     OS << "  mesh @";
-    printName(OS, M.Name);
+    printName(OS, M.Name, /*AllowDigitStart=*/true);
     OS << " = [";
     interleaveComma(M.Axes, OS, [&](const std::pair<std::string, int64_t> &A) {
       printName(OS, A.first);
