@@ -14,8 +14,8 @@ using namespace autopar;
 using namespace llvm;
 
 static const OpInfo OpTable[] = {
-#define OP(Name, MinOps, MaxOps, MinRes, MaxRes, Attrs, Verify, Infer, Fold)   \
-  {#Name, MinOps, MaxOps, MinRes, MaxRes, Attrs, Verify, Infer, Fold},
+#define OP(Name, Operands, Results, Attrs, Verify, Infer, Fold)                \
+  {#Name, Operands, Results, Attrs, Verify, Infer, Fold},
 #include "ir/Ops.def"
 };
 
@@ -56,24 +56,103 @@ static Attribute::Kind parseSchemaKind(StringRef Kind) {
   llvm_unreachable("unknown attribute kind in Ops.def");
 }
 
-ArrayRef<AttrSpec> OpInfo::getAttrSchema() const {
-  // Parsed once for every op, the first time any schema is asked for.
-  static const std::vector<std::vector<AttrSpec>> Schemas = [] {
-    std::vector<std::vector<AttrSpec>> All;
-    for (const OpInfo &Info : OpTable) {
-      std::vector<AttrSpec> Specs;
+namespace {
+/// What Ops.def says of one op, parsed once.
+struct ParsedOpSpecs {
+  std::vector<OperandSpec> Operands;
+  std::vector<OperandSpec> Results;
+  std::vector<AttrSpec> Attrs;
+  bool AllowsOtherAttrs = false;
+};
+} // namespace
+
+static std::vector<OperandSpec> parseOperandSpecs(StringRef Spec) {
+  std::vector<OperandSpec> Specs;
+  SmallVector<StringRef, 4> Entries;
+  Spec.split(Entries, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef Entry : Entries) {
+    Entry = Entry.trim();
+    bool Optional = Entry.consume_back("?");
+    bool Variadic = Entry.consume_back("...");
+    Specs.push_back({Entry.str(), Optional, Variadic});
+  }
+  return Specs;
+}
+
+static const ParsedOpSpecs &getParsedSpecs(const OpInfo *Info) {
+  // Parsed once for every op, the first time any spec is asked for.
+  static const std::vector<ParsedOpSpecs> All = [] {
+    std::vector<ParsedOpSpecs> Parsed;
+    for (const OpInfo &Op : OpTable) {
+      ParsedOpSpecs P;
+      P.Operands = parseOperandSpecs(Op.OperandsSpec);
+      P.Results = parseOperandSpecs(Op.ResultsSpec);
       SmallVector<StringRef, 4> Entries;
-      Info.AttrSchemaSpec.split(Entries, ',', -1, /*KeepEmpty=*/false);
+      Op.AttrSchemaSpec.split(Entries, ',', -1, /*KeepEmpty=*/false);
       for (StringRef Entry : Entries) {
-        auto [Name, Kind] = Entry.trim().split(':');
+        Entry = Entry.trim();
+        if (Entry == "*") {
+          P.AllowsOtherAttrs = true;
+          continue;
+        }
+        auto [Name, Kind] = Entry.split(':');
         bool Optional = Kind.consume_back("?");
-        Specs.push_back({Name.str(), parseSchemaKind(Kind), !Optional});
+        P.Attrs.push_back({Name.str(), parseSchemaKind(Kind), !Optional});
       }
-      All.push_back(std::move(Specs));
+      Parsed.push_back(std::move(P));
     }
-    return All;
+    return Parsed;
   }();
-  return Schemas[this - OpTable];
+  return All[Info - OpTable];
+}
+
+ArrayRef<OperandSpec> OpInfo::getOperands() const {
+  return getParsedSpecs(this).Operands;
+}
+
+ArrayRef<OperandSpec> OpInfo::getResults() const {
+  return getParsedSpecs(this).Results;
+}
+
+static const OperandSpec *getSpecAt(ArrayRef<OperandSpec> Specs, unsigned I) {
+  if (I < Specs.size())
+    return &Specs[I];
+  if (!Specs.empty() && Specs.back().Variadic)
+    return &Specs.back();
+  return nullptr;
+}
+
+static unsigned getMinCount(ArrayRef<OperandSpec> Specs) {
+  unsigned Min = 0;
+  for (unsigned I = 0, E = Specs.size(); I != E; ++I)
+    if (!Specs[I].Optional)
+      Min = I + 1;
+  return Min;
+}
+
+static int getMaxCount(ArrayRef<OperandSpec> Specs) {
+  if (!Specs.empty() && Specs.back().Variadic)
+    return -1;
+  return Specs.size();
+}
+
+const OperandSpec *OpInfo::getOperand(unsigned I) const {
+  return getSpecAt(getOperands(), I);
+}
+const OperandSpec *OpInfo::getResult(unsigned I) const {
+  return getSpecAt(getResults(), I);
+}
+unsigned OpInfo::getMinOperands() const { return getMinCount(getOperands()); }
+int OpInfo::getMaxOperands() const { return getMaxCount(getOperands()); }
+unsigned OpInfo::getMinResults() const { return getMinCount(getResults()); }
+int OpInfo::getMaxResults() const { return getMaxCount(getResults()); }
+
+ArrayRef<AttrSpec> OpInfo::getAttrSchema() const {
+  return getParsedSpecs(this).Attrs;
+}
+
+bool OpInfo::allowsOtherAttrs() const {
+  return getParsedSpecs(this).AllowsOtherAttrs;
 }
 
 const AttrSpec *OpInfo::lookupAttr(StringRef AttrName) const {
@@ -105,8 +184,17 @@ const AnnotationInfo *autopar::lookupAnnotation(StringRef Name) {
 
 unsigned ShapeContext::getNumOperands() const { return N.getNumOperands(); }
 
+bool ShapeContext::hasOperand(unsigned I) const {
+  return I < N.getNumOperands() && N.getOperand(I);
+}
+
 const TensorType &ShapeContext::getOperandType(unsigned I) const {
+  assert(hasOperand(I) && "type of an absent operand");
   return N.getOperand(I)->getType();
+}
+
+const TensorType &ShapeContext::getResultType(unsigned I) const {
+  return N.getResult(I)->getType();
 }
 
 const Attribute *ShapeContext::getAttr(StringRef Name) const {
@@ -119,11 +207,13 @@ int64_t ShapeContext::getIntAttr(StringRef Name, int64_t Default) const {
 }
 
 const DenseTensor *ShapeContext::getConstantOperand(unsigned I) const {
-  return getConstantValue(N.getOperand(I));
+  return hasOperand(I) ? getConstantValue(N.getOperand(I)) : nullptr;
 }
 
 std::optional<SmallVector<Dim, 4>>
 ShapeContext::getShapeOperand(unsigned I) const {
+  if (!hasOperand(I))
+    return std::nullopt;
   const Value *V = N.getOperand(I);
   if (const DenseTensor *T = getConstantValue(V)) {
     if (T->isFloat() || T->getType().getRank() != 1)
@@ -154,7 +244,7 @@ Error ShapeContext::error(const Twine &Message) const {
 }
 
 const DenseTensor *autopar::getConstantValue(const Value *V) {
-  const Node *Def = V->getDefiningNode();
+  const Node *Def = V ? V->getDefiningNode() : nullptr;
   if (!Def || Def->getOp() != OpId::Constant)
     return nullptr;
   const Attribute *A = Def->getAttr("value");

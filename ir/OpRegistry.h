@@ -27,8 +27,7 @@ class Node;
 class Value;
 
 enum class OpId : unsigned {
-#define OP(Name, MinOps, MaxOps, MinRes, MaxRes, Attrs, Verify, Infer, Fold)   \
-  Name,
+#define OP(Name, Operands, Results, Attrs, Verify, Infer, Fold) Name,
 #include "ir/Ops.def"
 };
 
@@ -39,7 +38,12 @@ public:
 
   const Node &getNode() const { return N; }
   unsigned getNumOperands() const;
+  /// True when operand I is given (not beyond the end, not absent).
+  bool hasOperand(unsigned I) const;
+  /// The type of a given operand.
   const TensorType &getOperandType(unsigned I) const;
+  /// The declared type of result I (what Opaque nodes trust).
+  const TensorType &getResultType(unsigned I) const;
   const Attribute *getAttr(llvm::StringRef Name) const;
   int64_t getIntAttr(llvm::StringRef Name, int64_t Default) const;
   /// The value of operand I when a Constant node defines it.
@@ -64,6 +68,13 @@ using InferFn =
 using FoldFn = std::optional<llvm::SmallVector<DenseTensor, 1>> (*)(
     const Node &, llvm::ArrayRef<const DenseTensor *> Operands);
 
+/// One operand or result of an op, from the Operands/Results of Ops.def.
+struct OperandSpec {
+  std::string Name;
+  bool Optional;
+  bool Variadic;
+};
+
 /// One entry of an op's attribute schema.
 struct AttrSpec {
   std::string Name;
@@ -73,16 +84,30 @@ struct AttrSpec {
 
 struct OpInfo {
   llvm::StringRef Name;
-  int MinOperands, MaxOperands;
-  int MinResults, MaxResults;
+  llvm::StringRef OperandsSpec;
+  llvm::StringRef ResultsSpec;
   llvm::StringRef AttrSchemaSpec;
   VerifyFn Verify;
   InferFn Infer;
   FoldFn Fold;
 
+  llvm::ArrayRef<OperandSpec> getOperands() const;
+  llvm::ArrayRef<OperandSpec> getResults() const;
+  /// The spec that describes operand (or result) I; null past the end.
+  const OperandSpec *getOperand(unsigned I) const;
+  const OperandSpec *getResult(unsigned I) const;
+  /// How many operands (results) a node needs at least, and may have at
+  /// most (-1: no limit).
+  unsigned getMinOperands() const;
+  int getMaxOperands() const;
+  unsigned getMinResults() const;
+  int getMaxResults() const;
+
   /// The parsed attribute schema.
   llvm::ArrayRef<AttrSpec> getAttrSchema() const;
   const AttrSpec *lookupAttr(llvm::StringRef AttrName) const;
+  /// True when the schema has `*`: attributes outside it are allowed.
+  bool allowsOtherAttrs() const;
 };
 
 /// The value of V when a Constant node defines it, else null.

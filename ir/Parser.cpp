@@ -352,8 +352,14 @@ LogicalResult Parser::parseNode(Graph &G) {
   if (failed(expect(Token::LParen, "'('")))
     return failure();
   auto ParseOperand = [&]() -> LogicalResult {
+    if (Tok.isKeyword("_")) {
+      // An absent optional operand.
+      Operands.push_back({"", Tok.getLoc()});
+      consume();
+      return success();
+    }
     if (!Tok.is(Token::ValueName))
-      return emitError("expected operand, like %x");
+      return emitError("expected operand, like %x, or _ for an absent one");
     Operands.push_back({Tok.Value, Tok.getLoc()});
     consume();
     return success();
@@ -436,6 +442,8 @@ LogicalResult Parser::resolveUses(Graph &G) {
   };
   for (auto &[N, Uses] : PendingOperands)
     for (unsigned I = 0, E = Uses.size(); I != E; ++I) {
+      if (Uses[I].Name.empty())
+        continue;
       Value *V = Resolve(Uses[I]);
       if (!V)
         return failure();

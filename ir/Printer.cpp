@@ -39,8 +39,12 @@ static void printNode(raw_ostream &OS, const Node &N) {
     OS << " = ";
   }
   OS << N.getOpName() << '(';
-  interleaveComma(N.getOperands(), OS,
-                  [&](const Value *V) { printValueRef(OS, *V); });
+  interleaveComma(N.getOperands(), OS, [&](const Value *V) {
+    if (V)
+      printValueRef(OS, *V);
+    else
+      OS << '_';
+  });
   OS << ')';
   if (!N.getAttrs().empty()) {
     OS << ' ';

@@ -51,8 +51,8 @@ static Dim meetDims(const Dim &A, const Dim &B) {
 
 static Error checkSameElementType(const ShapeContext &Ctx) {
   for (unsigned I = 1, E = Ctx.getNumOperands(); I != E; ++I)
-    if (Ctx.getOperandType(I).getElementType() !=
-        Ctx.getOperandType(0).getElementType())
+    if (Ctx.hasOperand(I) && Ctx.getOperandType(I).getElementType() !=
+                                 Ctx.getOperandType(0).getElementType())
       return Ctx.error("operand element types differ: " + typeStr(Ctx, 0) +
                        " and " + typeStr(Ctx, I));
   return Error::success();
@@ -63,7 +63,7 @@ static Error checkSameElementType(const ShapeContext &Ctx) {
 static std::optional<std::vector<int64_t>> getAxes(const ShapeContext &Ctx) {
   if (const Attribute *A = Ctx.getAttr("axes"))
     return std::vector<int64_t>(A->getIntList().begin(), A->getIntList().end());
-  if (Ctx.getNumOperands() < 2)
+  if (!Ctx.hasOperand(1))
     return std::vector<int64_t>();
   if (const DenseTensor *T = Ctx.getConstantOperand(1))
     if (!T->isFloat())
@@ -144,7 +144,7 @@ InferResult autopar::inferMatMul(const ShapeContext &Ctx) {
 }
 
 Error autopar::verifyReduce(const ShapeContext &Ctx) {
-  if (Ctx.getAttr("axes") && Ctx.getNumOperands() == 2)
+  if (Ctx.getAttr("axes") && Ctx.hasOperand(1))
     return Ctx.error("axes are given both as an attribute and an operand");
   for (StringRef Flag : {"keepdims", "noop_with_empty_axes"}) {
     int64_t V = Ctx.getIntAttr(Flag, 0);
@@ -362,7 +362,7 @@ InferResult autopar::inferGather(const ShapeContext &Ctx) {
 
 InferResult autopar::inferUnsqueeze(const ShapeContext &Ctx) {
   const TensorType &In = Ctx.getOperandType(0);
-  if (Ctx.getAttr("axes") && Ctx.getNumOperands() == 2)
+  if (Ctx.getAttr("axes") && Ctx.hasOperand(1))
     return Ctx.error("axes are given both as an attribute and an operand");
   std::optional<std::vector<int64_t>> Axes = getAxes(Ctx);
   if (!Axes)
@@ -384,4 +384,11 @@ InferResult autopar::inferUnsqueeze(const ShapeContext &Ctx) {
   for (unsigned I = 0; I != OutRank; ++I)
     Shape.push_back(IsNew[I] ? Dim::get(1) : In.getDim(Next++));
   return SmallVector<TensorType, 1>{TensorType(In.getElementType(), Shape)};
+}
+
+InferResult autopar::inferDeclared(const ShapeContext &Ctx) {
+  SmallVector<TensorType, 1> Types;
+  for (unsigned I = 0, E = Ctx.getNode().getNumResults(); I != E; ++I)
+    Types.push_back(Ctx.getResultType(I));
+  return Types;
 }

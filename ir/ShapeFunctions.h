@@ -31,6 +31,8 @@ InferResult inferTranspose(const ShapeContext &Ctx);
 InferResult inferConcat(const ShapeContext &Ctx);
 InferResult inferGather(const ShapeContext &Ctx);
 InferResult inferUnsqueeze(const ShapeContext &Ctx);
+/// The node's declared result types (for ops autopar does not know).
+InferResult inferDeclared(const ShapeContext &Ctx);
 
 /// The [start, end) range of dimensions a Shape node returns for an operand
 /// of rank Rank, after ONNX's clamping of negative and out-of-range bounds.

@@ -100,9 +100,12 @@ void Verifier::verifyNode(const Node &N) {
 
   for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
     const Value *V = N.getOperand(I);
-    if (!V)
-      Report("operand #" + Twine(I) + " is missing");
-    else if (V->getGraph() != &G)
+    const OperandSpec *Spec = Info.getOperand(I);
+    if (!V) {
+      if (Spec && !Spec->Optional)
+        Report("operand #" + Twine(I) + " ('" + Spec->Name +
+               "') is required but absent");
+    } else if (V->getGraph() != &G)
       Report("operand '%" + V->getName() + "' belongs to another graph");
     else if (!Defined.count(V))
       Report("operand '%" + V->getName() + "' is used before it is defined");
@@ -116,9 +119,10 @@ void Verifier::verifyNode(const Node &N) {
                      : std::to_string(Min) + " to " + std::to_string(Max);
     Report("expects " + Twine(Expected) + " " + What + ", got " + Twine(Count));
   };
-  CheckCount("operands", N.getNumOperands(), Info.MinOperands,
-             Info.MaxOperands);
-  CheckCount("results", N.getNumResults(), Info.MinResults, Info.MaxResults);
+  CheckCount("operands", N.getNumOperands(), Info.getMinOperands(),
+             Info.getMaxOperands());
+  CheckCount("results", N.getNumResults(), Info.getMinResults(),
+             Info.getMaxResults());
   SmallVector<const Value *, 1> Results;
   for (unsigned I = 0, E = N.getNumResults(); I != E; ++I)
     Results.push_back(N.getResult(I));
@@ -162,6 +166,8 @@ void Verifier::verifyAttrs(const AttrDict &Attrs, const OpInfo *Op,
       continue;
     }
     const AnnotationInfo *Ann = lookupAnnotation(Name);
+    if (!Ann && Op && Op->allowsOtherAttrs())
+      continue;
     if (!Ann) {
       if (Op)
         Report("unknown attribute '" + Name + "' for op '" + Op->Name + "'");
