@@ -38,11 +38,25 @@ void DiagnosticEngine::error(const Node &N, const Twine &Message) {
          "'" + N.getOpName() + "' node: " + Message);
     return;
   }
+  std::string Name = N.getName().str();
+  if (Name.empty() && N.getNumResults() != 0)
+    Name = "%" + N.getResult(0)->getName().str();
+  nodeError(Name, N.getOpName(), Message);
+}
+
+void DiagnosticEngine::emitNode(StringRef NodeName, StringRef OpType,
+                                StringRef Kind, const Twine &Message) {
+  OS << FileName << ": node '" << NodeName << "' (" << OpType << "): " << Kind
+     << ": " << Message << '\n';
+}
+
+void DiagnosticEngine::nodeError(StringRef NodeName, StringRef OpType,
+                                 const Twine &Message) {
   ++NumErrors;
-  OS << FileName << ": node '";
-  if (!N.getName().empty())
-    OS << N.getName();
-  else if (N.getNumResults() != 0)
-    OS << '%' << N.getResult(0)->getName();
-  OS << "' (" << N.getOpName() << "): error: " << Message << '\n';
+  emitNode(NodeName, OpType, "error", Message);
+}
+
+void DiagnosticEngine::nodeWarning(StringRef NodeName, StringRef OpType,
+                                   const Twine &Message) {
+  emitNode(NodeName, OpType, "warning", Message);
 }

@@ -37,6 +37,10 @@ private:
 };
 
 inline LogicalResult success() { return LogicalResult::success(); }
+/// success() when IsSuccess, else failure().
+inline LogicalResult success(bool IsSuccess) {
+  return IsSuccess ? success() : LogicalResult::failure();
+}
 inline LogicalResult failure() { return LogicalResult::failure(); }
 inline bool failed(LogicalResult R) { return R.failed(); }
 inline bool succeeded(LogicalResult R) { return R.succeeded(); }
@@ -54,13 +58,22 @@ public:
   void note(llvm::SMLoc Loc, const llvm::Twine &Message);
   /// An error about a node, located at its text if it has one.
   void error(const Node &N, const llvm::Twine &Message);
+  /// A problem with a node of a model that has no text locations:
+  /// `file: node 'name' (OpType): error: message`.
+  void nodeError(llvm::StringRef NodeName, llvm::StringRef OpType,
+                 const llvm::Twine &Message);
+  void nodeWarning(llvm::StringRef NodeName, llvm::StringRef OpType,
+                   const llvm::Twine &Message);
 
   unsigned getNumErrors() const { return NumErrors; }
+  llvm::raw_ostream &getStream() const { return OS; }
   llvm::StringRef getFileName() const { return FileName; }
 
 private:
   void emit(llvm::SMLoc Loc, llvm::SourceMgr::DiagKind Kind,
             const llvm::Twine &Message);
+  void emitNode(llvm::StringRef NodeName, llvm::StringRef OpType,
+                llvm::StringRef Kind, const llvm::Twine &Message);
 
   const llvm::SourceMgr *SM;
   std::string FileName;

@@ -4,6 +4,7 @@
 #include "ir/Graph.h"
 #include "ir/ShapeFunctions.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -193,7 +194,103 @@ FoldResult autopar::foldGather(const Node &N,
   return makeResult(*Type, std::move(Values));
 }
 
-FoldResult autopar::foldUnsqueeze(const Node &N,
-                                  ArrayRef<const DenseTensor *> Operands) {
-  return foldReshape(N, Operands);
+/// Operand T's values broadcast (numpy-style) to the static shape OutSizes,
+/// in row-major order; nullopt when T does not broadcast to it.
+static std::optional<std::vector<int64_t>>
+broadcastValues(const DenseTensor &T, ArrayRef<int64_t> OutSizes) {
+  SmallVector<int64_t, 4> Sizes = T.getType().getStaticSizes();
+  if (Sizes.size() > OutSizes.size())
+    return std::nullopt;
+  size_t Offset = OutSizes.size() - Sizes.size();
+  for (size_t I = 0; I != Sizes.size(); ++I)
+    if (Sizes[I] != 1 && Sizes[I] != OutSizes[I + Offset])
+      return std::nullopt;
+  std::vector<int64_t> Values;
+  if (is_contained(OutSizes, 0))
+    return Values;
+  SmallVector<int64_t, 4> Index(OutSizes.size(), 0);
+  do
+    Values.push_back(T.getInts()[broadcastIndex(Index, OutSizes, Sizes)]);
+  while (nextIndex(Index, OutSizes));
+  return Values;
+}
+
+FoldResult autopar::foldIntCompare(const Node &N,
+                                   ArrayRef<const DenseTensor *> Operands) {
+  auto Ints = getIntOperands(Operands);
+  std::optional<TensorType> Type = getFoldableResultType(N);
+  if (!Ints || !Type || Type->getElementType() != ElementType::Bool)
+    return std::nullopt;
+  SmallVector<int64_t, 4> OutSizes = Type->getStaticSizes();
+  auto A = broadcastValues(*(*Ints)[0], OutSizes);
+  auto B = broadcastValues(*(*Ints)[1], OutSizes);
+  if (!A || !B)
+    return std::nullopt;
+  std::vector<int64_t> Values;
+  for (size_t I = 0, E = A->size(); I != E; ++I) {
+    int64_t X = (*A)[I], Y = (*B)[I];
+    switch (N.getOp()) {
+    case OpId::Equal:
+      Values.push_back(X == Y);
+      break;
+    case OpId::Less:
+      Values.push_back(X < Y);
+      break;
+    case OpId::Greater:
+      Values.push_back(X > Y);
+      break;
+    default:
+      return std::nullopt;
+    }
+  }
+  return makeResult(*Type, std::move(Values));
+}
+
+FoldResult autopar::foldWhere(const Node &N,
+                              ArrayRef<const DenseTensor *> Operands) {
+  auto Ints = getIntOperands(Operands);
+  std::optional<TensorType> Type = getFoldableResultType(N);
+  if (!Ints || (*Ints)[0]->getType().getElementType() != ElementType::Bool ||
+      !Type)
+    return std::nullopt;
+  SmallVector<int64_t, 4> OutSizes = Type->getStaticSizes();
+  auto Cond = broadcastValues(*(*Ints)[0], OutSizes);
+  auto X = broadcastValues(*(*Ints)[1], OutSizes);
+  auto Y = broadcastValues(*(*Ints)[2], OutSizes);
+  if (!Cond || !X || !Y)
+    return std::nullopt;
+  std::vector<int64_t> Values;
+  for (size_t I = 0, E = Cond->size(); I != E; ++I)
+    Values.push_back((*Cond)[I] ? (*X)[I] : (*Y)[I]);
+  return makeResult(*Type, std::move(Values));
+}
+
+/// V converted to the integer or bool type Ty as ONNX Cast does: bool is
+/// V != 0; narrower integers keep the low bits, reinterpreted in two's
+/// complement for signed types (200 as i8 is -56).
+static int64_t castInt(int64_t V, ElementType Ty) {
+  switch (Ty) {
+  case ElementType::Bool:
+    return V != 0;
+  case ElementType::I32:
+    return static_cast<int32_t>(static_cast<uint32_t>(V));
+  case ElementType::I8:
+    return static_cast<int8_t>(static_cast<uint8_t>(V));
+  case ElementType::U8:
+    return static_cast<uint8_t>(V);
+  default:
+    return V;
+  }
+}
+
+FoldResult autopar::foldCast(const Node &N,
+                             ArrayRef<const DenseTensor *> Operands) {
+  auto Ints = getIntOperands(Operands);
+  std::optional<TensorType> Type = getFoldableResultType(N);
+  if (!Ints || !Type || (*Ints)[0]->getType().getShape() != Type->getShape())
+    return std::nullopt;
+  std::vector<int64_t> Values;
+  for (int64_t V : (*Ints)[0]->getInts())
+    Values.push_back(castInt(V, Type->getElementType()));
+  return makeResult(*Type, std::move(Values));
 }

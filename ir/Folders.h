@@ -28,8 +28,21 @@ FoldResult foldConcat(const Node &N,
                       llvm::ArrayRef<const DenseTensor *> Operands);
 FoldResult foldGather(const Node &N,
                       llvm::ArrayRef<const DenseTensor *> Operands);
-FoldResult foldUnsqueeze(const Node &N,
-                         llvm::ArrayRef<const DenseTensor *> Operands);
+
+FoldResult foldIntCompare(const Node &N,
+                          llvm::ArrayRef<const DenseTensor *> Operands);
+FoldResult foldWhere(const Node &N,
+                     llvm::ArrayRef<const DenseTensor *> Operands);
+FoldResult foldCast(const Node &N,
+                    llvm::ArrayRef<const DenseTensor *> Operands);
+FoldResult foldConstantOfShape(const Node &N,
+                               llvm::ArrayRef<const DenseTensor *> Operands);
+FoldResult foldRange(const Node &N,
+                     llvm::ArrayRef<const DenseTensor *> Operands);
+FoldResult foldSlice(const Node &N,
+                     llvm::ArrayRef<const DenseTensor *> Operands);
+FoldResult foldExpand(const Node &N,
+                      llvm::ArrayRef<const DenseTensor *> Operands);
 
 } // namespace autopar
 

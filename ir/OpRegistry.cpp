@@ -4,6 +4,7 @@
 #include "ir/Folders.h"
 #include "ir/Graph.h"
 #include "ir/ShapeFunctions.h"
+#include "ir/ShapeValues.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -212,31 +213,22 @@ const DenseTensor *ShapeContext::getConstantOperand(unsigned I) const {
 
 std::optional<SmallVector<Dim, 4>>
 ShapeContext::getShapeOperand(unsigned I) const {
+  std::optional<ShapeValue> Value = getShapeValue(I);
+  if (!Value)
+    return std::nullopt;
+  SmallVector<Dim, 4> Dims;
+  for (const ShapeEntry &E : *Value) {
+    if (E.Int && *E.Int < 0)
+      return std::nullopt;
+    Dims.push_back(E.toDim());
+  }
+  return Dims;
+}
+
+std::optional<ShapeValue> ShapeContext::getShapeValue(unsigned I) const {
   if (!hasOperand(I))
     return std::nullopt;
-  const Value *V = N.getOperand(I);
-  if (const DenseTensor *T = getConstantValue(V)) {
-    if (T->isFloat() || T->getType().getRank() != 1)
-      return std::nullopt;
-    SmallVector<Dim, 4> Dims;
-    for (int64_t S : T->getInts()) {
-      if (S < 0)
-        return std::nullopt;
-      Dims.push_back(Dim::get(S));
-    }
-    return Dims;
-  }
-  const Node *Def = V->getDefiningNode();
-  if (!Def || Def->getOp() != OpId::Shape || Def->getNumOperands() != 1)
-    return std::nullopt;
-  ArrayRef<Dim> Shape = Def->getOperand(0)->getType().getShape();
-  ShapeContext DefCtx(*Def);
-  auto [Start, End] = getShapeRange(DefCtx, Shape.size());
-  // Trust the Shape node only when it verifies: its declared type must be
-  // what it computes.
-  if (V->getType() != TensorType::get(ElementType::I64, {End - Start}))
-    return std::nullopt;
-  return SmallVector<Dim, 4>(Shape.begin() + Start, Shape.begin() + End);
+  return evaluateShapeValue(N.getOperand(I));
 }
 
 Error ShapeContext::error(const Twine &Message) const {

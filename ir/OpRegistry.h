@@ -10,6 +10,7 @@
 #define AUTOPAR_IR_OPREGISTRY_H
 
 #include "ir/Attributes.h"
+#include "ir/ShapeValues.h"
 #include "ir/Types.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -48,10 +49,13 @@ public:
   int64_t getIntAttr(llvm::StringRef Name, int64_t Default) const;
   /// The value of operand I when a Constant node defines it.
   const DenseTensor *getConstantOperand(unsigned I) const;
-  /// The value of a 1-D integer operand as dimensions, when it is known: a
-  /// constant whose entries are all non-negative, or the result of a Shape
-  /// node (the dimensions of the Shape's operand, possibly symbolic).
+  /// The value of a 0-D or 1-D integer operand as dimensions (possibly
+  /// symbolic or unknown), when evaluateShapeValue knows it and every entry
+  /// is a dimension (no negative integers).
   std::optional<llvm::SmallVector<Dim, 4>> getShapeOperand(unsigned I) const;
+  /// The value of such an operand with its integers as they are (Reshape's
+  /// -1 and 0), see ShapeValues.h.
+  std::optional<ShapeValue> getShapeValue(unsigned I) const;
 
   /// An error that names the op, for shape functions and verifiers.
   llvm::Error error(const llvm::Twine &Message) const;

@@ -2,6 +2,7 @@
 
 #include "ir/ShapeFunctions.h"
 #include "ir/Graph.h"
+#include "ir/ShapeValues.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
@@ -14,14 +15,13 @@ using namespace llvm;
 /// Reshape targets longer than this are rejected rather than allocated.
 constexpr int64_t MaxReshapeRank = 256;
 
-/// Formats an operand's type for messages.
-static std::string typeStr(const ShapeContext &Ctx, unsigned I) {
+std::string autopar::typeStr(const ShapeContext &Ctx, unsigned I) {
   return Ctx.getOperandType(I).str();
 }
 
 /// Maps an ONNX axis in [-Rank, Rank) to [0, Rank).
-static Expected<unsigned> normalizeAxis(const ShapeContext &Ctx, int64_t Axis,
-                                        unsigned Rank) {
+Expected<unsigned> autopar::normalizeAxis(const ShapeContext &Ctx, int64_t Axis,
+                                          unsigned Rank) {
   int64_t R = Rank;
   if (Axis < -R || Axis >= R)
     return Ctx.error("axis " + Twine(Axis) + " is out of range for rank " +
@@ -30,7 +30,7 @@ static Expected<unsigned> normalizeAxis(const ShapeContext &Ctx, int64_t Axis,
 }
 
 /// The sum of two dimensions when it is a monomial, else unknown.
-static Dim addDims(const Dim &A, const Dim &B) {
+Dim autopar::addDims(const Dim &A, const Dim &B) {
   if (A.isUnknown() || B.isUnknown())
     return Dim();
   if (A.getSymbols() != B.getSymbols())
@@ -45,11 +45,11 @@ static Dim addDims(const Dim &A, const Dim &B) {
 }
 
 /// The more precise of two compatible dimensions.
-static Dim meetDims(const Dim &A, const Dim &B) {
+Dim autopar::meetDims(const Dim &A, const Dim &B) {
   return A.isUnknown() ? B : A;
 }
 
-static Error checkSameElementType(const ShapeContext &Ctx) {
+Error autopar::checkSameElementType(const ShapeContext &Ctx) {
   for (unsigned I = 1, E = Ctx.getNumOperands(); I != E; ++I)
     if (Ctx.hasOperand(I) && Ctx.getOperandType(I).getElementType() !=
                                  Ctx.getOperandType(0).getElementType())
@@ -60,7 +60,7 @@ static Error checkSameElementType(const ShapeContext &Ctx) {
 
 /// The axes of a reduction or Unsqueeze: the `axes` attribute, else the
 /// constant second operand. Returns nullopt when they are not known.
-static std::optional<std::vector<int64_t>> getAxes(const ShapeContext &Ctx) {
+std::optional<std::vector<int64_t>> autopar::getAxes(const ShapeContext &Ctx) {
   if (const Attribute *A = Ctx.getAttr("axes"))
     return std::vector<int64_t>(A->getIntList().begin(), A->getIntList().end());
   if (!Ctx.hasOperand(1))
@@ -97,13 +97,18 @@ std::optional<SmallVector<Dim, 4>> autopar::broadcastShapes(ArrayRef<Dim> A,
 InferResult autopar::inferBroadcast(const ShapeContext &Ctx) {
   if (Error E = checkSameElementType(Ctx))
     return E;
-  auto Shape = broadcastShapes(Ctx.getOperandType(0).getShape(),
-                               Ctx.getOperandType(1).getShape());
-  if (!Shape)
-    return Ctx.error("operand shapes do not broadcast: " + typeStr(Ctx, 0) +
-                     " and " + typeStr(Ctx, 1));
+  // Binary ops and the variadic Sum: every operand broadcasts together.
+  SmallVector<Dim, 4> Shape(Ctx.getOperandType(0).getShape().begin(),
+                            Ctx.getOperandType(0).getShape().end());
+  for (unsigned I = 1, E = Ctx.getNumOperands(); I != E; ++I) {
+    auto Next = broadcastShapes(Shape, Ctx.getOperandType(I).getShape());
+    if (!Next)
+      return Ctx.error("operand shapes do not broadcast: " + typeStr(Ctx, 0) +
+                       " and " + typeStr(Ctx, I));
+    Shape = *Next;
+  }
   return SmallVector<TensorType, 1>{
-      TensorType(Ctx.getOperandType(0).getElementType(), *Shape)};
+      TensorType(Ctx.getOperandType(0).getElementType(), Shape)};
 }
 
 InferResult autopar::inferSameAsOperand(const ShapeContext &Ctx) {
@@ -214,7 +219,7 @@ InferResult autopar::inferShape(const ShapeContext &Ctx) {
       TensorType::get(ElementType::I64, {int64_t(End - Start)})};
 }
 
-static bool isIntegerElementType(ElementType Ty) {
+bool autopar::isIntegerElementType(ElementType Ty) {
   return Ty == ElementType::I64 || Ty == ElementType::I32;
 }
 
@@ -230,47 +235,47 @@ InferResult autopar::inferReshape(const ShapeContext &Ctx) {
                      " entries; at most " + Twine(MaxReshapeRank) +
                      " are supported");
   unsigned Rank = ShapeTy.getDim(0).getSize();
-  const DenseTensor *Target = Ctx.getConstantOperand(1);
-  if (!Target) {
-    // Not constant: the result has Rank dimensions, known where the shape is
-    // the (possibly symbolic) shape of some tensor.
-    std::optional<SmallVector<Dim, 4>> Dims = Ctx.getShapeOperand(1);
-    return SmallVector<TensorType, 1>{TensorType(
-        In.getElementType(), Dims ? *Dims : SmallVector<Dim, 4>(Rank, Dim()))};
-  }
+  std::optional<ShapeValue> Target = Ctx.getShapeValue(1);
+  if (!Target)
+    // The target is not known: Rank dimensions, all unknown.
+    return SmallVector<TensorType, 1>{
+        TensorType(In.getElementType(), SmallVector<Dim, 4>(Rank, Dim()))};
   bool AllowZero = Ctx.getIntAttr("allowzero", 0);
   SmallVector<Dim, 4> Shape;
   std::optional<unsigned> Inferred;
   Dim Known = Dim::get(1);
   for (unsigned I = 0; I != Rank; ++I) {
-    int64_t S = Target->getInts()[I];
-    if (S == -1) {
+    const ShapeEntry &E = (*Target)[I];
+    if (E.Int && *E.Int == -1) {
       if (Inferred)
         return Ctx.error("shape has more than one -1");
       Inferred = I;
       Shape.push_back(Dim());
       continue;
     }
-    if (S < -1)
-      return Ctx.error("shape entry " + Twine(S) + " is negative");
-    if (S == 0 && !AllowZero) {
+    if (E.Int && *E.Int < -1)
+      return Ctx.error("shape entry " + Twine(*E.Int) + " is negative");
+    if (E.Int && *E.Int == 0 && !AllowZero) {
       if (I >= In.getRank())
         return Ctx.error("shape entry 0 at " + Twine(I) +
                          " copies a dimension the input does not have");
       Shape.push_back(In.getDim(I));
     } else {
-      Shape.push_back(Dim::get(S));
+      Shape.push_back(E.toDim());
     }
     Known = Known * Shape.back();
   }
   Dim Total = In.getNumElements();
+  // Symbolic sizes are errors only when provably different: static and
+  // unequal, or the same symbols with different coefficients.
   if (Inferred) {
     if (std::optional<Dim> Q = Total.divide(Known))
       Shape[*Inferred] = *Q;
-    else if (!Total.isUnknown() && !Known.isUnknown())
+    else if (Total.isStatic() && Known.isStatic())
       return Ctx.error("cannot reshape " + typeStr(Ctx, 0) +
                        ": the known dimensions do not divide its size");
-  } else if (!Total.isUnknown() && !Known.isUnknown() && Total != Known) {
+  } else if (!Total.isUnknown() && !Known.isUnknown() &&
+             Total.getSymbols() == Known.getSymbols() && Total != Known) {
     std::string S;
     raw_string_ostream OS(S);
     OS << Known;

@@ -34,10 +34,76 @@ InferResult inferUnsqueeze(const ShapeContext &Ctx);
 /// The node's declared result types (for ops autopar does not know).
 InferResult inferDeclared(const ShapeContext &Ctx);
 
+// ShapeFunctionsMath.cpp: elementwise, contractions, normalizations.
+llvm::Error verifyCast(const ShapeContext &Ctx);
+llvm::Error verifyGelu(const ShapeContext &Ctx);
+InferResult inferPow(const ShapeContext &Ctx);
+InferResult inferCompare(const ShapeContext &Ctx);
+InferResult inferLogical(const ShapeContext &Ctx);
+InferResult inferWhere(const ShapeContext &Ctx);
+InferResult inferFloatUnary(const ShapeContext &Ctx);
+InferResult inferLogicalNot(const ShapeContext &Ctx);
+InferResult inferCast(const ShapeContext &Ctx);
+InferResult inferDropout(const ShapeContext &Ctx);
+InferResult inferAxisPreserving(const ShapeContext &Ctx);
+InferResult inferCumSum(const ShapeContext &Ctx);
+InferResult inferTrilu(const ShapeContext &Ctx);
+InferResult inferGemm(const ShapeContext &Ctx);
+InferResult inferEinsum(const ShapeContext &Ctx);
+InferResult inferLayerNorm(const ShapeContext &Ctx);
+InferResult inferRMSNorm(const ShapeContext &Ctx);
+InferResult inferBatchNorm(const ShapeContext &Ctx);
+InferResult inferInstanceNorm(const ShapeContext &Ctx);
+
+// ShapeFunctionsNN.cpp: convolution, pooling, attention.
+InferResult inferConv(const ShapeContext &Ctx);
+InferResult inferConvTranspose(const ShapeContext &Ctx);
+InferResult inferPool(const ShapeContext &Ctx);
+InferResult inferGlobalPool(const ShapeContext &Ctx);
+InferResult inferAttention(const ShapeContext &Ctx);
+InferResult inferRotaryEmbedding(const ShapeContext &Ctx);
+InferResult inferMsAttention(const ShapeContext &Ctx);
+InferResult inferMsGroupQueryAttention(const ShapeContext &Ctx);
+InferResult inferMsEmbedLayerNorm(const ShapeContext &Ctx);
+
+// ShapeFunctionsLayout.cpp: shapes, layouts, data movement.
+InferResult inferConstantOfShape(const ShapeContext &Ctx);
+InferResult inferRange(const ShapeContext &Ctx);
+InferResult inferSize(const ShapeContext &Ctx);
+InferResult inferFlatten(const ShapeContext &Ctx);
+InferResult inferSplit(const ShapeContext &Ctx);
+InferResult inferSlice(const ShapeContext &Ctx);
+InferResult inferGatherElements(const ShapeContext &Ctx);
+InferResult inferScatterElements(const ShapeContext &Ctx);
+InferResult inferSqueeze(const ShapeContext &Ctx);
+InferResult inferExpand(const ShapeContext &Ctx);
+InferResult inferTile(const ShapeContext &Ctx);
+InferResult inferTopK(const ShapeContext &Ctx);
+
 /// The [start, end) range of dimensions a Shape node returns for an operand
 /// of rank Rank, after ONNX's clamping of negative and out-of-range bounds.
 std::pair<unsigned, unsigned> getShapeRange(const ShapeContext &Ctx,
                                             unsigned Rank);
+
+//===----------------------------------------------------------------------===//
+// Helpers for shape functions.
+//===----------------------------------------------------------------------===//
+
+/// Operand I's type as text, for messages.
+std::string typeStr(const ShapeContext &Ctx, unsigned I);
+/// Maps an ONNX axis in [-Rank, Rank) to [0, Rank); an error otherwise.
+llvm::Expected<unsigned> normalizeAxis(const ShapeContext &Ctx, int64_t Axis,
+                                       unsigned Rank);
+/// The sum of two dimensions when it is a monomial, else unknown.
+Dim addDims(const Dim &A, const Dim &B);
+/// The more precise of two compatible dimensions.
+Dim meetDims(const Dim &A, const Dim &B);
+/// An error unless every given operand has operand 0's element type.
+llvm::Error checkSameElementType(const ShapeContext &Ctx);
+/// The `axes` attribute, else the constant operand 1 (empty when absent);
+/// nullopt when operand 1 is given but not constant.
+std::optional<std::vector<int64_t>> getAxes(const ShapeContext &Ctx);
+bool isIntegerElementType(ElementType Ty);
 
 /// Broadcasts two shapes as numpy does; nullopt when they do not broadcast.
 std::optional<llvm::SmallVector<Dim, 4>> broadcastShapes(llvm::ArrayRef<Dim> A,

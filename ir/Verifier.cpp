@@ -20,14 +20,6 @@ public:
 private:
   void verifyParam(const Value &P);
   void verifyNode(const Node &N);
-  /// Checks attributes against Op's schema (or none, for inputs and
-  /// parameters) and annotations against Annotations.def. Report is called
-  /// with each message.
-  void verifyAttrs(const AttrDict &Attrs, const OpInfo *Op,
-                   ArrayRef<const Value *> Annotated,
-                   function_ref<void(const Twine &)> Report);
-  void verifySharding(const Sharding &S, const Value &V,
-                      function_ref<void(const Twine &)> Report);
 
   const Graph &G;
   DiagnosticEngine &Diag;
@@ -36,6 +28,10 @@ private:
 };
 
 } // namespace
+
+static void verifyAttrs(const Graph &G, const AttrDict &Attrs, const OpInfo *Op,
+                        ArrayRef<const Value *> Annotated,
+                        function_ref<void(const Twine &)> Report);
 
 static bool kindMatches(Attribute::Kind Expected, const Attribute &A) {
   // `[]` reads back as an empty int list; it is also an empty float list.
@@ -48,7 +44,7 @@ LogicalResult Verifier::verify() {
   ErrorsBefore = Diag.getNumErrors();
   for (const std::unique_ptr<Value> &In : G.getInputs()) {
     Defined.insert(In.get());
-    verifyAttrs(In->getAttrs(), nullptr, {In.get()}, [&](const Twine &Msg) {
+    verifyAttrs(G, In->getAttrs(), nullptr, {In.get()}, [&](const Twine &Msg) {
       Diag.error(In->getLoc(), "input '%" + In->getName() + "': " + Msg);
     });
   }
@@ -73,7 +69,7 @@ void Verifier::verifyParam(const Value &P) {
   auto Report = [&](const Twine &Msg) {
     Diag.error(P.getLoc(), "parameter '%" + P.getName() + "': " + Msg);
   };
-  verifyAttrs(P.getAttrs(), nullptr, {&P}, Report);
+  verifyAttrs(G, P.getAttrs(), nullptr, {&P}, Report);
   const std::optional<WeightSource> &S = P.getWeightSource();
   if (!S)
     return;
@@ -94,56 +90,20 @@ void Verifier::verifyParam(const Value &P) {
 }
 
 void Verifier::verifyNode(const Node &N) {
-  unsigned Before = Diag.getNumErrors();
   auto Report = [&](const Twine &Msg) { Diag.error(N, Msg); };
-  const OpInfo &Info = N.getOpInfo();
-
   for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
     const Value *V = N.getOperand(I);
-    const OperandSpec *Spec = Info.getOperand(I);
-    if (!V) {
-      if (Spec && !Spec->Optional)
-        Report("operand #" + Twine(I) + " ('" + Spec->Name +
-               "') is required but absent");
-    } else if (V->getGraph() != &G)
+    if (!V)
+      continue;
+    if (V->getGraph() != &G)
       Report("operand '%" + V->getName() + "' belongs to another graph");
     else if (!Defined.count(V))
       Report("operand '%" + V->getName() + "' is used before it is defined");
   }
-  auto CheckCount = [&](StringRef What, unsigned Count, int Min, int Max) {
-    if (int(Count) >= Min && (Max < 0 || int(Count) <= Max))
-      return;
-    std::string Expected =
-        Max < 0      ? "at least " + std::to_string(Min)
-        : Min == Max ? std::to_string(Min)
-                     : std::to_string(Min) + " to " + std::to_string(Max);
-    Report("expects " + Twine(Expected) + " " + What + ", got " + Twine(Count));
-  };
-  CheckCount("operands", N.getNumOperands(), Info.getMinOperands(),
-             Info.getMaxOperands());
-  CheckCount("results", N.getNumResults(), Info.getMinResults(),
-             Info.getMaxResults());
-  SmallVector<const Value *, 1> Results;
-  for (unsigned I = 0, E = N.getNumResults(); I != E; ++I)
-    Results.push_back(N.getResult(I));
-  verifyAttrs(N.getAttrs(), &Info, Results, Report);
-  // The op's own checks assume the structure above holds.
-  if (Diag.getNumErrors() != Before)
+  std::optional<SmallVector<TensorType, 1>> Inferred =
+      inferNodeResultTypes(N, Report);
+  if (!Inferred)
     return;
-
-  ShapeContext Ctx(N);
-  if (Info.Verify)
-    if (Error E = Info.Verify(Ctx)) {
-      Report(toString(std::move(E)));
-      return;
-    }
-  Expected<SmallVector<TensorType, 1>> Inferred = Info.Infer(Ctx);
-  if (!Inferred) {
-    Report(toString(Inferred.takeError()));
-    return;
-  }
-  assert(Inferred->size() == N.getNumResults() &&
-         "shape function returned the wrong number of types");
   for (unsigned I = 0, E = N.getNumResults(); I != E; ++I) {
     const TensorType &Declared = N.getResult(I)->getType();
     if (!isCompatible(Declared, (*Inferred)[I]))
@@ -152,9 +112,67 @@ void Verifier::verifyNode(const Node &N) {
   }
 }
 
-void Verifier::verifyAttrs(const AttrDict &Attrs, const OpInfo *Op,
-                           ArrayRef<const Value *> Annotated,
-                           function_ref<void(const Twine &)> Report) {
+std::optional<SmallVector<TensorType, 1>>
+autopar::inferNodeResultTypes(const Node &N,
+                              function_ref<void(const Twine &)> Report) {
+  bool Failed = false;
+  auto Fail = [&](const Twine &Msg) {
+    Report(Msg);
+    Failed = true;
+  };
+  const OpInfo &Info = N.getOpInfo();
+  for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
+    const OperandSpec *Spec = Info.getOperand(I);
+    if (!N.getOperand(I) && Spec && !Spec->Optional)
+      Fail("operand #" + Twine(I) + " ('" + Spec->Name +
+           "') is required but absent");
+  }
+  auto CheckCount = [&](StringRef What, unsigned Count, int Min, int Max) {
+    if (int(Count) >= Min && (Max < 0 || int(Count) <= Max))
+      return;
+    std::string Expected =
+        Max < 0      ? "at least " + std::to_string(Min)
+        : Min == Max ? std::to_string(Min)
+                     : std::to_string(Min) + " to " + std::to_string(Max);
+    Fail("expects " + Twine(Expected) + " " + What + ", got " + Twine(Count));
+  };
+  CheckCount("operands", N.getNumOperands(), Info.getMinOperands(),
+             Info.getMaxOperands());
+  CheckCount("results", N.getNumResults(), Info.getMinResults(),
+             Info.getMaxResults());
+  SmallVector<const Value *, 1> Results;
+  for (unsigned I = 0, E = N.getNumResults(); I != E; ++I)
+    Results.push_back(N.getResult(I));
+  verifyAttrs(*N.getGraph(), N.getAttrs(), &Info, Results, Fail);
+  // The op's own checks assume the structure above holds.
+  if (Failed)
+    return std::nullopt;
+
+  ShapeContext Ctx(N);
+  if (Info.Verify)
+    if (Error E = Info.Verify(Ctx)) {
+      Report(toString(std::move(E)));
+      return std::nullopt;
+    }
+  Expected<SmallVector<TensorType, 1>> Inferred = Info.Infer(Ctx);
+  if (!Inferred) {
+    Report(toString(Inferred.takeError()));
+    return std::nullopt;
+  }
+  assert(Inferred->size() == N.getNumResults() &&
+         "shape function returned the wrong number of types");
+  return std::move(*Inferred);
+}
+
+static void verifySharding(const Graph &G, const Sharding &S, const Value &V,
+                           function_ref<void(const Twine &)> Report);
+
+/// Checks attributes against Op's schema (or none, for inputs and
+/// parameters) and annotations against Annotations.def. Report is called
+/// with each message.
+static void verifyAttrs(const Graph &G, const AttrDict &Attrs, const OpInfo *Op,
+                        ArrayRef<const Value *> Annotated,
+                        function_ref<void(const Twine &)> Report) {
   for (const NamedAttribute &E : Attrs) {
     const std::string &Name = E.first;
     const Attribute &A = E.second;
@@ -182,6 +200,10 @@ void Verifier::verifyAttrs(const AttrDict &Attrs, const OpInfo *Op,
     }
     if ((Name == "stage" || Name == "layer") && A.getInt() < 0)
       Report("annotation '" + Name + "' must not be negative");
+    if (Name == "batch_dim" &&
+        (Annotated.size() != 1 || A.getInt() < 0 ||
+         A.getInt() >= int64_t(Annotated[0]->getType().getRank())))
+      Report("annotation 'batch_dim' must be a dimension of the value");
     if (Name != "sharding")
       continue;
     if (A.isa(Attribute::Kind::Sharding)) {
@@ -189,7 +211,7 @@ void Verifier::verifyAttrs(const AttrDict &Attrs, const OpInfo *Op,
         Report("annotation 'sharding' needs one sharding per result (" +
                Twine(Annotated.size()) + ")");
       else
-        verifySharding(A.getSharding(), *Annotated[0], Report);
+        verifySharding(G, A.getSharding(), *Annotated[0], Report);
       continue;
     }
     ArrayRef<Attribute> List = A.getList();
@@ -203,7 +225,7 @@ void Verifier::verifyAttrs(const AttrDict &Attrs, const OpInfo *Op,
         Report("annotation 'sharding' entry #" + Twine(I) +
                " is not a sharding");
       else
-        verifySharding(List[I].getSharding(), *Annotated[I], Report);
+        verifySharding(G, List[I].getSharding(), *Annotated[I], Report);
     }
   }
   if (!Op)
@@ -213,8 +235,8 @@ void Verifier::verifyAttrs(const AttrDict &Attrs, const OpInfo *Op,
       Report("missing attribute '" + Spec.Name + "'");
 }
 
-void Verifier::verifySharding(const Sharding &S, const Value &V,
-                              function_ref<void(const Twine &)> Report) {
+static void verifySharding(const Graph &G, const Sharding &S, const Value &V,
+                           function_ref<void(const Twine &)> Report) {
   const Mesh *M = G.lookupMesh(S.Mesh);
   if (!M) {
     Report("sharding of '%" + V.getName() + "' uses undefined mesh '@" +

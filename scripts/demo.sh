@@ -19,3 +19,13 @@ run() {
 }
 
 run build/bin/autopar-opt examples/mlp.air --passes=canonicalize
+# The ONNX frontend: a model with a symbolic batch, bound on the command line.
+run build/bin/autopar-opt examples/mlp.pbtxt --dim batch=8 --passes=canonicalize
+# A real PyTorch export, when the shared models are beside the checkout.
+llama=../shared/models/torch_export/llama_tiny_opset17.onnx
+if [[ -f "$llama" ]]; then
+  echo
+  echo "\$ build/bin/autopar-opt $llama --dim batch=2 --dim sequence=16 --passes=canonicalize | head -40"
+  build/bin/autopar-opt "$llama" --dim batch=2 --dim sequence=16 \
+    --passes=canonicalize | head -40
+fi

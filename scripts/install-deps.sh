@@ -13,6 +13,11 @@ packages=(
   llvm-14-tools   # lit, FileCheck, not, count, split-file
   zlib1g-dev      # LLVMSupport's CMake config links ZLIB::ZLIB
   libgtest-dev
+  libonnx-dev     # ONNX's generated protobuf classes (frontend/)
+  libprotobuf-dev
+  protobuf-compiler # protoc: tests encode text-format models to binary
+  clang-14        # builds the libFuzzer target (build-fuzz)
+  libclang-rt-14-dev # libFuzzer and clang's sanitizer runtimes
   googletest
   clang-format-14
   git

@@ -2,10 +2,12 @@
 """Sums the results of one or more lit runs into one closing line.
 
 Usage: lit-summary.py [--expect-suite NAME]... --run LABEL PREFIX RC ...
+                      [--check LABEL RC]...
 
 Each --run names a lit invocation: LABEL for messages, PREFIX for its result
 files (PREFIX.json from `lit -o`, PREFIX.xml from `lit --xunit-xml-output`)
-and RC, lit's exit status. Prints a line per run, the failing tests, and last
+and RC, lit's exit status. Each --check is one more test that is not a lit
+run (the fuzzer's), passed when its RC is 0. Prints a line per run, the failing tests, and last
 `N passed, M failed` (with `, K skipped` when some were unsupported or
 skipped). Exits 1 when anything failed or no test ran.
 
@@ -77,6 +79,8 @@ def main():
                         help="fail unless this lit suite ran a test")
     parser.add_argument("--run", action="append", nargs=3, required=True,
                         metavar=("LABEL", "PREFIX", "RC"))
+    parser.add_argument("--check", action="append", nargs=2, default=[],
+                        metavar=("LABEL", "RC"))
     args = parser.parse_args()
 
     totals = [0, 0, 0]
@@ -88,6 +92,14 @@ def main():
         print("lit run %s: passed %d, failed %d, skipped %d" %
               (label, p, f, s))
         all_problems += ["%s: %s" % (label, msg) for msg in problems]
+
+    for label, rc in args.check:
+        ok = int(rc) == 0
+        totals[0 if ok else 1] += 1
+        print("check %s: %s" % (label, "passed" if ok else
+                                "failed (exit status %s)" % rc))
+        if not ok:
+            all_problems.append("%s: exit status %s" % (label, rc))
 
     passed, failed, skipped = totals
     if all_problems:

@@ -111,6 +111,35 @@ else
   echo "==> Skipping the sanitized build (--no-sanitize)"
 fi
 
+# The importer's libFuzzer target, built with clang, runs for 60 seconds from
+# the text-format test models (encoded to binary) and the inputs that once
+# crashed it (test/fuzz/regressions). A crash fails the run; its input is
+# written to build-fuzz/artifacts/ to become a new regression input.
+if ((sanitize)); then
+  fuzz_rc=0
+  cmake -G Ninja -S "$root" -B build-fuzz -DAUTOPAR_FUZZ=ON \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+    >/dev/null && cmake --build build-fuzz || die "building build-fuzz failed"
+  corpus=build-fuzz/corpus
+  rm -rf "$corpus" build-fuzz/artifacts && mkdir -p "$corpus" build-fuzz/artifacts
+  for model in test/Frontend/*.pbtxt test/Frontend/Inputs/*.pbtxt examples/*.pbtxt; do
+    grep -v '^#' "$model" | protoc --encode=onnx.ModelProto -I/usr/include \
+      /usr/include/onnx/onnx.proto >"$corpus/$(basename "$model").onnx" \
+      2>/dev/null || rm -f "$corpus/$(basename "$model").onnx"
+  done
+  echo "==> Fuzzing the importer for 60 seconds"
+  build-fuzz/bin/autopar-import-fuzzer -max_total_time=60 -max_len=65536 \
+    -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+    -artifact_prefix=build-fuzz/artifacts/ "$corpus" test/fuzz/regressions \
+    2>build-fuzz/fuzz.log || fuzz_rc=$?
+  grep -E '^(stat::number_of_executed_units|Done|SUMMARY)' build-fuzz/fuzz.log || true
+  if ((fuzz_rc)); then
+    tail -40 build-fuzz/fuzz.log
+  fi
+  summary_args+=(--check importer-fuzz "$fuzz_rc")
+fi
+
 echo "==> Summary"
 python3 scripts/lit-summary.py \
   --expect-suite autopar --expect-suite autopar-unit "${summary_args[@]}"

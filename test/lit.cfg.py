@@ -20,7 +20,7 @@ config.name = "autopar"
 # Run RUN lines with bash, so pipes, redirections and `cd` behave as in a
 # shell; `set -o pipefail` is on (config.pipefail defaults to True).
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = [".air", ".test"]
+config.suffixes = [".air", ".test", ".pbtxt"]
 
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.autopar_obj_root, "test")
@@ -55,6 +55,20 @@ config.substitutions.append(("%autopar_obj", config.autopar_obj_root))
 clang_format = (shutil.which("clang-format-14") or
                 os.path.join(config.llvm_tools_dir, "clang-format"))
 config.substitutions.append(("%clang_format", clang_format))
+
+# Importer tests write models as protobuf text; %encode_onnx turns one into
+# the binary form (stdin to stdout) for tests of the binary reader.
+config.substitutions.append(
+    ("%encode_onnx", "protoc --encode=onnx.ModelProto -I/usr/include "
+                     "/usr/include/onnx/onnx.proto"))
+
+# Real third-party models live beside the checkout in ../shared/models;
+# tests that use them say REQUIRES: shared-models.
+shared_models = os.path.normpath(
+    os.path.join(config.autopar_src_root, "..", "shared", "models"))
+config.substitutions.append(("%shared_models", shared_models))
+if os.path.isdir(shared_models):
+    config.available_features.add("shared-models")
 
 # Features for REQUIRES/UNSUPPORTED lines.
 if (config.autopar_is_git_checkout or

@@ -6,19 +6,21 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/OptDriver.h"
+#include "driver/OptDriver.h"
 #include "passes/PassRegistry.h"
 #include "test/lib/TestPasses.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
 
 static cl::OptionCategory Category("autopar-opt options");
 
-static cl::opt<std::string> InputFile(cl::Positional, cl::desc("<input .air>"),
+static cl::opt<std::string> InputFile(cl::Positional,
+                                      cl::desc("<input .air, .onnx or .pbtxt>"),
                                       cl::init("-"), cl::cat(Category));
 static cl::opt<std::string> OutputFile("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"),
@@ -36,6 +38,16 @@ static cl::opt<bool> TimePasses("time-passes",
 static cl::opt<bool> VerifyEach("verify-each",
                                 cl::desc("Verify the IR after each pass"),
                                 cl::init(true), cl::cat(Category));
+static cl::list<std::string>
+    DimBindings("dim",
+                cl::desc("Size of a symbolic dimension of an ONNX model's "
+                         "inputs, e.g. --dim batch=8 (repeatable)"),
+                cl::value_desc("name=size"), cl::cat(Category));
+static cl::opt<std::string>
+    BatchDim("batch-dim",
+             cl::desc("The symbol that is the batch dimension (found from "
+                      "the inputs by default)"),
+             cl::value_desc("name"), cl::cat(Category));
 static cl::opt<bool> SplitInputFile(
     "split-input-file",
     cl::desc("Process each part of the input between '// -----' lines on its "
@@ -63,6 +75,12 @@ int main(int argc, char **argv) {
   Options.OutputFile = OutputFile;
   Options.Pipeline = Pipeline;
   Options.SplitInputFile = SplitInputFile;
+  for (const std::string &Binding : DimBindings)
+    if (Error E = Options.Import.addDimBinding(Binding)) {
+      WithColor::error(errs(), "autopar-opt") << toString(std::move(E)) << '\n';
+      return autopar::ExitBadOptions;
+    }
+  Options.Import.BatchDim = BatchDim;
   Options.VerifyRoundTrip = VerifyRoundTrip;
   Options.PassManager.PrintIRAfterAll = PrintIRAfterAll;
   Options.PassManager.TimePasses = TimePasses;

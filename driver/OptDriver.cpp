@@ -1,6 +1,6 @@
 //===- OptDriver.cpp - What autopar-opt does ------------------------------===//
 
-#include "passes/OptDriver.h"
+#include "driver/OptDriver.h"
 
 #include "ir/Graph.h"
 #include "ir/Parser.h"
@@ -81,24 +81,53 @@ static bool checkRoundTrip(StringRef Text, StringRef InputName) {
   return true;
 }
 
+/// Runs the pipeline on a verified module and prints it into Text; returns
+/// an ExitCode.
+static int transformAndPrint(Module &M, DiagnosticEngine &Diag,
+                             const OptDriverOptions &Options,
+                             std::string &Text) {
+  PassManager PM(Options.PassManager);
+  // The pipeline text was checked before any input was read.
+  cantFail(PM.addPipeline(Options.Pipeline));
+  if (failed(PM.run(M, Diag)))
+    return ExitPassFailure;
+  Text = printToString(M);
+  if (Options.VerifyRoundTrip && !checkRoundTrip(Text, Options.InputFile))
+    return ExitInvalidInput;
+  return ExitSuccess;
+}
+
 /// Parses, verifies, transforms and prints one buffer; returns an ExitCode.
 static int processBuffer(std::unique_ptr<MemoryBuffer> Buffer,
                          const OptDriverOptions &Options, std::string &Text) {
-  PassManager PM(Options.PassManager);
-  // The pipeline text was checked before any buffer was read.
-  cantFail(PM.addPipeline(Options.Pipeline));
   SourceMgr SM;
   SM.AddNewSourceBuffer(std::move(Buffer), SMLoc());
   DiagnosticEngine Diag(&SM, Options.InputFile);
   std::unique_ptr<Module> M = parseModule(SM, Diag);
   if (!M || failed(verifyModule(*M, Diag)))
     return ExitInvalidInput;
-  if (failed(PM.run(*M, Diag)))
-    return ExitPassFailure;
-  Text = printToString(*M);
-  if (Options.VerifyRoundTrip && !checkRoundTrip(Text, Options.InputFile))
+  return transformAndPrint(*M, Diag, Options, Text);
+}
+
+/// Imports an ONNX model, transforms and prints it; returns an ExitCode.
+static int processOnnxModel(const OptDriverOptions &Options) {
+  if (Error E = Options.Import.validate()) {
+    error() << toString(std::move(E)) << '\n';
+    return ExitBadOptions;
+  }
+  if (!sys::fs::exists(Options.InputFile)) {
+    error() << "cannot read '" << Options.InputFile
+            << "': no such file or directory\n";
+    return ExitIOError;
+  }
+  DiagnosticEngine Diag(nullptr, Options.InputFile);
+  std::unique_ptr<Module> M =
+      importOnnxModel(Options.InputFile, Options.Import, Diag);
+  if (!M)
     return ExitInvalidInput;
-  return ExitSuccess;
+  std::string Text;
+  int Code = transformAndPrint(*M, Diag, Options, Text);
+  return Code != ExitSuccess ? Code : writeOutput(Options.OutputFile, Text);
 }
 
 /// Splits Input at lines that are exactly `// -----`. Each chunk is padded
@@ -136,6 +165,9 @@ int autopar::runOptDriver(const OptDriverOptions &Options) {
       return ExitBadOptions;
     }
   }
+
+  if (isOnnxModelPath(Options.InputFile) && !Options.SplitInputFile)
+    return processOnnxModel(Options);
 
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
       MemoryBuffer::getFileOrSTDIN(Options.InputFile);

@@ -1,13 +1,15 @@
 //===- OptDriver.h - What autopar-opt does ----------------------*- C++ -*-===//
 //
-// Reads a module, verifies it, runs a pipeline and writes the result. The
-// autopar-opt tool only fills OptDriverOptions from its command line.
+// Reads a module (.air text, or an ONNX model through the frontend), verifies
+// it, runs a pipeline and writes the result. The autopar-opt tool only fills
+// OptDriverOptions from its command line.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef AUTOPAR_PASSES_OPTDRIVER_H
-#define AUTOPAR_PASSES_OPTDRIVER_H
+#ifndef AUTOPAR_DRIVER_OPTDRIVER_H
+#define AUTOPAR_DRIVER_OPTDRIVER_H
 
+#include "frontend/Importer.h"
 #include "passes/PassManager.h"
 
 #include <string>
@@ -38,6 +40,8 @@ struct OptDriverOptions {
   /// Process each part of the input between lines `// -----` on its own,
   /// and separate the outputs with the same line.
   bool SplitInputFile = false;
+  /// How ONNX inputs (.onnx, .pbtxt) are imported.
+  ImportOptions Import;
   /// Print, parse again and print again; fail unless the bytes agree.
   bool VerifyRoundTrip = false;
   PassManagerOptions PassManager;
@@ -48,4 +52,4 @@ int runOptDriver(const OptDriverOptions &Options);
 
 } // namespace autopar
 
-#endif // AUTOPAR_PASSES_OPTDRIVER_H
+#endif // AUTOPAR_DRIVER_OPTDRIVER_H

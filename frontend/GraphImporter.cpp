@@ -1,0 +1,444 @@
+//===- GraphImporter.cpp - Builds an IR graph from an ONNX graph ----------===//
+//
+// Order of work: check versions; note every name the model uses; inputs
+// (with dimension bindings); initializers (constants or parameters); nodes in
+// topological order, each through its op importer; outputs. See
+// docs/Frontend.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/GraphImporter.h"
+#include "frontend/ExternalData.h"
+#include "frontend/NodeImporter.h"
+#include "frontend/OnnxTypes.h"
+
+#include "ir/Verifier.h"
+
+#include "onnx/onnx_pb.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Path.h"
+
+#include <queue>
+
+using namespace autopar;
+using namespace llvm;
+
+/// The IR versions and default-domain opsets the importer takes.
+static constexpr int64_t MinIRVersion = 3, MaxIRVersion = 11;
+static constexpr int64_t MinOpset = 7, MaxOpset = 24;
+/// Initializers up to this many elements that are integers or scalars are
+/// read as constants: they are shape arithmetic and formula constants.
+static constexpr int64_t MaxConstantInitializerElements = 4096;
+
+GraphImporter::GraphImporter(const onnx::ModelProto &Model, StringRef ModelPath,
+                             const ImportOptions &Options,
+                             DiagnosticEngine &Diag)
+    : Model(Model), Proto(Model.graph()), ModelPath(ModelPath.str()),
+      Options(Options), Diag(Diag) {
+  ModelDir = sys::path::parent_path(ModelPath).str();
+  if (ModelDir.empty())
+    ModelDir = ".";
+  for (const auto &[Name, Size] : Options.DimBindings)
+    Bindings[Name] = Size;
+}
+
+std::unique_ptr<Module> GraphImporter::run() {
+  std::string Name = Proto.name().empty() ? "main" : Proto.name();
+  G = std::make_unique<Graph>(Name);
+  std::vector<const onnx::NodeProto *> Order;
+  if (failed(checkVersions()) || failed(collectNames()) ||
+      failed(findBatchDim()) || failed(importInputs()) ||
+      failed(importInitializers()) || failed(sortNodes(Order)))
+    return nullptr;
+  for (const onnx::NodeProto *N : Order)
+    if (failed(importNode(*N)))
+      return nullptr;
+  if (failed(importOutputs()))
+    return nullptr;
+  auto M = std::make_unique<Module>();
+  M->addGraph(std::move(G));
+  return M;
+}
+
+LogicalResult GraphImporter::checkVersions() {
+  int64_t IR = Model.ir_version();
+  if (IR < MinIRVersion || IR > MaxIRVersion) {
+    Diag.error(SMLoc(), "IR version " + Twine(IR) + " is not supported (" +
+                            Twine(MinIRVersion) + " to " + Twine(MaxIRVersion) +
+                            ")");
+    return failure();
+  }
+  for (const onnx::OperatorSetIdProto &Opset : Model.opset_import()) {
+    StringRef Domain = Opset.domain();
+    if (Domain.empty() || Domain == "ai.onnx")
+      DefaultOpset = Opset.version();
+    else if (Domain == "com.microsoft")
+      MicrosoftOpset = Opset.version();
+  }
+  if (DefaultOpset < MinOpset || DefaultOpset > MaxOpset) {
+    Diag.error(SMLoc(), "default-domain opset " + Twine(DefaultOpset) +
+                            " is not supported (" + Twine(MinOpset) + " to " +
+                            Twine(MaxOpset) +
+                            "); convert the model with onnx.version_converter");
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::collectNames() {
+  for (const onnx::ValueInfoProto &V : Proto.input())
+    ModelNames.insert(V.name());
+  for (const onnx::TensorProto &T : Proto.initializer()) {
+    ModelNames.insert(T.name());
+    InitializerNames.insert(T.name());
+  }
+  for (const onnx::NodeProto &N : Proto.node())
+    for (const std::string &Out : N.output())
+      ModelNames.insert(Out);
+  // Declared types: value_info and graph outputs are hints for inference.
+  auto Declare = [&](const onnx::ValueInfoProto &V) {
+    if (std::optional<TensorType> T = convertType(V.type()))
+      DeclaredTypes.insert({V.name(), *T});
+  };
+  for (const onnx::ValueInfoProto &V : Proto.value_info())
+    Declare(V);
+  for (const onnx::ValueInfoProto &V : Proto.output())
+    Declare(V);
+  return success();
+}
+
+std::optional<TensorType>
+GraphImporter::convertType(const onnx::TypeProto &Type, std::string *Problem) {
+  auto Fail = [&](const Twine &Why) -> std::optional<TensorType> {
+    if (Problem)
+      *Problem = Why.str();
+    return std::nullopt;
+  };
+  if (!Type.has_tensor_type())
+    return Fail("it is not a tensor");
+  const onnx::TypeProto::Tensor &T = Type.tensor_type();
+  std::optional<ElementType> Elem = getElementTypeFromOnnx(T.elem_type());
+  if (!Elem)
+    return Fail("element type " + getOnnxDataTypeName(T.elem_type()) +
+                " is not supported");
+  if (!T.has_shape())
+    return Fail("its shape (rank) is not given");
+  SmallVector<Dim, 4> Shape;
+  for (const onnx::TensorShapeProto::Dimension &D : T.shape().dim()) {
+    if (D.has_dim_value()) {
+      // Some exporters write -1 for a dimension they do not know.
+      Shape.push_back(D.dim_value() >= 0 ? Dim::get(D.dim_value()) : Dim());
+    } else if (D.has_dim_param() && !D.dim_param().empty()) {
+      std::string Symbol = makeSymbolName(D.dim_param());
+      auto It = Bindings.find(Symbol);
+      Shape.push_back(It != Bindings.end() ? Dim::get(It->second)
+                                           : Dim::getSymbol(Symbol));
+    } else {
+      Shape.push_back(Dim());
+    }
+  }
+  return TensorType(*Elem, Shape);
+}
+
+LogicalResult GraphImporter::findBatchDim() {
+  // The symbols of the inputs' dimensions, before bindings.
+  std::vector<std::string> Symbols;
+  std::string Leading;
+  for (const onnx::ValueInfoProto &V : Proto.input()) {
+    if (InitializerNames.count(V.name()) || !V.type().has_tensor_type())
+      continue;
+    const auto &Dims = V.type().tensor_type().shape().dim();
+    for (int I = 0; I != Dims.size(); ++I) {
+      if (!Dims[I].has_dim_param() || Dims[I].dim_param().empty())
+        continue;
+      std::string S = makeSymbolName(Dims[I].dim_param());
+      if (I == 0 && Leading.empty())
+        Leading = S;
+      if (!is_contained(Symbols, S))
+        Symbols.push_back(S);
+    }
+  }
+  if (!Options.BatchDim.empty()) {
+    if (!is_contained(Symbols, Options.BatchDim)) {
+      Diag.error(SMLoc(), "--batch-dim " + Options.BatchDim +
+                              ": no input has a dimension of that name "
+                              "(the inputs' symbols: " +
+                              join(Symbols, ", ") + ")");
+      return failure();
+    }
+    BatchSymbol = Options.BatchDim;
+    return success();
+  }
+  for (const std::string &S : Symbols) {
+    std::string Lower = StringRef(S).lower();
+    if (StringRef(Lower).contains("batch") || Lower == "n" || Lower == "b" ||
+        Lower == "bs") {
+      BatchSymbol = S;
+      return success();
+    }
+  }
+  BatchSymbol = Leading;
+  return success();
+}
+
+LogicalResult GraphImporter::importInputs() {
+  for (const onnx::ValueInfoProto &V : Proto.input()) {
+    // Before IR version 4, initializers are listed as inputs too.
+    if (InitializerNames.count(V.name()))
+      continue;
+    if (V.name().empty() || G->isNameUsed(V.name())) {
+      Diag.error(SMLoc(),
+                 "graph input '" + V.name() + "' is unnamed or defined twice");
+      return failure();
+    }
+    std::string Problem;
+    std::optional<TensorType> Type = convertType(V.type(), &Problem);
+    if (!Type) {
+      Diag.error(SMLoc(), "graph input '" + V.name() + "': " + Problem);
+      return failure();
+    }
+    Value *In = G->addInput(V.name(), *Type);
+    Values[V.name()] = In;
+    // The batch dimension, found from the inputs' symbols.
+    const auto &Dims = V.type().tensor_type().shape().dim();
+    for (int I = 0; I != Dims.size(); ++I)
+      if (!BatchSymbol.empty() && Dims[I].has_dim_param() &&
+          makeSymbolName(Dims[I].dim_param()) == BatchSymbol) {
+        In->getAttrs().set("batch_dim", Attribute::getInt(I));
+        break;
+      }
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::importInitializers() {
+  for (const onnx::TensorProto &T : Proto.initializer()) {
+    auto Fail = [&](const Twine &Msg) {
+      Diag.error(SMLoc(), "initializer '" + T.name() + "': " + Msg);
+      return failure();
+    };
+    if (T.name().empty() || Values.count(T.name()))
+      return Fail("unnamed or defined twice");
+    Expected<TensorType> Type = getInitializerType(T);
+    if (!Type)
+      return Fail(toString(Type.takeError()));
+    int64_t Count = *Type->getStaticNumElements();
+    bool External = T.data_location() == onnx::TensorProto::EXTERNAL;
+    bool IsConstant =
+        !External && Count <= MaxConstantInitializerElements &&
+        Type->getElementType() != ElementType::F8E4M3 &&
+        (!isFloatElementType(Type->getElementType()) || Type->getRank() == 0);
+    if (IsConstant) {
+      Expected<DenseTensor> Data = readInlineTensor(T, *Type);
+      if (!Data)
+        return Fail(toString(Data.takeError()));
+      AttrDict Attrs;
+      Attrs.set("value", Attribute::getTensor(std::move(*Data)));
+      Node *N = G->createNode(OpId::Constant, {}, {*Type}, std::move(Attrs),
+                              {T.name()});
+      Values[T.name()] = N->getResult(0);
+      continue;
+    }
+    std::optional<WeightSource> Source;
+    if (External) {
+      std::optional<int64_t> Bytes = Type->getStaticSizeInBytes();
+      if (!Bytes)
+        return Fail("it is too large");
+      Expected<ExternalDataRef> Ref = checkExternalData(T, ModelDir, *Bytes);
+      if (!Ref)
+        return Fail(toString(Ref.takeError()));
+      if (!Ref->FileExists)
+        Diag.warning(SMLoc(), "initializer '" + T.name() +
+                                  "': external data file '" +
+                                  Ref->Source.Location +
+                                  "' is missing (planning does not read it; "
+                                  "running will)");
+      Source = Ref->Source;
+    }
+    Values[T.name()] = G->addParam(T.name(), *Type, std::move(Source));
+  }
+  return success();
+}
+
+LogicalResult
+GraphImporter::sortNodes(std::vector<const onnx::NodeProto *> &Order) {
+  // Kahn's algorithm; among ready nodes the earliest in the file goes first,
+  // so a file already in order keeps its order.
+  int NumNodes = Proto.node_size();
+  StringMap<int> Producer;
+  auto NodeLabel = [&](int I) {
+    const onnx::NodeProto &N = Proto.node(I);
+    return std::make_pair(
+        StringRef(N.name().empty() && N.output_size() ? N.output(0) : N.name()),
+        StringRef(N.op_type()));
+  };
+  for (int I = 0; I != NumNodes; ++I)
+    for (const std::string &Out : Proto.node(I).output()) {
+      if (Out.empty())
+        continue;
+      auto [It, Inserted] = Producer.try_emplace(Out, I);
+      if (!Inserted || Values.count(Out)) {
+        auto [Name, Op] = NodeLabel(I);
+        Diag.nodeError(
+            Name, Op,
+            "output '" + Out + "' is already defined" +
+                (Inserted ? Twine(" by the graph")
+                          : " by node '" + NodeLabel(It->second).first + "'"));
+        return failure();
+      }
+    }
+  std::vector<int> Pending(NumNodes, 0);
+  std::vector<std::vector<int>> Users(NumNodes);
+  for (int I = 0; I != NumNodes; ++I)
+    for (const std::string &In : Proto.node(I).input()) {
+      if (In.empty() || Values.count(In))
+        continue;
+      auto It = Producer.find(In);
+      if (It == Producer.end()) {
+        auto [Name, Op] = NodeLabel(I);
+        Diag.nodeError(Name, Op,
+                       "input '" + In +
+                           "' is not a graph input, an initializer or "
+                           "another node's output");
+        return failure();
+      }
+      ++Pending[I];
+      Users[It->second].push_back(I);
+    }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> Ready;
+  for (int I = 0; I != NumNodes; ++I)
+    if (Pending[I] == 0)
+      Ready.push(I);
+  while (!Ready.empty()) {
+    int I = Ready.top();
+    Ready.pop();
+    Order.push_back(&Proto.node(I));
+    for (int U : Users[I])
+      if (--Pending[U] == 0)
+        Ready.push(U);
+  }
+  if (int(Order.size()) != NumNodes) {
+    for (int I = 0; I != NumNodes; ++I)
+      if (Pending[I] != 0) {
+        auto [Name, Op] = NodeLabel(I);
+        Diag.nodeError(Name, Op, "is part of a cycle");
+        return failure();
+      }
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &N) {
+  StringRef Domain = N.domain();
+  if (Domain == "ai.onnx")
+    Domain = "";
+  int64_t Version = Domain.empty() ? DefaultOpset : 1;
+  if (Domain == "com.microsoft") {
+    if (MicrosoftOpset == 0 && !WarnedMissingMicrosoftImport) {
+      Diag.warning(SMLoc(), "the model uses com.microsoft ops without "
+                            "importing that domain; assuming version 1");
+      WarnedMissingMicrosoftImport = true;
+    }
+    Version = std::max<int64_t>(MicrosoftOpset, 1);
+  }
+  NodeImporter Importer(*this, N, Version);
+  OpImportFn Import = lookupOpImporter(Domain, N.op_type());
+  if (!Import) {
+    Diag.nodeWarning(Importer.getDisplayName(), N.op_type(),
+                     "autopar does not know this op" +
+                         (Domain.empty() ? Twine("") : " of domain " + Domain) +
+                         "; it is kept as Opaque with the types the model "
+                         "declares");
+    Import = lookupOpImporter("", "$Opaque");
+  }
+  unsigned Errors = Diag.getNumErrors();
+  if (failed(Import(Importer)) || Diag.getNumErrors() != Errors)
+    return failure();
+  for (const std::string &Out : N.output())
+    if (!Out.empty() && !Values.count(Out)) {
+      Diag.nodeError(Importer.getDisplayName(), N.op_type(),
+                     "importing the node did not define output '" + Out +
+                         "' (an importer bug)");
+      return failure();
+    }
+  return success();
+}
+
+LogicalResult GraphImporter::importOutputs() {
+  std::vector<Value *> Outputs;
+  for (const onnx::ValueInfoProto &V : Proto.output()) {
+    Value *Out = Values.lookup(V.name());
+    if (!Out) {
+      Diag.error(SMLoc(), "graph output '" + V.name() + "' is not defined");
+      return failure();
+    }
+    Outputs.push_back(Out);
+  }
+  G->setOutputs(Outputs);
+  return success();
+}
+
+void GraphImporter::bind(StringRef OnnxName, Value *V) {
+  Values[OnnxName] = V;
+  if (V->getName() != OnnxName && !G->isNameUsed(OnnxName) && !V->isInput() &&
+      !V->isParam() && !Values.count(V->getName()))
+    G->renameValue(V, OnnxName);
+}
+
+const TensorType *GraphImporter::getDeclaredType(StringRef OnnxName) const {
+  auto It = DeclaredTypes.find(OnnxName);
+  return It == DeclaredTypes.end() ? nullptr : &It->second;
+}
+
+std::string GraphImporter::makeFreshName(StringRef Base) {
+  std::string Name = Base.str();
+  for (unsigned N = 1; G->isNameUsed(Name) || ModelNames.count(Name); ++N)
+    Name = (Base + "_" + Twine(N)).str();
+  ModelNames.insert(Name);
+  return Name;
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+Error ImportOptions::addDimBinding(StringRef Text) {
+  auto [Name, Size] = Text.split('=');
+  int64_t Value;
+  if (Name.empty() || Size.getAsInteger(10, Value) || Value < 0)
+    return createStringError(inconvertibleErrorCode(),
+                             "--dim " + Text.str() +
+                                 ": expected NAME=SIZE with SIZE >= 0, e.g. "
+                                 "--dim batch=8");
+  DimBindings.push_back({makeSymbolName(Name), Value});
+  return Error::success();
+}
+
+Error ImportOptions::validate() const {
+  for (size_t I = 0; I != DimBindings.size(); ++I)
+    for (size_t J = 0; J != I; ++J)
+      if (DimBindings[I].first == DimBindings[J].first)
+        return createStringError(inconvertibleErrorCode(),
+                                 "--dim " + DimBindings[I].first +
+                                     " is given twice");
+  return Error::success();
+}
+
+bool autopar::isOnnxModelPath(StringRef Path) {
+  StringRef Ext = sys::path::extension(Path);
+  return Ext == ".onnx" || Ext == ".pbtxt" || Ext == ".textproto";
+}
+
+std::unique_ptr<Module> autopar::importModelProto(const onnx::ModelProto &Model,
+                                                  StringRef ModelPath,
+                                                  const ImportOptions &Options,
+                                                  DiagnosticEngine &Diag) {
+  std::unique_ptr<Module> M =
+      GraphImporter(Model, ModelPath, Options, Diag).run();
+  // The importer types every node through the shape functions; the verifier
+  // checks the whole graph once more (and catches importer bugs).
+  if (M && failed(verifyModule(*M, Diag)))
+    return nullptr;
+  return M;
+}

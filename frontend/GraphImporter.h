@@ -1,0 +1,76 @@
+//===- GraphImporter.h - Builds an IR graph from an ONNX graph --*- C++ -*-===//
+
+#ifndef AUTOPAR_FRONTEND_GRAPHIMPORTER_H
+#define AUTOPAR_FRONTEND_GRAPHIMPORTER_H
+
+#include "frontend/Importer.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace onnx {
+class GraphProto;
+class NodeProto;
+class TypeProto;
+} // namespace onnx
+
+namespace autopar {
+
+class GraphImporter {
+public:
+  GraphImporter(const onnx::ModelProto &Model, llvm::StringRef ModelPath,
+                const ImportOptions &Options, DiagnosticEngine &Diag);
+
+  std::unique_ptr<Module> run();
+
+  // For NodeImporter.
+  Graph &getGraph() { return *G; }
+  DiagnosticEngine &getDiag() { return Diag; }
+  /// The IR value of an ONNX name, or null.
+  Value *lookup(llvm::StringRef OnnxName) const {
+    return Values.lookup(OnnxName);
+  }
+  /// Makes OnnxName refer to V, and gives V that name when it is free.
+  void bind(llvm::StringRef OnnxName, Value *V);
+  /// The type the model declares for a name (value_info, graph outputs).
+  const TensorType *getDeclaredType(llvm::StringRef OnnxName) const;
+  /// A name used neither in the graph nor in the model.
+  std::string makeFreshName(llvm::StringRef Base);
+
+private:
+  LogicalResult checkVersions();
+  LogicalResult collectNames();
+  LogicalResult importInputs();
+  LogicalResult importInitializers();
+  LogicalResult sortNodes(std::vector<const onnx::NodeProto *> &Order);
+  LogicalResult importNode(const onnx::NodeProto &Node);
+  LogicalResult importOutputs();
+  LogicalResult findBatchDim();
+  /// The tensor type a TypeProto describes, with dimension bindings applied;
+  /// nullopt when it is not a tensor with a known element type and rank.
+  std::optional<TensorType> convertType(const onnx::TypeProto &Type,
+                                        std::string *Problem = nullptr);
+
+  const onnx::ModelProto &Model;
+  const onnx::GraphProto &Proto;
+  std::string ModelPath;
+  std::string ModelDir;
+  const ImportOptions &Options;
+  DiagnosticEngine &Diag;
+  std::unique_ptr<Graph> G;
+
+  int64_t DefaultOpset = 0;
+  int64_t MicrosoftOpset = 0;
+  llvm::StringMap<Value *> Values;
+  llvm::StringMap<TensorType> DeclaredTypes;
+  llvm::StringSet<> ModelNames;
+  llvm::StringSet<> InitializerNames;
+  llvm::StringMap<int64_t> Bindings;
+  /// Symbol of the batch dimension (before bindings), if any.
+  std::string BatchSymbol;
+  bool WarnedMissingMicrosoftImport = false;
+};
+
+} // namespace autopar
+
+#endif // AUTOPAR_FRONTEND_GRAPHIMPORTER_H

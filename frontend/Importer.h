@@ -1,0 +1,59 @@
+//===- Importer.h - ONNX models to autopar IR -------------------*- C++ -*-===//
+//
+// The frontend's entry point. See docs/Frontend.md for what is imported and
+// how.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_FRONTEND_IMPORTER_H
+#define AUTOPAR_FRONTEND_IMPORTER_H
+
+#include "ir/Diagnostics.h"
+#include "ir/Graph.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace onnx {
+class ModelProto;
+} // namespace onnx
+
+namespace autopar {
+
+struct ImportOptions {
+  /// Sizes for symbolic dimensions, as `--dim batch=8` gives them.
+  std::vector<std::pair<std::string, int64_t>> DimBindings;
+  /// The symbol that is the batch dimension; found from the inputs when
+  /// empty (a symbol named like "batch", else the first input's leading
+  /// dimension).
+  std::string BatchDim;
+
+  /// Parses `NAME=SIZE` into DimBindings.
+  llvm::Error addDimBinding(llvm::StringRef Text);
+  llvm::Error validate() const;
+};
+
+/// True for files the frontend reads (.onnx, .pbtxt, .textproto).
+bool isOnnxModelPath(llvm::StringRef Path);
+
+/// Reads and imports the model at Path. Returns null after reporting errors.
+std::unique_ptr<Module> importOnnxModel(llvm::StringRef Path,
+                                        const ImportOptions &Options,
+                                        DiagnosticEngine &Diag);
+
+/// Imports a parsed model; ModelPath locates external data and names the
+/// model in diagnostics.
+std::unique_ptr<Module> importModelProto(const onnx::ModelProto &Model,
+                                         llvm::StringRef ModelPath,
+                                         const ImportOptions &Options,
+                                         DiagnosticEngine &Diag);
+
+} // namespace autopar
+
+#endif // AUTOPAR_FRONTEND_IMPORTER_H

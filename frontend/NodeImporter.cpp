@@ -1,0 +1,196 @@
+//===- NodeImporter.cpp - What an op importer sees ------------------------===//
+
+#include "frontend/NodeImporter.h"
+#include "frontend/GraphImporter.h"
+#include "frontend/OnnxTypes.h"
+
+#include "ir/Verifier.h"
+
+#include "onnx/onnx_pb.h"
+
+using namespace autopar;
+using namespace llvm;
+
+StringRef NodeImporter::getOpType() const { return Proto.op_type(); }
+
+StringRef NodeImporter::getDisplayName() const {
+  if (!Proto.name().empty() || Proto.output_size() == 0)
+    return Proto.name();
+  return Proto.output(0);
+}
+
+unsigned NodeImporter::getNumInputs() const { return Proto.input_size(); }
+
+Value *NodeImporter::getInput(unsigned I) const {
+  if (I >= unsigned(Proto.input_size()) || Proto.input(I).empty())
+    return nullptr;
+  return Parent.lookup(Proto.input(I));
+}
+
+unsigned NodeImporter::getNumOutputs() const { return Proto.output_size(); }
+
+StringRef NodeImporter::getOutputName(unsigned I) const {
+  return I < unsigned(Proto.output_size()) ? StringRef(Proto.output(I))
+                                           : StringRef();
+}
+
+const TensorType *NodeImporter::getDeclaredType(StringRef OnnxName) const {
+  return Parent.getDeclaredType(OnnxName);
+}
+
+const onnx::AttributeProto *NodeImporter::getAttr(StringRef Name) const {
+  for (const onnx::AttributeProto &A : Proto.attribute())
+    if (A.name() == Name)
+      return &A;
+  return nullptr;
+}
+
+std::optional<int64_t> NodeImporter::getIntAttr(StringRef Name) const {
+  const onnx::AttributeProto *A = getAttr(Name);
+  if (!A || A->type() != onnx::AttributeProto::INT)
+    return std::nullopt;
+  return A->i();
+}
+
+std::optional<AttrDict> NodeImporter::convertAttrs(OpId Op,
+                                                   ArrayRef<StringRef> Ignore) {
+  const OpInfo &Info = getOpInfo(Op);
+  AttrDict Attrs;
+  for (const onnx::AttributeProto &A : Proto.attribute()) {
+    if (A.name().empty()) {
+      warning("an attribute without a name is dropped");
+      continue;
+    }
+    if (is_contained(Ignore, StringRef(A.name())))
+      continue;
+    const AttrSpec *Spec = Info.lookupAttr(A.name());
+    if (!Spec && !Info.allowsOtherAttrs()) {
+      warning("attribute '" + A.name() + "' is not used by autopar's " +
+              Info.Name + "; dropped");
+      continue;
+    }
+    Expected<Attribute> Converted = convertAttribute(A);
+    if (!Converted) {
+      if (!Spec) {
+        warning(toString(Converted.takeError()) + "; dropped");
+        continue;
+      }
+      error(toString(Converted.takeError()));
+      return std::nullopt;
+    }
+    if (Spec && Spec->Kind == Attribute::Kind::Float &&
+        Converted->isa(Attribute::Kind::Int))
+      *Converted = Attribute::getFloat(double(Converted->getInt()));
+    Attrs.set(A.name(), std::move(*Converted));
+  }
+  return Attrs;
+}
+
+Node *NodeImporter::createNode(OpId Op, ArrayRef<Value *> Operands,
+                               AttrDict Attrs,
+                               ArrayRef<std::string> ResultNames) {
+  Graph &G = Parent.getGraph();
+  // Placeholder result types until the shape function has spoken.
+  SmallVector<TensorType, 2> Placeholders;
+  SmallVector<std::string, 2> Names;
+  for (const std::string &Name : ResultNames) {
+    const TensorType *Declared =
+        Name.empty() ? nullptr : Parent.getDeclaredType(Name);
+    Placeholders.push_back(Declared ? *Declared : TensorType());
+    Names.push_back(Name.empty() || G.isNameUsed(Name)
+                        ? Parent.makeFreshName(makeName("out"))
+                        : Name);
+  }
+  Node *N = G.createNode(Op, Operands, Placeholders, std::move(Attrs), Names);
+  N->setName(Proto.name());
+  bool Failed = false;
+  std::optional<SmallVector<TensorType, 1>> Inferred =
+      inferNodeResultTypes(*N, [&](const Twine &Msg) {
+        error(Msg);
+        Failed = true;
+      });
+  if (!Inferred || Failed)
+    return nullptr;
+  for (unsigned I = 0, E = N->getNumResults(); I != E; ++I) {
+    TensorType Type = (*Inferred)[I];
+    if (const TensorType *Declared = Parent.getDeclaredType(ResultNames[I])) {
+      if (!isCompatible(*Declared, Type)) {
+        warning("the model declares '" + ResultNames[I] + "' as " +
+                Declared->str() + " but inference gives " + Type.str() +
+                "; using inference");
+      } else {
+        // Inference wins; the declaration fills in what it leaves unknown.
+        SmallVector<Dim, 4> Shape(Type.getShape().begin(),
+                                  Type.getShape().end());
+        for (unsigned D = 0, R = Shape.size(); D != R; ++D)
+          if (Shape[D].isUnknown())
+            Shape[D] = Declared->getDim(D);
+        Type = TensorType(Type.getElementType(), Shape);
+      }
+    }
+    N->getResult(I)->setType(Type);
+  }
+  return N;
+}
+
+Node *NodeImporter::createNodeForOutputs(OpId Op, ArrayRef<Value *> Operands,
+                                         AttrDict Attrs) {
+  // Outputs the node does not produce are left out when trailing.
+  unsigned NumResults = getNumOutputs();
+  while (NumResults != 0 && getOutputName(NumResults - 1).empty())
+    --NumResults;
+  SmallVector<std::string, 2> Names;
+  for (unsigned I = 0; I != NumResults; ++I)
+    Names.push_back(getOutputName(I).str());
+  Node *N = createNode(Op, Operands, std::move(Attrs), Names);
+  if (!N)
+    return nullptr;
+  for (unsigned I = 0; I != NumResults; ++I)
+    if (!getOutputName(I).empty())
+      bindOutput(I, N->getResult(I));
+  return N;
+}
+
+Value *NodeImporter::createI64Constant(ArrayRef<int64_t> Values, bool Scalar) {
+  TensorType Type =
+      Scalar ? TensorType::get(ElementType::I64, {})
+             : TensorType::get(ElementType::I64, {int64_t(Values.size())});
+  AttrDict Attrs;
+  Attrs.set("value",
+            Attribute::getTensor(DenseTensor(
+                Type, std::vector<int64_t>(Values.begin(), Values.end()))));
+  Node *N = Parent.getGraph().createNode(OpId::Constant, {}, {Type},
+                                         std::move(Attrs), {makeName("const")});
+  N->setName(Proto.name());
+  return N->getResult(0);
+}
+
+std::string NodeImporter::makeName(StringRef Suffix) {
+  StringRef Base = Proto.output_size() ? StringRef(Proto.output(0))
+                                       : StringRef(Proto.name());
+  if (Base.empty())
+    Base = Proto.op_type();
+  return Parent.makeFreshName((Base + "." + Suffix).str());
+}
+
+void NodeImporter::bindOutput(unsigned I, Value *V) {
+  if (!getOutputName(I).empty())
+    Parent.bind(getOutputName(I), V);
+}
+
+Value *NodeImporter::bindOutputToParameter(unsigned I, const TensorType &Type) {
+  std::string Name = getOutputName(I).str();
+  Graph &G = Parent.getGraph();
+  Value *P =
+      G.addParam(G.isNameUsed(Name) ? Parent.makeFreshName(Name) : Name, Type);
+  Parent.bind(getOutputName(I), P);
+  return P;
+}
+
+void NodeImporter::error(const Twine &Message) {
+  Parent.getDiag().nodeError(getDisplayName(), getOpType(), Message);
+}
+
+void NodeImporter::warning(const Twine &Message) {
+  Parent.getDiag().nodeWarning(getDisplayName(), getOpType(), Message);
+}

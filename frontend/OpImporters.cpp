@@ -1,0 +1,488 @@
+//===- OpImporters.cpp - ONNX ops to IR ops -------------------------------===//
+//
+// The importers named in OnnxOps.def. Most ONNX ops map one to one
+// (importDirect); the rest bring older opsets to the newest form or rewrite
+// com.microsoft contrib ops into standard ops with the same meaning.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/NodeImporter.h"
+#include "frontend/OnnxTypes.h"
+
+#include "ir/Folders.h"
+
+#include "onnx/onnx_pb.h"
+
+#include "llvm/ADT/StringMap.h"
+
+using namespace autopar;
+using namespace llvm;
+
+/// Every input of the node, absent ones as null.
+static SmallVector<Value *, 4> getInputs(NodeImporter &N) {
+  SmallVector<Value *, 4> Inputs;
+  for (unsigned I = 0, E = N.getNumInputs(); I != E; ++I)
+    Inputs.push_back(N.getInput(I));
+  return Inputs;
+}
+
+/// The node's inputs, with an error when a required one is missing.
+static bool requireInputs(NodeImporter &N, unsigned Count) {
+  for (unsigned I = 0; I != Count; ++I)
+    if (!N.getInput(I)) {
+      N.error("input #" + Twine(I) + " is required");
+      return false;
+    }
+  return true;
+}
+
+template <OpId Op> static LogicalResult importDirect(NodeImporter &N) {
+  std::optional<AttrDict> Attrs = N.convertAttrs(Op);
+  if (!Attrs)
+    return failure();
+  return success(N.createNodeForOutputs(Op, getInputs(N), std::move(*Attrs)));
+}
+
+/// An op autopar does not know keeps the output types the model declares;
+/// without them the shapes after it cannot be known.
+static LogicalResult importOpaque(NodeImporter &N) {
+  for (unsigned I = 0, E = N.getNumOutputs(); I != E; ++I) {
+    StringRef Out = N.getOutputName(I);
+    if (!Out.empty() && !N.getDeclaredType(Out)) {
+      N.error("autopar does not know op '" + N.getOpType() +
+              "' and the model does not declare the type of its output '" +
+              Out + "'; add it to the model's value_info");
+      return failure();
+    }
+  }
+  std::optional<AttrDict> Attrs = N.convertAttrs(OpId::Opaque);
+  if (!Attrs)
+    return failure();
+  Attrs->set("op_type", Attribute::getString(N.getOpType()));
+  if (!N.getProto().domain().empty())
+    Attrs->set("domain", Attribute::getString(N.getProto().domain()));
+  return success(
+      N.createNodeForOutputs(OpId::Opaque, getInputs(N), std::move(*Attrs)));
+}
+
+static LogicalResult importCast(NodeImporter &N) {
+  std::optional<int64_t> To = N.getIntAttr("to");
+  if (!To) {
+    N.error("attribute 'to' is missing or not an int");
+    return failure();
+  }
+  std::optional<ElementType> Elem = getElementTypeFromOnnx(*To);
+  if (!Elem) {
+    N.error("casting to " + getOnnxDataTypeName(*To) + " is not supported");
+    return failure();
+  }
+  std::optional<AttrDict> Attrs = N.convertAttrs(OpId::Cast, {"to"});
+  if (!Attrs)
+    return failure();
+  Attrs->set("to", Attribute::getString(getElementTypeName(*Elem)));
+  return success(
+      N.createNodeForOutputs(OpId::Cast, getInputs(N), std::move(*Attrs)));
+}
+
+/// PyTorch's exporter deduplicates initializers with equal values and
+/// re-creates each trainable tensor as an Identity of the survivor: such an
+/// output is a parameter of its own (same type, same initial data).
+static LogicalResult importIdentity(NodeImporter &N) {
+  Value *In = N.getInput(0);
+  if (!In || !In->isParam())
+    return importDirect<OpId::Identity>(N);
+  Value *P = N.bindOutputToParameter(0, In->getType());
+  P->setWeightSource(In->getWeightSource());
+  return success();
+}
+
+/// Dropout below opset 12 had its ratio as an attribute and an is_test flag;
+/// neither matters for planning.
+static LogicalResult importDropout(NodeImporter &N) {
+  std::optional<AttrDict> Attrs =
+      N.convertAttrs(OpId::Dropout, {"ratio", "is_test"});
+  if (!Attrs)
+    return failure();
+  return success(
+      N.createNodeForOutputs(OpId::Dropout, getInputs(N), std::move(*Attrs)));
+}
+
+/// Below opset 13, Softmax and LogSoftmax flatten the input to 2-D at `axis`
+/// (default 1) and normalize each row; from 13 they normalize along `axis`
+/// (default -1). The two agree when axis is the last dimension.
+template <OpId Op> static LogicalResult importSoftmax(NodeImporter &N) {
+  if (N.getOpsetVersion() >= 13)
+    return importDirect<Op>(N);
+  Value *X = N.getInput(0);
+  if (!requireInputs(N, 1))
+    return failure();
+  int64_t Rank = X->getType().getRank();
+  int64_t Axis = N.getIntAttr("axis").value_or(1);
+  if (Axis < 0)
+    Axis += Rank;
+  if (Axis < 0 || Axis >= std::max<int64_t>(Rank, 1)) {
+    N.error("axis " + Twine(Axis) + " is out of range for rank " + Twine(Rank));
+    return failure();
+  }
+  AttrDict SoftmaxAttrs;
+  SoftmaxAttrs.set("axis", Attribute::getInt(-1));
+  if (Axis == Rank - 1 || Rank == 0)
+    return success(N.createNodeForOutputs(Op, {X}, std::move(SoftmaxAttrs)));
+  AttrDict FlattenAttrs;
+  FlattenAttrs.set("axis", Attribute::getInt(Axis));
+  Node *Flat = N.createNode(OpId::Flatten, {X}, std::move(FlattenAttrs),
+                            {N.makeName("flat")});
+  if (!Flat)
+    return failure();
+  Node *Norm = N.createNode(Op, {Flat->getResult(0)}, std::move(SoftmaxAttrs),
+                            {N.makeName("rows")});
+  if (!Norm)
+    return failure();
+  Node *Shape =
+      N.createNode(OpId::Shape, {X}, AttrDict(), {N.makeName("shape")});
+  if (!Shape)
+    return failure();
+  Node *Out =
+      N.createNode(OpId::Reshape, {Norm->getResult(0), Shape->getResult(0)},
+                   AttrDict(), {N.getOutputName(0).str()});
+  if (!Out)
+    return failure();
+  N.bindOutput(0, Out->getResult(0));
+  return success();
+}
+
+/// An int-list attribute moved to a constant input in a later opset.
+static std::optional<std::vector<int64_t>> getIntsAttr(NodeImporter &N,
+                                                       StringRef Name) {
+  const onnx::AttributeProto *A = N.getAttr(Name);
+  if (!A || A->type() != onnx::AttributeProto::INTS)
+    return std::nullopt;
+  return std::vector<int64_t>(A->ints().begin(), A->ints().end());
+}
+
+/// Split's sizes were an attribute below opset 13.
+static LogicalResult importSplit(NodeImporter &N) {
+  SmallVector<Value *, 4> Inputs = getInputs(N);
+  if (N.getOpsetVersion() < 13)
+    if (std::optional<std::vector<int64_t>> Sizes = getIntsAttr(N, "split")) {
+      Inputs.resize(1);
+      Inputs.push_back(N.createI64Constant(*Sizes));
+    }
+  std::optional<AttrDict> Attrs = N.convertAttrs(OpId::Split, {"split"});
+  if (!Attrs)
+    return failure();
+  return success(
+      N.createNodeForOutputs(OpId::Split, Inputs, std::move(*Attrs)));
+}
+
+/// Slice's starts, ends and axes were attributes below opset 10.
+static LogicalResult importSlice(NodeImporter &N) {
+  if (N.getOpsetVersion() >= 10)
+    return importDirect<OpId::Slice>(N);
+  std::optional<std::vector<int64_t>> Starts = getIntsAttr(N, "starts");
+  std::optional<std::vector<int64_t>> Ends = getIntsAttr(N, "ends");
+  if (!Starts || !Ends || !requireInputs(N, 1)) {
+    N.error("'starts' and 'ends' are required below opset 10");
+    return failure();
+  }
+  SmallVector<Value *, 4> Inputs = {N.getInput(0), N.createI64Constant(*Starts),
+                                    N.createI64Constant(*Ends)};
+  if (std::optional<std::vector<int64_t>> Axes = getIntsAttr(N, "axes"))
+    Inputs.push_back(N.createI64Constant(*Axes));
+  return success(N.createNodeForOutputs(OpId::Slice, Inputs, AttrDict()));
+}
+
+/// TopK's k was an attribute below opset 10.
+static LogicalResult importTopK(NodeImporter &N) {
+  SmallVector<Value *, 4> Inputs = getInputs(N);
+  if (N.getOpsetVersion() < 10) {
+    std::optional<int64_t> K = N.getIntAttr("k");
+    if (!K) {
+      N.error("attribute 'k' is required below opset 10");
+      return failure();
+    }
+    Inputs.resize(1);
+    Inputs.push_back(N.createI64Constant({*K}));
+  }
+  std::optional<AttrDict> Attrs = N.convertAttrs(OpId::TopK, {"k"});
+  if (!Attrs)
+    return failure();
+  return success(N.createNodeForOutputs(OpId::TopK, Inputs, std::move(*Attrs)));
+}
+
+/// Older BatchNormalization had spatial/is_test flags and, in training mode,
+/// two more outputs (saved mean and variance) that inference graphs never
+/// use.
+static LogicalResult importBatchNormalization(NodeImporter &N) {
+  for (unsigned I = 3; I < N.getNumOutputs(); ++I)
+    if (!N.getOutputName(I).empty()) {
+      N.error("output #" + Twine(I) +
+              " (training-mode saved statistics before opset 14) is not "
+              "supported");
+      return failure();
+    }
+  std::optional<AttrDict> Attrs = N.convertAttrs(
+      OpId::BatchNormalization, {"spatial", "is_test", "consumed_inputs"});
+  if (!Attrs)
+    return failure();
+  return success(N.createNodeForOutputs(OpId::BatchNormalization, getInputs(N),
+                                        std::move(*Attrs)));
+}
+
+/// Constant holds its value in one of several attributes. A large
+/// floating-point value is a weight (some converters store weights so) and
+/// becomes a parameter whose data stays in the model.
+static LogicalResult importConstant(NodeImporter &N) {
+  if (N.getProto().attribute_size() != 1) {
+    N.error("expects exactly one value attribute");
+    return failure();
+  }
+  const onnx::AttributeProto &A = N.getProto().attribute(0);
+  std::optional<DenseTensor> Value;
+  StringRef Name = A.name();
+  if (Name == "value") {
+    Expected<TensorType> Type = getInitializerType(A.t());
+    if (!Type) {
+      N.error("'value': " + toString(Type.takeError()));
+      return failure();
+    }
+    if (isFloatElementType(Type->getElementType()) &&
+        *Type->getStaticNumElements() > MaxFoldedElements)
+      return success(N.bindOutputToParameter(0, *Type));
+    Expected<DenseTensor> Data = readInlineTensor(A.t(), *Type);
+    if (!Data) {
+      N.error("'value': " + toString(Data.takeError()));
+      return failure();
+    }
+    Value = std::move(*Data);
+  } else if (Name == "value_float") {
+    Value = DenseTensor(TensorType::get(ElementType::F32, {}),
+                        std::vector<double>{A.f()});
+  } else if (Name == "value_floats") {
+    Value = DenseTensor(
+        TensorType::get(ElementType::F32, {int64_t(A.floats_size())}),
+        std::vector<double>(A.floats().begin(), A.floats().end()));
+  } else if (Name == "value_int") {
+    Value = DenseTensor(TensorType::get(ElementType::I64, {}),
+                        std::vector<int64_t>{A.i()});
+  } else if (Name == "value_ints") {
+    Value =
+        DenseTensor(TensorType::get(ElementType::I64, {int64_t(A.ints_size())}),
+                    std::vector<int64_t>(A.ints().begin(), A.ints().end()));
+  } else {
+    N.error("constants given as '" + Name + "' are not supported");
+    return failure();
+  }
+  AttrDict Attrs;
+  Attrs.set("value", Attribute::getTensor(std::move(*Value)));
+  return success(N.createNodeForOutputs(OpId::Constant, {}, std::move(Attrs)));
+}
+
+/// ONNX's weightless "light" models hold each weight as a ConstantOfShape
+/// of a constant shape: a large floating-point one is a parameter.
+static LogicalResult importConstantOfShape(NodeImporter &N) {
+  const DenseTensor *Shape =
+      N.getInput(0) ? getConstantValue(N.getInput(0)) : nullptr;
+  const onnx::AttributeProto *Fill = N.getAttr("value");
+  int32_t DataType = Fill ? Fill->t().data_type() : onnx::TensorProto::FLOAT;
+  std::optional<ElementType> Elem = getElementTypeFromOnnx(DataType);
+  if (Shape && !Shape->isFloat() && Elem && isFloatElementType(*Elem)) {
+    SmallVector<Dim, 4> Dims;
+    for (int64_t D : Shape->getInts())
+      Dims.push_back(D >= 0 ? Dim::get(D) : Dim());
+    TensorType Type(*Elem, Dims);
+    std::optional<int64_t> Count = Type.getStaticNumElements();
+    if (Count && *Count > MaxFoldedElements)
+      return success(N.bindOutputToParameter(0, Type));
+  }
+  return importDirect<OpId::ConstantOfShape>(N);
+}
+
+/// Copies float attribute Name of the ONNX node into Attrs, if it has one.
+static void copyFloatAttr(NodeImporter &N, StringRef Name, AttrDict &Attrs) {
+  const onnx::AttributeProto *A = N.getAttr(Name);
+  if (!A || A->type() != onnx::AttributeProto::FLOAT)
+    return;
+  if (Expected<Attribute> Converted = convertAttribute(*A))
+    Attrs.set(Name, *Converted);
+  else
+    consumeError(Converted.takeError());
+}
+
+//===----------------------------------------------------------------------===//
+// com.microsoft contrib ops
+//===----------------------------------------------------------------------===//
+
+/// Gelu, FastGelu (tanh approximation, optional bias) and BiasGelu (bias
+/// added first) are Add + Gelu.
+static LogicalResult importMsGelu(NodeImporter &N) {
+  if (!requireInputs(N, 1))
+    return failure();
+  Value *X = N.getInput(0);
+  StringRef Op = N.getOpType();
+  if (Value *Bias = N.getInput(1)) {
+    Node *Sum =
+        N.createNode(OpId::Add, {X, Bias}, AttrDict(), {N.makeName("biased")});
+    if (!Sum)
+      return failure();
+    X = Sum->getResult(0);
+  } else if (Op == "BiasGelu") {
+    N.error("input #1 (bias) is required");
+    return failure();
+  }
+  AttrDict Attrs;
+  if (Op == "FastGelu")
+    Attrs.set("approximate", Attribute::getString("tanh"));
+  return success(N.createNodeForOutputs(OpId::Gelu, {X}, std::move(Attrs)));
+}
+
+/// SkipLayerNormalization(input, skip, gamma, beta?, bias?) and
+/// SkipSimplifiedLayerNormalization(input, skip, gamma, bias?) normalize
+/// input + skip (+ bias); output #3 is that sum.
+static LogicalResult importSkipNormalization(NodeImporter &N) {
+  bool Simplified = N.getOpType() == "SkipSimplifiedLayerNormalization";
+  if (!requireInputs(N, 3))
+    return failure();
+  Value *Beta = Simplified ? nullptr : N.getInput(3);
+  Value *Bias = N.getInput(Simplified ? 3 : 4);
+  if ((!N.getOutputName(1).empty() || !N.getOutputName(2).empty()) &&
+      Simplified) {
+    N.error("the mean and inverse standard deviation outputs are not "
+            "supported");
+    return failure();
+  }
+  std::string SumName =
+      N.getOutputName(3).empty() ? N.makeName("sum") : N.getOutputName(3).str();
+  std::string FirstSum = Bias ? N.makeName("skip_sum") : SumName;
+  Node *Sum = N.createNode(OpId::Add, {N.getInput(0), N.getInput(1)},
+                           AttrDict(), {FirstSum});
+  if (!Sum)
+    return failure();
+  if (Bias) {
+    Sum = N.createNode(OpId::Add, {Sum->getResult(0), Bias}, AttrDict(),
+                       {SumName});
+    if (!Sum)
+      return failure();
+  }
+  AttrDict Attrs;
+  Attrs.set("axis", Attribute::getInt(-1));
+  copyFloatAttr(N, "epsilon", Attrs);
+  unsigned NumResults = Simplified                    ? 1
+                        : !N.getOutputName(2).empty() ? 3
+                        : !N.getOutputName(1).empty() ? 2
+                                                      : 1;
+  SmallVector<std::string, 3> Names;
+  for (unsigned I = 0; I != NumResults; ++I)
+    Names.push_back(N.getOutputName(I).str());
+  Node *Norm = Simplified
+                   ? N.createNode(OpId::RMSNormalization,
+                                  {Sum->getResult(0), N.getInput(2)},
+                                  std::move(Attrs), Names)
+                   : N.createNode(OpId::LayerNormalization,
+                                  {Sum->getResult(0), N.getInput(2), Beta},
+                                  std::move(Attrs), Names);
+  if (!Norm)
+    return failure();
+  for (unsigned I = 0; I != NumResults; ++I)
+    N.bindOutput(I, Norm->getResult(I));
+  N.bindOutput(3, Sum->getResult(0));
+  return success();
+}
+
+/// SimplifiedLayerNormalization is RMS normalization.
+static LogicalResult importSimplifiedLayerNormalization(NodeImporter &N) {
+  if (!N.getOutputName(1).empty()) {
+    N.error("the inverse standard deviation output is not supported");
+    return failure();
+  }
+  std::optional<AttrDict> Attrs = N.convertAttrs(OpId::RMSNormalization);
+  if (!Attrs)
+    return failure();
+  SmallVector<Value *, 4> Inputs = getInputs(N);
+  return success(N.createNodeForOutputs(OpId::RMSNormalization, Inputs,
+                                        std::move(*Attrs)));
+}
+
+/// com.microsoft RotaryEmbedding(input, position_ids, cos_cache, sin_cache)
+/// is ONNX's RotaryEmbedding(X, cos_cache, sin_cache, position_ids).
+static LogicalResult importMsRotaryEmbedding(NodeImporter &N) {
+  if (!requireInputs(N, 4))
+    return failure();
+  if (N.getIntAttr("is_packed_batching").value_or(0) != 0) {
+    N.error("packed batching is not supported");
+    return failure();
+  }
+  std::optional<AttrDict> Attrs =
+      N.convertAttrs(OpId::RotaryEmbedding, {"scale", "is_packed_batching"});
+  if (!Attrs)
+    return failure();
+  return success(N.createNodeForOutputs(
+      OpId::RotaryEmbedding,
+      {N.getInput(0), N.getInput(2), N.getInput(3), N.getInput(1)},
+      std::move(*Attrs)));
+}
+
+/// Adds part Part of 3 of a packed [3 * H] bias to X.
+static Value *addBiasPart(NodeImporter &N, Value *X, Value *Bias, int64_t H,
+                          int64_t Part) {
+  Node *Slice = N.createNode(OpId::Slice,
+                             {Bias, N.createI64Constant({Part * H}),
+                              N.createI64Constant({(Part + 1) * H})},
+                             AttrDict(), {N.makeName("bias")});
+  if (!Slice)
+    return nullptr;
+  Node *Sum = N.createNode(OpId::Add, {X, Slice->getResult(0)}, AttrDict(),
+                           {N.makeName("biased")});
+  return Sum ? Sum->getResult(0) : nullptr;
+}
+
+/// MultiHeadAttention with separate Q, K, V (and a packed [3 * H] bias, added
+/// first) but no key padding mask is ONNX's Attention on 3-D inputs; other
+/// forms are kept Opaque.
+static LogicalResult importMultiHeadAttention(NodeImporter &N) {
+  std::optional<int64_t> Heads = N.getIntAttr("num_heads");
+  Value *Bias = N.getInput(3);
+  bool BiasOk = !Bias || (Bias->getType().getRank() == 1 &&
+                          Bias->getType().getDim(0).isStatic() &&
+                          Bias->getType().getDim(0).getSize() % 3 == 0);
+  bool Simple = Heads && N.getInput(1) && N.getInput(2) && BiasOk &&
+                !N.getInput(4) && N.getNumInputs() <= 8;
+  if (!Simple) {
+    N.warning("this form of MultiHeadAttention (packed QKV or key padding "
+              "mask) is kept as Opaque");
+    return lookupOpImporter("", "$Opaque")(N);
+  }
+  Value *Q = N.getInput(0), *K = N.getInput(1), *V = N.getInput(2);
+  if (Bias) {
+    int64_t H = Bias->getType().getDim(0).getSize() / 3;
+    Q = addBiasPart(N, Q, Bias, H, 0);
+    K = Q ? addBiasPart(N, K, Bias, H, 1) : nullptr;
+    V = K ? addBiasPart(N, V, Bias, H, 2) : nullptr;
+    if (!V)
+      return failure();
+  }
+  AttrDict Attrs;
+  Attrs.set("q_num_heads", Attribute::getInt(*Heads));
+  Attrs.set("kv_num_heads", Attribute::getInt(*Heads));
+  if (N.getIntAttr("unidirectional").value_or(0))
+    Attrs.set("is_causal", Attribute::getInt(1));
+  copyFloatAttr(N, "scale", Attrs);
+  return success(N.createNodeForOutputs(
+      OpId::Attention, {Q, K, V, N.getInput(5), N.getInput(6), N.getInput(7)},
+      std::move(Attrs)));
+}
+
+//===----------------------------------------------------------------------===//
+// The table
+//===----------------------------------------------------------------------===//
+
+OpImportFn autopar::lookupOpImporter(StringRef Domain, StringRef OpType) {
+  static const StringMap<OpImportFn> Table = [] {
+    StringMap<OpImportFn> T;
+#define ONNX_OP(Domain, OpType, Importer)                                      \
+  T[std::string(Domain) + "::" + OpType] = Importer;
+#include "frontend/OnnxOps.def"
+    return T;
+  }();
+  return Table.lookup((Domain + "::" + OpType).str());
+}

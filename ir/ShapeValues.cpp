@@ -1,0 +1,235 @@
+//===- ShapeValues.cpp - Symbolic values of small integer tensors ---------===//
+
+#include "ir/ShapeValues.h"
+#include "ir/Graph.h"
+#include "ir/ShapeFunctions.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace autopar;
+using namespace llvm;
+
+/// Chains deeper than this are not followed.
+static constexpr unsigned MaxDepth = 32;
+
+static bool isIntegerShapeTensor(const Value *V) {
+  const TensorType &T = V->getType();
+  return isIntegerElementType(T.getElementType()) && T.getRank() <= 1;
+}
+
+static std::optional<ShapeValue> evaluate(const Value *V, unsigned Depth);
+
+/// The constant integers of a Constant-defined operand.
+static std::optional<std::vector<int64_t>> getConstantInts(const Value *V) {
+  const DenseTensor *T = V ? getConstantValue(V) : nullptr;
+  if (!T || T->isFloat())
+    return std::nullopt;
+  return std::vector<int64_t>(T->getInts().begin(), T->getInts().end());
+}
+
+/// Entry-wise arithmetic; symbolic entries take part in products and exact
+/// quotients, anything else becomes unknown.
+static ShapeEntry combine(OpId Op, const ShapeEntry &A, const ShapeEntry &B) {
+  if (A.Int && B.Int) {
+    int64_t R;
+    switch (Op) {
+    case OpId::Add:
+      if (!AddOverflow(*A.Int, *B.Int, R))
+        return ShapeEntry::get(R);
+      break;
+    case OpId::Sub:
+      if (!SubOverflow(*A.Int, *B.Int, R))
+        return ShapeEntry::get(R);
+      break;
+    case OpId::Mul:
+      if (!MulOverflow(*A.Int, *B.Int, R))
+        return ShapeEntry::get(R);
+      break;
+    case OpId::Div:
+      if (*B.Int != 0 && !(*A.Int == INT64_MIN && *B.Int == -1))
+        return ShapeEntry::get(*A.Int / *B.Int);
+      break;
+    default:
+      break;
+    }
+    return ShapeEntry::get(Dim());
+  }
+  Dim DA = A.toDim(), DB = B.toDim();
+  if (Op == OpId::Mul && !(A.Int && *A.Int < 0) && !(B.Int && *B.Int < 0))
+    return ShapeEntry::get(DA * DB);
+  if (Op == OpId::Div && !(B.Int && *B.Int <= 0))
+    if (std::optional<Dim> Q = DA.divide(DB))
+      return ShapeEntry::get(*Q);
+  if (Op == OpId::Add || Op == OpId::Sub || Op == OpId::Mul || Op == OpId::Div)
+    return ShapeEntry::get(Dim());
+  return ShapeEntry::get(Dim());
+}
+
+static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
+  // Only nodes with the operands their op requires are followed.
+  const OpInfo &Info = N.getOpInfo();
+  if (N.getNumOperands() < Info.getMinOperands())
+    return std::nullopt;
+  for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
+    const OperandSpec *Spec = Info.getOperand(I);
+    if (!N.getOperand(I) && (!Spec || !Spec->Optional))
+      return std::nullopt;
+  }
+  auto Operand = [&](unsigned I) -> std::optional<ShapeValue> {
+    if (I >= N.getNumOperands() || !N.getOperand(I))
+      return std::nullopt;
+    return evaluate(N.getOperand(I), Depth + 1);
+  };
+  switch (N.getOp()) {
+  case OpId::Shape: {
+    const TensorType &In = N.getOperand(0)->getType();
+    auto [Start, End] = getShapeRange(ShapeContext(N), In.getRank());
+    ShapeValue Result;
+    for (unsigned I = Start; I != End; ++I)
+      Result.push_back(ShapeEntry::get(In.getDim(I)));
+    return Result;
+  }
+  case OpId::Neg: {
+    std::optional<ShapeValue> In = Operand(0);
+    if (!In)
+      return std::nullopt;
+    for (ShapeEntry &E : *In)
+      E = E.Int && *E.Int != INT64_MIN ? ShapeEntry::get(-*E.Int)
+                                       : ShapeEntry::get(Dim());
+    return In;
+  }
+  case OpId::Size: {
+    Dim Count = N.getOperand(0)->getType().getNumElements();
+    return ShapeValue{ShapeEntry::get(Count)};
+  }
+  case OpId::ConstantOfShape: {
+    // A 1-D integer fill of a known length: every entry is the fill value.
+    std::optional<ShapeValue> Shape = Operand(0);
+    const Attribute *Fill = N.getAttr("value");
+    if (!Shape || Shape->size() != 1 || !Shape->front().Int ||
+        *Shape->front().Int < 0 || *Shape->front().Int > MaxShapeValueEntries)
+      return std::nullopt;
+    int64_t FillValue = 0;
+    if (Fill) {
+      if (!Fill->isa(Attribute::Kind::Tensor) || Fill->getTensor().isFloat() ||
+          Fill->getTensor().size() != 1)
+        return std::nullopt;
+      FillValue = Fill->getTensor().getInts()[0];
+    }
+    return ShapeValue(*Shape->front().Int, ShapeEntry::get(FillValue));
+  }
+  case OpId::Identity:
+  case OpId::Cast:
+  case OpId::Unsqueeze:
+  case OpId::Squeeze:
+  case OpId::Reshape:
+    // Each keeps the entries (as a 0-D or 1-D tensor, checked by the
+    // caller); Cast between integer types keeps the values.
+    return Operand(0);
+  case OpId::Concat: {
+    ShapeValue Result;
+    for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
+      std::optional<ShapeValue> Part = Operand(I);
+      if (!Part)
+        return std::nullopt;
+      Result.append(Part->begin(), Part->end());
+    }
+    return Result;
+  }
+  case OpId::Gather: {
+    std::optional<ShapeValue> Data = Operand(0);
+    std::optional<std::vector<int64_t>> Indices =
+        getConstantInts(N.getOperand(1));
+    if (!Data || !Indices)
+      return std::nullopt;
+    ShapeValue Result;
+    int64_t Size = Data->size();
+    for (int64_t I : *Indices) {
+      if (I < -Size || I >= Size)
+        return std::nullopt;
+      Result.push_back((*Data)[I < 0 ? I + Size : I]);
+    }
+    return Result;
+  }
+  case OpId::Slice: {
+    std::optional<ShapeValue> Data = Operand(0);
+    std::optional<std::vector<int64_t>> Starts =
+        getConstantInts(N.getOperand(1));
+    std::optional<std::vector<int64_t>> Ends = getConstantInts(N.getOperand(2));
+    if (!Data || !Starts || !Ends || Starts->size() != 1 || Ends->size() != 1)
+      return std::nullopt;
+    int64_t Step = 1;
+    if (N.getNumOperands() > 4 && N.getOperand(4)) {
+      std::optional<std::vector<int64_t>> Steps =
+          getConstantInts(N.getOperand(4));
+      if (!Steps || Steps->size() != 1 || (*Steps)[0] == 0)
+        return std::nullopt;
+      Step = (*Steps)[0];
+    }
+    // ONNX's clamping for a 1-D tensor: negative indices count from the
+    // end; then starts clamp to [0, size] (step > 0) or [0, size - 1]
+    // (step < 0), ends to [0, size] or [-1, size - 1].
+    int64_t Size = Data->size();
+    if (Size == 0)
+      return ShapeValue();
+    auto Clamp = [&](int64_t V, int64_t Lo, int64_t Hi) {
+      if (V < 0)
+        V = V < -Size ? Lo : V + Size;
+      return std::clamp(V, Lo, Hi);
+    };
+    int64_t Start = Step > 0 ? Clamp((*Starts)[0], 0, Size)
+                             : Clamp((*Starts)[0], 0, Size - 1);
+    int64_t End =
+        Step > 0 ? Clamp((*Ends)[0], 0, Size) : Clamp((*Ends)[0], -1, Size - 1);
+    ShapeValue Result;
+    for (int64_t I = Start; Step > 0 ? I < End : I > End; I += Step)
+      Result.push_back((*Data)[I]);
+    return Result;
+  }
+  case OpId::Add:
+  case OpId::Sub:
+  case OpId::Mul:
+  case OpId::Div: {
+    std::optional<ShapeValue> A = Operand(0), B = Operand(1);
+    if (!A || !B)
+      return std::nullopt;
+    // Broadcasting of 0-D and 1-D values: one side of one entry repeats.
+    size_t Size = std::max(A->size(), B->size());
+    if ((A->size() != Size && A->size() != 1) ||
+        (B->size() != Size && B->size() != 1))
+      return std::nullopt;
+    ShapeValue Result;
+    for (size_t I = 0; I != Size; ++I)
+      Result.push_back(combine(N.getOp(), (*A)[A->size() == 1 ? 0 : I],
+                               (*B)[B->size() == 1 ? 0 : I]));
+    return Result;
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+static std::optional<ShapeValue> evaluate(const Value *V, unsigned Depth) {
+  if (!V || Depth > MaxDepth || !isIntegerShapeTensor(V))
+    return std::nullopt;
+  std::optional<ShapeValue> Result;
+  if (std::optional<std::vector<int64_t>> Ints = getConstantInts(V)) {
+    Result.emplace();
+    for (int64_t I : *Ints)
+      Result->push_back(ShapeEntry::get(I));
+  } else if (const Node *N = V->getDefiningNode()) {
+    Result = evaluateNode(*N, Depth);
+  }
+  // The value must have as many entries as its (verified) type says.
+  if (!Result || Result->size() > MaxShapeValueEntries)
+    return std::nullopt;
+  const TensorType &T = V->getType();
+  Dim Expected = T.getRank() == 0 ? Dim::get(1) : T.getDim(0);
+  if (!Expected.isUnknown() && Expected != Dim::get(Result->size()))
+    return std::nullopt;
+  return Result;
+}
+
+std::optional<ShapeValue> autopar::evaluateShapeValue(const Value *V) {
+  return evaluate(V, 0);
+}
