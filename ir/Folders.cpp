@@ -23,7 +23,7 @@ getIntOperands(ArrayRef<const DenseTensor *> Operands) {
 }
 
 /// The node's single result type when it is static and small enough.
-static std::optional<TensorType> getFoldableResultType(const Node &N) {
+std::optional<TensorType> autopar::getFoldableResultType(const Node &N) {
   const TensorType &T = N.getResult(0)->getType();
   if (!T.hasStaticShape() || isFloatElementType(T.getElementType()))
     return std::nullopt;
@@ -33,13 +33,14 @@ static std::optional<TensorType> getFoldableResultType(const Node &N) {
   return T;
 }
 
-static FoldResult makeResult(TensorType Type, std::vector<int64_t> Values) {
+FoldResult autopar::makeIntResult(TensorType Type,
+                                  std::vector<int64_t> Values) {
   return SmallVector<DenseTensor, 1>{
       DenseTensor(std::move(Type), std::move(Values))};
 }
 
 /// Row-major strides of a static shape.
-static SmallVector<int64_t, 4> getStrides(ArrayRef<int64_t> Sizes) {
+SmallVector<int64_t, 4> autopar::getRowMajorStrides(ArrayRef<int64_t> Sizes) {
   SmallVector<int64_t, 4> Strides(Sizes.size(), 1);
   for (int I = int(Sizes.size()) - 2; I >= 0; --I)
     Strides[I] = Strides[I + 1] * Sizes[I + 1];
@@ -51,7 +52,7 @@ static SmallVector<int64_t, 4> getStrides(ArrayRef<int64_t> Sizes) {
 static int64_t broadcastIndex(ArrayRef<int64_t> Index,
                               ArrayRef<int64_t> OutSizes,
                               ArrayRef<int64_t> Sizes) {
-  SmallVector<int64_t, 4> Strides = getStrides(Sizes);
+  SmallVector<int64_t, 4> Strides = getRowMajorStrides(Sizes);
   int64_t Flat = 0;
   size_t Offset = OutSizes.size() - Sizes.size();
   for (size_t I = 0; I != Sizes.size(); ++I)
@@ -61,7 +62,8 @@ static int64_t broadcastIndex(ArrayRef<int64_t> Index,
 }
 
 /// Advances a row-major multi-index; returns false after the last one.
-static bool nextIndex(MutableArrayRef<int64_t> Index, ArrayRef<int64_t> Sizes) {
+bool autopar::nextRowMajorIndex(MutableArrayRef<int64_t> Index,
+                                ArrayRef<int64_t> Sizes) {
   for (int I = int(Sizes.size()) - 1; I >= 0; --I) {
     if (++Index[I] < Sizes[I])
       return true;
@@ -82,7 +84,7 @@ FoldResult autopar::foldIntBinary(const Node &N,
   std::vector<int64_t> Values;
   SmallVector<int64_t, 4> Index(OutSizes.size(), 0);
   if (Type->getStaticNumElements() == 0)
-    return makeResult(*Type, {});
+    return makeIntResult(*Type, {});
   do {
     int64_t A = (*Ints)[0]->getInts()[broadcastIndex(Index, OutSizes, ASizes)];
     int64_t B = (*Ints)[1]->getInts()[broadcastIndex(Index, OutSizes, BSizes)];
@@ -110,8 +112,8 @@ FoldResult autopar::foldIntBinary(const Node &N,
       return std::nullopt;
     }
     Values.push_back(R);
-  } while (nextIndex(Index, OutSizes));
-  return makeResult(*Type, std::move(Values));
+  } while (nextRowMajorIndex(Index, OutSizes));
+  return makeIntResult(*Type, std::move(Values));
 }
 
 FoldResult autopar::foldIntUnary(const Node &N,
@@ -126,7 +128,7 @@ FoldResult autopar::foldIntUnary(const Node &N,
       return std::nullopt;
     Values.push_back(-V);
   }
-  return makeResult(*Type, std::move(Values));
+  return makeIntResult(*Type, std::move(Values));
 }
 
 FoldResult autopar::foldReshape(const Node &N,
@@ -135,7 +137,7 @@ FoldResult autopar::foldReshape(const Node &N,
   if (!Operands[0] || Operands[0]->isFloat() || !Type)
     return std::nullopt;
   ArrayRef<int64_t> Data = Operands[0]->getInts();
-  return makeResult(*Type, std::vector<int64_t>(Data.begin(), Data.end()));
+  return makeIntResult(*Type, std::vector<int64_t>(Data.begin(), Data.end()));
 }
 
 FoldResult autopar::foldConcat(const Node &N,
@@ -161,7 +163,7 @@ FoldResult autopar::foldConcat(const Node &N,
       ArrayRef<int64_t> Src = T->getInts().slice(O * Block, Block);
       Values.insert(Values.end(), Src.begin(), Src.end());
     }
-  return makeResult(*Type, std::move(Values));
+  return makeIntResult(*Type, std::move(Values));
 }
 
 FoldResult autopar::foldGather(const Node &N,
@@ -191,7 +193,7 @@ FoldResult autopar::foldGather(const Node &N,
           Data.getInts().slice((O * AxisSize + Idx) * Inner, Inner);
       Values.insert(Values.end(), Src.begin(), Src.end());
     }
-  return makeResult(*Type, std::move(Values));
+  return makeIntResult(*Type, std::move(Values));
 }
 
 /// Operand T's values broadcast (numpy-style) to the static shape OutSizes,
@@ -211,7 +213,7 @@ broadcastValues(const DenseTensor &T, ArrayRef<int64_t> OutSizes) {
   SmallVector<int64_t, 4> Index(OutSizes.size(), 0);
   do
     Values.push_back(T.getInts()[broadcastIndex(Index, OutSizes, Sizes)]);
-  while (nextIndex(Index, OutSizes));
+  while (nextRowMajorIndex(Index, OutSizes));
   return Values;
 }
 
@@ -243,7 +245,7 @@ FoldResult autopar::foldIntCompare(const Node &N,
       return std::nullopt;
     }
   }
-  return makeResult(*Type, std::move(Values));
+  return makeIntResult(*Type, std::move(Values));
 }
 
 FoldResult autopar::foldWhere(const Node &N,
@@ -262,7 +264,7 @@ FoldResult autopar::foldWhere(const Node &N,
   std::vector<int64_t> Values;
   for (size_t I = 0, E = Cond->size(); I != E; ++I)
     Values.push_back((*Cond)[I] ? (*X)[I] : (*Y)[I]);
-  return makeResult(*Type, std::move(Values));
+  return makeIntResult(*Type, std::move(Values));
 }
 
 /// V converted to the integer or bool type Ty as ONNX Cast does: bool is
@@ -292,5 +294,5 @@ FoldResult autopar::foldCast(const Node &N,
   std::vector<int64_t> Values;
   for (int64_t V : (*Ints)[0]->getInts())
     Values.push_back(castInt(V, Type->getElementType()));
-  return makeResult(*Type, std::move(Values));
+  return makeIntResult(*Type, std::move(Values));
 }

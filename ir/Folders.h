@@ -1,8 +1,9 @@
 //===- Folders.h - Constant folding of shape arithmetic ---------*- C++ -*-===//
 //
-// The Fold column of Ops.def. Folders compute integer tensors only (the
-// arithmetic on shapes that exporters emit around Reshape and Expand) and
-// only small ones; floating-point constants are left for the runtime.
+// The Fold column of Ops.def. Folders compute integer and bool tensors only
+// (the arithmetic on shapes that exporters emit around Reshape and Expand,
+// and the masks computed from it) and only small ones; floating-point
+// constants are left for the runtime.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,19 @@ namespace autopar {
 constexpr int64_t MaxFoldedElements = 4096;
 
 using FoldResult = std::optional<llvm::SmallVector<DenseTensor, 1>>;
+
+// Helpers for folders.
+
+/// The node's single result type when it is a static integer (or bool) type
+/// of at most MaxFoldedElements elements.
+std::optional<TensorType> getFoldableResultType(const Node &N);
+/// A fold result of one integer tensor.
+FoldResult makeIntResult(TensorType Type, std::vector<int64_t> Values);
+/// Row-major strides of a static shape.
+llvm::SmallVector<int64_t, 4> getRowMajorStrides(llvm::ArrayRef<int64_t> Sizes);
+/// Advances a row-major multi-index; returns false after the last one.
+bool nextRowMajorIndex(llvm::MutableArrayRef<int64_t> Index,
+                       llvm::ArrayRef<int64_t> Sizes);
 
 FoldResult foldIntBinary(const Node &N,
                          llvm::ArrayRef<const DenseTensor *> Operands);

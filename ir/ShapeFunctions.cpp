@@ -15,6 +15,15 @@ using namespace llvm;
 /// Reshape targets longer than this are rejected rather than allocated.
 constexpr int64_t MaxReshapeRank = 256;
 
+std::string autopar::dimsStr(ArrayRef<Dim> Dims) {
+  std::string S;
+  raw_string_ostream OS(S);
+  OS << '[';
+  interleaveComma(Dims, OS);
+  OS << ']';
+  return OS.str();
+}
+
 std::string autopar::typeStr(const ShapeContext &Ctx, unsigned I) {
   return Ctx.getOperandType(I).str();
 }

@@ -89,6 +89,8 @@ std::pair<unsigned, unsigned> getShapeRange(const ShapeContext &Ctx,
 // Helpers for shape functions.
 //===----------------------------------------------------------------------===//
 
+/// Dimensions as text, `[2, batch, ?]`, for messages.
+std::string dimsStr(llvm::ArrayRef<Dim> Dims);
 /// Operand I's type as text, for messages.
 std::string typeStr(const ShapeContext &Ctx, unsigned I);
 /// Maps an ONNX axis in [-Rank, Rank) to [0, Rank); an error otherwise.

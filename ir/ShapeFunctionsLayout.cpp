@@ -38,16 +38,6 @@ using TypeList = SmallVector<TensorType, 1>;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-/// Writes dimensions as `[2, batch, ?]`, for messages.
-static std::string dimsStr(ArrayRef<Dim> Dims) {
-  std::string S;
-  raw_string_ostream OS(S);
-  OS << '[';
-  interleaveComma(Dims, OS);
-  OS << ']';
-  return OS.str();
-}
-
 /// The length of a 1-D tensor when it is static.
 static std::optional<int64_t> getStaticLength(const TensorType &T) {
   if (T.getRank() != 1 || !T.getDim(0).isStatic())
@@ -692,29 +682,6 @@ static bool isAbsent(const Node &N, unsigned I) {
   return I >= N.getNumOperands() || !N.getOperand(I);
 }
 
-static FoldResult makeResult(TensorType Type, std::vector<int64_t> Values) {
-  return SmallVector<DenseTensor, 1>{
-      DenseTensor(std::move(Type), std::move(Values))};
-}
-
-/// Row-major strides of a static shape.
-static SmallVector<int64_t, 4> getStrides(ArrayRef<int64_t> Sizes) {
-  SmallVector<int64_t, 4> Strides(Sizes.size(), 1);
-  for (int I = int(Sizes.size()) - 2; I >= 0; --I)
-    Strides[I] = Strides[I + 1] * Sizes[I + 1];
-  return Strides;
-}
-
-/// Advances a row-major multi-index; returns false after the last one.
-static bool nextIndex(MutableArrayRef<int64_t> Index, ArrayRef<int64_t> Sizes) {
-  for (int I = int(Sizes.size()) - 1; I >= 0; --I) {
-    if (++Index[I] < Sizes[I])
-      return true;
-    Index[I] = 0;
-  }
-  return false;
-}
-
 /// Visits every multi-index of a static shape in row-major order.
 static void forEachIndex(ArrayRef<int64_t> Sizes,
                          function_ref<void(ArrayRef<int64_t>)> Visit) {
@@ -723,7 +690,7 @@ static void forEachIndex(ArrayRef<int64_t> Sizes,
   SmallVector<int64_t, 4> Index(Sizes.size(), 0);
   do
     Visit(Index);
-  while (nextIndex(Index, Sizes));
+  while (nextRowMajorIndex(Index, Sizes));
 }
 
 FoldResult
@@ -737,9 +704,9 @@ autopar::foldConstantOfShape(const Node &N,
     return std::nullopt;
   if (Shape->getInts() != ArrayRef<int64_t>(Type->getStaticSizes()))
     return std::nullopt;
-  return makeResult(*Type,
-                    std::vector<int64_t>(*Type->getStaticNumElements(),
-                                         Value->getTensor().getInts()[0]));
+  return makeIntResult(*Type,
+                       std::vector<int64_t>(*Type->getStaticNumElements(),
+                                            Value->getTensor().getInts()[0]));
 }
 
 FoldResult autopar::foldRange(const Node &N,
@@ -760,7 +727,7 @@ FoldResult autopar::foldRange(const Node &N,
   std::vector<int64_t> Values;
   for (int64_t I = 0; I != *Length; ++I)
     Values.push_back(First + I * Step);
-  return makeResult(*Type, std::move(Values));
+  return makeIntResult(*Type, std::move(Values));
 }
 
 FoldResult autopar::foldSlice(const Node &N,
@@ -800,7 +767,7 @@ FoldResult autopar::foldSlice(const Node &N,
   for (int64_t I = 0; I != Rank; ++I)
     if (OutSizes[I] != Slices[I].Size)
       return std::nullopt;
-  SmallVector<int64_t, 4> Strides = getStrides(DataSizes);
+  SmallVector<int64_t, 4> Strides = getRowMajorStrides(DataSizes);
   std::vector<int64_t> Values;
   forEachIndex(OutSizes, [&](ArrayRef<int64_t> Index) {
     int64_t Flat = 0;
@@ -808,7 +775,7 @@ FoldResult autopar::foldSlice(const Node &N,
       Flat += (Slices[I].Start + Index[I] * Slices[I].Step) * Strides[I];
     Values.push_back(Data->getInts()[Flat]);
   });
-  return makeResult(*Type, std::move(Values));
+  return makeIntResult(*Type, std::move(Values));
 }
 
 FoldResult autopar::foldExpand(const Node &N,
@@ -828,7 +795,7 @@ FoldResult autopar::foldExpand(const Node &N,
   if (!Broadcast || TensorType(Type->getElementType(), *Broadcast) != *Type)
     return std::nullopt;
   SmallVector<int64_t, 4> OutSizes = Type->getStaticSizes();
-  SmallVector<int64_t, 4> Strides = getStrides(InSizes);
+  SmallVector<int64_t, 4> Strides = getRowMajorStrides(InSizes);
   size_t Offset = OutSizes.size() - InSizes.size();
   std::vector<int64_t> Values;
   forEachIndex(OutSizes, [&](ArrayRef<int64_t> Index) {
@@ -839,5 +806,5 @@ FoldResult autopar::foldExpand(const Node &N,
         Flat += Index[I + Offset] * Strides[I];
     Values.push_back(Input->getInts()[Flat]);
   });
-  return makeResult(*Type, std::move(Values));
+  return makeIntResult(*Type, std::move(Values));
 }

@@ -33,15 +33,6 @@ std::string dimStr(const Dim &D) {
   return OS.str();
 }
 
-std::string shapeStr(ArrayRef<Dim> Dims) {
-  std::string S;
-  raw_string_ostream OS(S);
-  OS << '[';
-  interleaveComma(Dims, OS);
-  OS << ']';
-  return OS.str();
-}
-
 /// Operand I with its name from the op table and its type, for messages:
 /// "X f32[1, 3, 8, 8]".
 std::string describe(const ShapeContext &Ctx, unsigned I) {
@@ -757,7 +748,7 @@ Error checkAttentionMask(const ShapeContext &Ctx, ArrayRef<Dim> Target) {
                               : isStaticOne(M) || mayEqual(M, T);
     if (!Fits)
       return Ctx.error(describe(Ctx, AttnMask) + " does not broadcast to " +
-                       shapeStr(Target) +
+                       dimsStr(Target) +
                        " (batch, q heads, q sequence, total sequence)");
   }
   return Error::success();
