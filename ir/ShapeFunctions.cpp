@@ -157,6 +157,31 @@ InferResult autopar::inferMatMul(const ShapeContext &Ctx) {
   return SmallVector<TensorType, 1>{TensorType(TA.getElementType(), Result)};
 }
 
+InferResult autopar::inferLinear(const ShapeContext &Ctx) {
+  if (Error E = checkSameElementType(Ctx))
+    return E;
+  const TensorType &X = Ctx.getOperandType(0), &W = Ctx.getOperandType(1);
+  if (X.getRank() == 0 || W.getRank() != 2)
+    return Ctx.error("X must have rank 1 or more and W rank 2, got " +
+                     typeStr(Ctx, 0) + " and " + typeStr(Ctx, 1));
+  const Dim &K = X.getDim(X.getRank() - 1);
+  if (!K.isUnknown() && !W.getDim(0).isUnknown() && K != W.getDim(0))
+    return Ctx.error("contracting dimensions differ: " + typeStr(Ctx, 0) +
+                     " and " + typeStr(Ctx, 1));
+  Dim N = W.getDim(1);
+  if (Ctx.hasOperand(2)) {
+    const TensorType &B = Ctx.getOperandType(2);
+    if (B.getRank() != 1 ||
+        (!B.getDim(0).isUnknown() && !N.isUnknown() && B.getDim(0) != N))
+      return Ctx.error("B must be [N] for W " + typeStr(Ctx, 1) + ", got " +
+                       typeStr(Ctx, 2));
+    N = meetDims(N, B.getDim(0));
+  }
+  SmallVector<Dim, 4> Shape(X.getShape().begin(), X.getShape().end() - 1);
+  Shape.push_back(N);
+  return SmallVector<TensorType, 1>{TensorType(X.getElementType(), Shape)};
+}
+
 Error autopar::verifyReduce(const ShapeContext &Ctx) {
   if (Ctx.getAttr("axes") && Ctx.hasOperand(1))
     return Ctx.error("axes are given both as an attribute and an operand");

@@ -23,6 +23,7 @@ llvm::Error verifyTranspose(const ShapeContext &Ctx);
 InferResult inferBroadcast(const ShapeContext &Ctx);
 InferResult inferSameAsOperand(const ShapeContext &Ctx);
 InferResult inferMatMul(const ShapeContext &Ctx);
+InferResult inferLinear(const ShapeContext &Ctx);
 InferResult inferReduce(const ShapeContext &Ctx);
 InferResult inferConstant(const ShapeContext &Ctx);
 InferResult inferShape(const ShapeContext &Ctx);
