@@ -368,7 +368,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &N) {
 LogicalResult GraphImporter::importOutputs() {
   std::vector<Value *> Outputs;
   for (const onnx::ValueInfoProto &V : Proto.output()) {
-    Value *Out = Values.lookup(V.name());
+    Value *Out = V.name().empty() ? nullptr : Values.lookup(V.name());
     if (!Out) {
       Diag.error(SMLoc(), "graph output '" + V.name() + "' is not defined");
       return failure();

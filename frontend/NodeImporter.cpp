@@ -181,9 +181,11 @@ void NodeImporter::bindOutput(unsigned I, Value *V) {
 Value *NodeImporter::bindOutputToParameter(unsigned I, const TensorType &Type) {
   std::string Name = getOutputName(I).str();
   Graph &G = Parent.getGraph();
-  Value *P =
-      G.addParam(G.isNameUsed(Name) ? Parent.makeFreshName(Name) : Name, Type);
-  Parent.bind(getOutputName(I), P);
+  if (Name.empty() || G.isNameUsed(Name))
+    Name = Parent.makeFreshName(Name.empty() ? makeName("param") : Name);
+  Value *P = G.addParam(Name, Type);
+  if (!getOutputName(I).empty())
+    Parent.bind(getOutputName(I), P);
   return P;
 }
 

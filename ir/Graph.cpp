@@ -117,6 +117,7 @@ Graph::~Graph() {
 }
 
 void Graph::registerName(Value *V) {
+  assert(!V->getName().empty() && "values have non-empty names");
   bool Inserted = ValueNames.try_emplace(V->getName(), V).second;
   (void)Inserted;
   assert(Inserted && "value name already in use");

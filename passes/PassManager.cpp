@@ -92,6 +92,15 @@ Error PassManager::addPipeline(StringRef Text) {
   if (!Elements)
     return Elements.takeError();
   for (const PipelineElement &E : *Elements) {
+    if (StringRef Expansion = lookupPipeline(E.Argument); !Expansion.empty()) {
+      if (!E.Options.empty())
+        return createStringError(inconvertibleErrorCode(),
+                                 "pipeline '" + E.Argument +
+                                     "' takes no options");
+      if (Error Err = addPipeline(Expansion))
+        return Err;
+      continue;
+    }
     const PassRegistration *R = lookupPass(E.Argument);
     if (!R) {
       std::string Known;

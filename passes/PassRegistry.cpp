@@ -50,9 +50,31 @@ void autopar::registerPass(StringRef Argument, StringRef Description,
            std::move(Entry));
 }
 
+namespace {
+struct PipelineInfo {
+  StringRef Name, Text, Description;
+};
+} // namespace
+
+static const PipelineInfo Pipelines[] = {
+#define PIPELINE(Name, Text, Description) {Name, Text, Description},
+#include "passes/Pipelines.def"
+};
+
+StringRef autopar::lookupPipeline(StringRef Name) {
+  for (const PipelineInfo &P : Pipelines)
+    if (P.Name == Name)
+      return P.Text;
+  return "";
+}
+
 void autopar::printRegisteredPasses(raw_ostream &OS) {
   for (const PassRegistration &R : getRegistry()) {
     OS << "    " << R.Argument << " - " << R.Description << '\n';
     R.Create()->getOptions().printHelp(OS, 8);
   }
+  OS << "\nNamed pipelines:\n";
+  for (const PipelineInfo &P : Pipelines)
+    OS << "    " << P.Name << " - " << P.Description << "\n        = " << P.Text
+       << '\n';
 }

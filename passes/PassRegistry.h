@@ -33,8 +33,12 @@ const PassRegistration *lookupPass(llvm::StringRef Argument);
 /// Adds a pass; its argument must be new.
 void registerPass(llvm::StringRef Argument, llvm::StringRef Description,
                   std::function<std::unique_ptr<Pass>()> Create);
-/// Writes each pass with its description and options, for --help.
+/// Writes each pass with its description and options, and each named
+/// pipeline, for --help.
 void printRegisteredPasses(llvm::raw_ostream &OS);
+
+/// The text of a named pipeline (Pipelines.def), or "" for other names.
+llvm::StringRef lookupPipeline(llvm::StringRef Name);
 
 } // namespace autopar
 

@@ -8,6 +8,7 @@
 
 import os
 import shutil
+import subprocess
 
 import lit.formats
 
@@ -76,6 +77,11 @@ if (config.autopar_is_git_checkout or
     config.available_features.add("git-checkout")
 if config.autopar_sanitize:
     config.available_features.add("asan")
+# tools/autopar-modelgen runs on Debian's python3 with python3-onnx.
+if os.path.exists("/usr/bin/python3") and subprocess.call(
+        ["/usr/bin/python3", "-c", "import onnx"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("python3-onnx")
 
 if not os.path.isfile(os.path.join(config.autopar_tools_dir, "autopar-opt")):
     lit_config.fatal("autopar-opt not found in %s; build it first "

@@ -5,6 +5,7 @@
 //   test-break-ir   returns success but leaves a node whose declared result
 //                   type its shape function rejects, so verification after
 //                   the pass must catch it.
+// test-print-layer-stats (TestPrintLayerStats.cpp) prints per-layer counts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,4 +61,5 @@ void autopar::registerTestPasses() {
                "Add a dimension to the first result type (tests verification "
                "after each pass)",
                [] { return std::make_unique<TestBreakIRPass>(); });
+  registerTestPrintLayerStatsPass();
 }

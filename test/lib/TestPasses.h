@@ -8,6 +8,10 @@ namespace autopar {
 /// Adds the test-only passes to the pass registry. Tools call it once.
 void registerTestPasses();
 
+/// Adds test-print-layer-stats (TestPrintLayerStats.cpp); called by
+/// registerTestPasses.
+void registerTestPrintLayerStatsPass();
+
 } // namespace autopar
 
 #endif // AUTOPAR_TEST_LIB_TESTPASSES_H

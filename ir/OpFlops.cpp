@@ -1,0 +1,333 @@
+//===- OpFlops.cpp - Forward FLOPs of one node ----------------------------===//
+//
+// FLOPs per op, 2 per multiply-add (Narayanan et al. 2021, Megatron-LM):
+//   MatMul, Linear, Gemm  2*M*N*K, batch dimensions multiply (bias ignored)
+//   Einsum                2 * product of every index's size (1x for one
+//                         operand: a reduction or a transpose)
+//   Conv                  2 * N*M*out_spatial * C/group * kernel
+//   ConvTranspose         2 * N*C*in_spatial * M/group * kernel
+//   Attention             4*B*H*Sq*Skv*D (QK^T and AV) + 5*B*H*Sq*Skv
+//                         (softmax)
+//   MsAttention           the QKV projection 2*B*S*hidden*3*hidden plus the
+//                         attention as above
+//   per output element    1: Add Sub Mul Div Pow Neg Abs Sqrt Reciprocal Exp
+//                         Log Tanh Erf Sigmoid Relu LeakyRelu comparisons,
+//                         logic, Where, CumSum, Dropout; Sum: operands - 1;
+//                         Gelu 8, Silu 4, Softmax/LogSoftmax 5,
+//                         LayerNormalization 8, InstanceNormalization 8,
+//                         RMSNormalization 5, BatchNormalization 4,
+//                         RotaryEmbedding 3, MsEmbedLayerNormalization 10,
+//                         MaxPool/AveragePool kernel size, LRN 2*size+3
+//   per input element     1: ReduceSum ReduceMean ReduceMax TopK
+//                         GlobalAveragePool
+//   data movement         0: Constant ConstantOfShape Range Shape Size
+//                         Reshape Flatten Transpose Concat Split Slice Gather
+//                         GatherElements ScatterElements Squeeze Unsqueeze
+//                         Expand Tile Identity Cast Trilu
+//   unknown               Opaque, MsGroupQueryAttention
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/OpFlops.h"
+
+#include "ir/Graph.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+/// A product of int64 factors that becomes unknown when a factor is unknown
+/// or the product overflows.
+class Count {
+public:
+  Count(std::optional<int64_t> V = 1) : V(V) {}
+  Count &operator*=(std::optional<int64_t> F) {
+    int64_t R;
+    if (!V || !F || MulOverflow(*V, *F, R))
+      V = std::nullopt;
+    else
+      V = R;
+    return *this;
+  }
+  Count operator*(std::optional<int64_t> F) const {
+    Count C = *this;
+    C *= F;
+    return C;
+  }
+  Count operator+(Count O) const {
+    int64_t R;
+    if (!V || !O.V || AddOverflow(*V, *O.V, R))
+      return Count(std::nullopt);
+    return Count(R);
+  }
+  std::optional<int64_t> get() const { return V; }
+
+private:
+  std::optional<int64_t> V;
+};
+
+} // namespace
+
+static std::optional<int64_t> numElements(const Value *V) {
+  if (!V)
+    return std::nullopt;
+  return V->getType().getStaticNumElements();
+}
+
+/// Static size of dimension I of V (negative I counts from the end).
+static std::optional<int64_t> dimSize(const Value *V, int64_t I) {
+  if (!V)
+    return std::nullopt;
+  int64_t Rank = V->getType().getRank();
+  if (I < 0)
+    I += Rank;
+  if (I < 0 || I >= Rank || !V->getType().getDim(I).isStatic())
+    return std::nullopt;
+  return V->getType().getDim(I).getSize();
+}
+
+/// Product of the static dimensions [From, rank) of V.
+static Count trailingProduct(const Value *V, unsigned From) {
+  Count C;
+  for (unsigned I = From, E = V->getType().getRank(); I < E; ++I)
+    C *= dimSize(V, I);
+  return C;
+}
+
+static std::optional<int64_t> intAttr(const Node &N, StringRef Name) {
+  const Attribute *A = N.getAttr(Name);
+  if (!A || !A->isa(Attribute::Kind::Int))
+    return std::nullopt;
+  return A->getInt();
+}
+
+/// FLOPs of the attention core: QK^T and AV products plus the softmax.
+static Count attentionCore(Count BatchHeads, std::optional<int64_t> Sq,
+                           std::optional<int64_t> Skv,
+                           std::optional<int64_t> DQK,
+                           std::optional<int64_t> DV) {
+  Count Scores = BatchHeads * Sq * Skv;
+  Count Dims = Count(DQK) + Count(DV);
+  return Scores * 2 * Dims.get() + Scores * 5;
+}
+
+static std::optional<int64_t> attentionFlops(const Node &N) {
+  const Value *Q = N.getOperand(0), *K = N.getOperand(1), *V = N.getOperand(2);
+  std::optional<int64_t> PastLen = 0;
+  if (N.getNumOperands() > 4 && N.getOperand(4))
+    PastLen = dimSize(N.getOperand(4), 2);
+  if (Q->getType().getRank() == 4) {
+    // [B, H, S, D].
+    Count Skv = Count(dimSize(K, 2)) + Count(PastLen);
+    return attentionCore(Count(dimSize(Q, 0)) * dimSize(Q, 1), dimSize(Q, 2),
+                         Skv.get(), dimSize(Q, 3), dimSize(V, 3))
+        .get();
+  }
+  // [B, S, H*D]: the head counts come from the attributes.
+  std::optional<int64_t> QHeads = intAttr(N, "q_num_heads"),
+                         KVHeads = intAttr(N, "kv_num_heads");
+  std::optional<int64_t> QHidden = dimSize(Q, 2), VHidden = dimSize(V, 2);
+  if (Q->getType().getRank() != 3 || !QHeads || !KVHeads || !QHidden ||
+      !VHidden || *QHeads <= 0 || *KVHeads <= 0 || *QHidden % *QHeads ||
+      *VHidden % *KVHeads)
+    return std::nullopt;
+  Count Skv = Count(dimSize(K, 1)) + Count(PastLen);
+  return attentionCore(Count(dimSize(Q, 0)) * QHeads, dimSize(Q, 1), Skv.get(),
+                       *QHidden / *QHeads, *VHidden / *KVHeads)
+      .get();
+}
+
+static std::optional<int64_t> msAttentionFlops(const Node &N) {
+  // input [B, S, hidden], weights [hidden, 3*hidden]; no past, equal QKV
+  // sizes.
+  const Value *X = N.getOperand(0), *W = N.getOperand(1);
+  std::optional<int64_t> Heads = intAttr(N, "num_heads");
+  if (N.getAttr("qkv_hidden_sizes") ||
+      (N.getNumOperands() > 4 && N.getOperand(4)) || !Heads || *Heads <= 0 ||
+      X->getType().getRank() != 3 || W->getType().getRank() != 2)
+    return std::nullopt;
+  std::optional<int64_t> Hidden = dimSize(W, 1);
+  if (!Hidden || *Hidden % 3 || (*Hidden / 3) % *Heads)
+    return std::nullopt;
+  int64_t HeadDim = *Hidden / 3 / *Heads;
+  Count Projection = Count(numElements(X)) * 2 * *Hidden;
+  Count Core = attentionCore(Count(dimSize(X, 0)) * Heads, dimSize(X, 1),
+                             dimSize(X, 1), HeadDim, HeadDim);
+  return (Projection + Core).get();
+}
+
+static std::optional<int64_t> einsumFlops(const Node &N) {
+  const Attribute *A = N.getAttr("equation");
+  if (!A || !A->isa(Attribute::Kind::String))
+    return std::nullopt;
+  StringRef Inputs = A->getString().split("->").first;
+  if (Inputs.contains('.'))
+    return std::nullopt;
+  SmallVector<StringRef, 4> Terms;
+  Inputs.split(Terms, ',');
+  if (Terms.size() != N.getNumOperands())
+    return std::nullopt;
+  std::optional<int64_t> Sizes[128];
+  for (unsigned I = 0; I != Terms.size(); ++I) {
+    StringRef Term = Terms[I].trim();
+    if (Term.size() != N.getOperand(I)->getType().getRank())
+      return std::nullopt;
+    for (unsigned J = 0; J != Term.size(); ++J) {
+      unsigned char C = Term[J];
+      if (C >= 128)
+        return std::nullopt;
+      std::optional<int64_t> Size = dimSize(N.getOperand(I), J);
+      if (!Size)
+        return std::nullopt;
+      // A broadcast dimension of 1 does not set the index's size.
+      if (!Sizes[C] || *Sizes[C] == 1)
+        Sizes[C] = Size;
+    }
+  }
+  Count C = Terms.size() > 1 ? Count(2) : Count(1);
+  for (const std::optional<int64_t> &S : Sizes)
+    if (S)
+      C *= S;
+  return C.get();
+}
+
+std::optional<int64_t> autopar::getForwardFlops(const Node &N) {
+  const Value *Out = N.getNumResults() ? N.getResult(0) : nullptr;
+  auto PerOutput = [&](int64_t PerElement) {
+    return (Count(numElements(Out)) * PerElement).get();
+  };
+  auto PerInput = [&]() { return numElements(N.getOperand(0)); };
+
+  switch (N.getOp()) {
+  case OpId::Add:
+  case OpId::Sub:
+  case OpId::Mul:
+  case OpId::Div:
+  case OpId::Pow:
+  case OpId::Equal:
+  case OpId::Less:
+  case OpId::Greater:
+  case OpId::And:
+  case OpId::Or:
+  case OpId::Where:
+  case OpId::Neg:
+  case OpId::Abs:
+  case OpId::Sqrt:
+  case OpId::Reciprocal:
+  case OpId::Exp:
+  case OpId::Log:
+  case OpId::Tanh:
+  case OpId::Erf:
+  case OpId::Sigmoid:
+  case OpId::Relu:
+  case OpId::LeakyRelu:
+  case OpId::Not:
+  case OpId::CumSum:
+  case OpId::Dropout:
+    return PerOutput(1);
+  case OpId::Sum:
+    return PerOutput(std::max<int64_t>(N.getNumOperands() - 1, 0));
+  case OpId::Gelu:
+    return PerOutput(8);
+  case OpId::Silu:
+    return PerOutput(4);
+  case OpId::Softmax:
+  case OpId::LogSoftmax:
+    return PerOutput(5);
+  case OpId::LayerNormalization:
+  case OpId::InstanceNormalization:
+    return PerOutput(8);
+  case OpId::RMSNormalization:
+    return PerOutput(5);
+  case OpId::BatchNormalization:
+    return PerOutput(4);
+  case OpId::RotaryEmbedding:
+    return PerOutput(3);
+  case OpId::MsEmbedLayerNormalization:
+    return PerOutput(10);
+
+  case OpId::MatMul: {
+    // [..., M, K] x [..., K, N]: 2 * output elements * K. A 1-D left operand
+    // is [K].
+    return (Count(numElements(Out)) * 2 * dimSize(N.getOperand(0), -1)).get();
+  }
+  case OpId::Linear:
+    // X [..., K] times W [K, N].
+    return (Count(numElements(Out)) * 2 * dimSize(N.getOperand(1), 0)).get();
+  case OpId::Gemm: {
+    std::optional<int64_t> TransA = intAttr(N, "transA");
+    int64_t KDim = TransA && *TransA ? 0 : 1;
+    return (Count(numElements(Out)) * 2 * dimSize(N.getOperand(0), KDim)).get();
+  }
+  case OpId::Einsum:
+    return einsumFlops(N);
+
+  case OpId::Conv:
+    // W [M, C/group, k...]: each output element is C/group*kernel MACs.
+    return (Count(numElements(Out)) * 2 *
+            trailingProduct(N.getOperand(1), 1).get())
+        .get();
+  case OpId::ConvTranspose:
+    // W [C, M/group, k...]: each input element scatters M/group*kernel MACs.
+    return (Count(numElements(N.getOperand(0))) * 2 *
+            trailingProduct(N.getOperand(1), 1).get())
+        .get();
+  case OpId::MaxPool:
+  case OpId::AveragePool: {
+    Count Kernel;
+    if (const Attribute *A = N.getAttr("kernel_shape"))
+      for (int64_t K : A->getIntList())
+        Kernel *= K;
+    return (Count(numElements(Out)) * Kernel.get()).get();
+  }
+  case OpId::GlobalAveragePool:
+    return PerInput();
+  case OpId::LRN: {
+    std::optional<int64_t> Size = intAttr(N, "size");
+    if (!Size)
+      return std::nullopt;
+    return PerOutput(2 * *Size + 3);
+  }
+
+  case OpId::ReduceSum:
+  case OpId::ReduceMean:
+  case OpId::ReduceMax:
+  case OpId::TopK:
+    return PerInput();
+
+  case OpId::Attention:
+    return attentionFlops(N);
+  case OpId::MsAttention:
+    return msAttentionFlops(N);
+
+  case OpId::Constant:
+  case OpId::ConstantOfShape:
+  case OpId::Range:
+  case OpId::Shape:
+  case OpId::Size:
+  case OpId::Reshape:
+  case OpId::Flatten:
+  case OpId::Transpose:
+  case OpId::Concat:
+  case OpId::Split:
+  case OpId::Slice:
+  case OpId::Gather:
+  case OpId::GatherElements:
+  case OpId::ScatterElements:
+  case OpId::Squeeze:
+  case OpId::Unsqueeze:
+  case OpId::Expand:
+  case OpId::Tile:
+  case OpId::Identity:
+  case OpId::Cast:
+  case OpId::Trilu:
+    return 0;
+
+  default:
+    // Opaque, MsGroupQueryAttention and ops added later without a cost.
+    return std::nullopt;
+  }
+}

@@ -1,0 +1,31 @@
+//===- OpFlops.h - Forward FLOPs of one node --------------------*- C++ -*-===//
+//
+// An estimate of the floating-point operations a node performs in the
+// forward pass, from its operand and result types. The convention is the one
+// of Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on
+// GPU Clusters Using Megatron-LM", appendix): a multiply-add counts as 2
+// FLOPs, so a [M, K] x [K, N] product costs 2*M*N*K. Biases of Linear/Gemm
+// are not counted (as there). Elementwise ops cost a fixed number of FLOPs
+// per output element; data movement costs nothing. OpFlops.cpp lists the
+// constant of every op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_IR_OPFLOPS_H
+#define AUTOPAR_IR_OPFLOPS_H
+
+#include <cstdint>
+#include <optional>
+
+namespace autopar {
+
+class Node;
+
+/// Forward FLOPs of N, or nullopt when a shape it needs is not static (or
+/// the op's cost is unknown, as for Opaque). Data movement is 0 whatever the
+/// shapes.
+std::optional<int64_t> getForwardFlops(const Node &N);
+
+} // namespace autopar
+
+#endif // AUTOPAR_IR_OPFLOPS_H

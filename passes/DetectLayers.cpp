@@ -1,0 +1,376 @@
+//===- DetectLayers.cpp - Find the repeated blocks of a model -------------===//
+//
+// Annotates every node with `layer = N`: the repeated blocks of the model
+// (transformer layers, ResNet bottleneck blocks) are found from the structure
+// of the graph alone, never from value or node names, so graphs whose
+// exporter named everything `onnx::MatMul_509` or `n17` work as well.
+//
+// Numbering: layer 0 is the embedding unit (every compute node before the
+// first repeated block; it may be empty), layers 1..L are the blocks in graph
+// order (the blocks of every run of repeated blocks, and each stretch of
+// compute between two runs, such as the first block of a ResNet stage, as one
+// unit of its own), and layer L+1 is the head (every compute node after the
+// last block; it may be empty). A graph without repetition gets layer 0 on
+// every node.
+//
+// Algorithm (docs/Layers.md has the details and the limits):
+//   1. Nodes that compute only from parameters, constants and shapes
+//      (Constant, Shape, shape arithmetic, Slice of a rotary table) are
+//      auxiliary; the others, the compute nodes, form a sequence in graph
+//      order.
+//   2. Each compute node gets a structural signature: op, attributes other
+//      than annotations, and per operand whether it is an activation, a
+//      parameter-derived or a constant-derived value, with its type, plus the
+//      result types. Names never enter it.
+//   3. The run of blocks covering the most compute nodes is a maximal stretch
+//      of the signature sequence with period P repeated at least
+//      `min-repeats` times (P at least `min-block-nodes`, every block using a
+//      parameter); ties go to the smaller period, then the earlier run. Its
+//      phase is the one whose block boundaries cut the fewest live
+//      activations (the residual stream: one value at a true boundary),
+//      then the most uses of them (a block starts where the stream forks
+//      into the branch and the skip).
+//      The stretches before and after the run are searched the same way.
+//   4. Auxiliary nodes take the layer of their first user (in graph order);
+//      those without a user take the head when returned, else the layer of
+//      the compute node before them.
+// Equal signature sequences make the blocks of a run isomorphic as sequences:
+// same ops, attributes, parameter shapes and activation shapes, in order.
+// Assumes verified input whose compute nodes are in execution order, one
+// block after another (what exporters write). Deterministic; the search costs
+// O(n^2) signature comparisons for n compute nodes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+struct DetectLayersOptions {
+  /// Fewest compute nodes in one repeated block.
+  int64_t MinBlockNodes = 4;
+  /// Fewest consecutive equal blocks that make a run.
+  int64_t MinRepeats = 2;
+
+  Error validate() const {
+    if (MinBlockNodes < 1)
+      return createStringError(inconvertibleErrorCode(),
+                               "min-block-nodes must be at least 1");
+    if (MinRepeats < 2)
+      return createStringError(inconvertibleErrorCode(),
+                               "min-repeats must be at least 2");
+    return Error::success();
+  }
+};
+
+/// Blocks [Start + K * Period, Start + (K + 1) * Period) for K < Count, in
+/// indices of the compute-node sequence.
+struct Run {
+  size_t Start = 0;
+  size_t Period = 0;
+  size_t Count = 0;
+  size_t end() const { return Start + Period * Count; }
+};
+
+/// The compute-node sequence of one graph and what the search needs of it.
+struct Sequence {
+  std::vector<Node *> Nodes;
+  /// Interned structural signature of each compute node.
+  std::vector<unsigned> Signatures;
+  /// UsesParam prefix sums: ParamPrefix[I] = compute nodes before I that use
+  /// a parameter-derived value.
+  std::vector<size_t> ParamPrefix;
+  /// Cost[P]: activations live across the boundary before compute node P
+  /// (P in [0, n]).
+  std::vector<int64_t> Cost;
+  /// Edges[P]: uses (by compute nodes, or as an output) that cross that
+  /// boundary: the fan-out of the live activations.
+  std::vector<int64_t> Edges;
+};
+
+class DetectLayersPass : public Pass {
+public:
+  DetectLayersPass() {
+    Options.bind("min-block-nodes", &Opts.MinBlockNodes,
+                 "Fewest compute nodes in one repeated block");
+    Options.bind("min-repeats", &Opts.MinRepeats,
+                 "Fewest consecutive equal blocks that make a run");
+  }
+
+  StringRef getArgument() const override { return "detect-layers"; }
+  Error validateOptions() override { return Opts.validate(); }
+
+  LogicalResult run(Module &M, DiagnosticEngine &) override {
+    for (const std::unique_ptr<Graph> &G : M.getGraphs())
+      detect(*G);
+    return success();
+  }
+
+private:
+  void detect(Graph &G);
+  std::optional<Run> findBestRun(const Sequence &S, size_t Lo, size_t Hi);
+  void findRuns(const Sequence &S, size_t Lo, size_t Hi,
+                std::vector<Run> &Runs);
+
+  DetectLayersOptions Opts;
+};
+
+} // namespace
+
+/// Annotation names, which never enter a signature.
+static bool isAnnotationName(StringRef Name) {
+  return lookupAnnotation(Name) != nullptr;
+}
+
+void DetectLayersPass::detect(Graph &G) {
+  // Classify values: auxiliary (computed from parameters, constants and
+  // shapes only) and, among them, parameter-derived.
+  DenseSet<const Value *> Aux, ParamDerived;
+  for (const std::unique_ptr<Value> &P : G.getParams()) {
+    Aux.insert(P.get());
+    ParamDerived.insert(P.get());
+  }
+  DenseMap<const Node *, size_t> Order;
+  Sequence S;
+  for (Node &N : G.getNodes()) {
+    size_t Index = Order.size();
+    Order[&N] = Index;
+    bool IsAux = true, FromParam = false;
+    if (N.getOp() != OpId::Shape && N.getOp() != OpId::Size) {
+      for (Value *V : N.getOperands()) {
+        if (!V)
+          continue;
+        IsAux &= Aux.count(V) != 0;
+        FromParam |= ParamDerived.count(V) != 0;
+      }
+    }
+    if (!IsAux) {
+      S.Nodes.push_back(&N);
+      continue;
+    }
+    for (Value *R : N.getResults()) {
+      Aux.insert(R);
+      if (FromParam)
+        ParamDerived.insert(R);
+    }
+  }
+
+  // Signatures, interned in first-seen order (deterministic).
+  StringMap<unsigned> Interned;
+  size_t NumMain = S.Nodes.size();
+  S.ParamPrefix.assign(NumMain + 1, 0);
+  DenseMap<const Node *, size_t> MainIndex;
+  for (size_t I = 0; I != NumMain; ++I) {
+    const Node &N = *S.Nodes[I];
+    MainIndex[&N] = I;
+    std::string Text;
+    raw_string_ostream OS(Text);
+    OS << N.getOpName() << '{';
+    for (const NamedAttribute &A : N.getAttrs()) {
+      if (isAnnotationName(A.first))
+        continue;
+      OS << A.first << '=';
+      A.second.print(OS);
+      OS << ',';
+    }
+    OS << "}(";
+    bool UsesParam = false;
+    for (Value *V : N.getOperands()) {
+      if (!V) {
+        OS << "_,";
+        continue;
+      }
+      if (ParamDerived.count(V)) {
+        UsesParam = true;
+        OS << 'p';
+      } else if (Aux.count(V)) {
+        OS << 'c';
+      } else {
+        OS << 'a';
+      }
+      OS << V->getType() << ',';
+    }
+    OS << ")->";
+    for (Value *R : N.getResults())
+      OS << R->getType() << ',';
+    OS.flush();
+    S.Signatures.push_back(
+        Interned.try_emplace(Text, Interned.size()).first->second);
+    S.ParamPrefix[I + 1] = S.ParamPrefix[I] + (UsesParam ? 1 : 0);
+  }
+
+  // Live activations across each boundary: a value defined by compute node D
+  // (or a graph input, D = -1) and last used by compute node U (n when it is
+  // returned) is live across boundaries D+1..U.
+  // Each use by compute node U (or as an output, U = n) is an edge that
+  // crosses boundaries D+1..U.
+  std::vector<int64_t> Delta(NumMain + 2, 0), EdgeDelta(NumMain + 2, 0);
+  auto AddLiveRange = [&](const Value *V, int64_t Def) {
+    int64_t Last = -1;
+    auto AddEdge = [&](int64_t Use) {
+      Last = std::max(Last, Use);
+      if (Use > Def) {
+        ++EdgeDelta[Def + 1];
+        --EdgeDelta[Use + 1];
+      }
+    };
+    for (const Node *U : V->getUsers()) {
+      auto It = MainIndex.find(U);
+      if (It != MainIndex.end())
+        AddEdge(It->second);
+    }
+    if (V->getNumOutputUses() != 0)
+      AddEdge(NumMain);
+    if (Last <= Def)
+      return;
+    ++Delta[Def + 1];
+    --Delta[Last + 1];
+  };
+  for (const std::unique_ptr<Value> &In : G.getInputs())
+    AddLiveRange(In.get(), -1);
+  for (size_t I = 0; I != NumMain; ++I)
+    for (Value *R : S.Nodes[I]->getResults())
+      AddLiveRange(R, I);
+  S.Cost.assign(NumMain + 1, 0);
+  S.Edges.assign(NumMain + 1, 0);
+  int64_t Running = 0, RunningEdges = 0;
+  for (size_t P = 0; P <= NumMain; ++P) {
+    Running += Delta[P];
+    RunningEdges += EdgeDelta[P];
+    S.Cost[P] = Running;
+    S.Edges[P] = RunningEdges;
+  }
+
+  // Runs of repeated blocks, and the layer of each compute node.
+  std::vector<Run> Runs;
+  findRuns(S, 0, NumMain, Runs);
+  std::vector<int64_t> MainLayer(NumMain, 0);
+  int64_t Next = 1;
+  size_t Pos = Runs.empty() ? NumMain : Runs.front().Start;
+  for (const Run &R : Runs) {
+    if (Pos < R.Start) {
+      // Compute between two runs: one unit of its own.
+      for (size_t I = Pos; I != R.Start; ++I)
+        MainLayer[I] = Next;
+      ++Next;
+    }
+    for (size_t K = 0; K != R.Count; ++K, ++Next)
+      for (size_t I = 0; I != R.Period; ++I)
+        MainLayer[R.Start + K * R.Period + I] = Next;
+    Pos = R.end();
+  }
+  if (!Runs.empty())
+    for (size_t I = Pos; I != NumMain; ++I)
+      MainLayer[I] = Next;
+  int64_t HeadLayer = Runs.empty() ? 0 : Next;
+
+  // Layers of all nodes: compute nodes from MainLayer; auxiliary nodes from
+  // their first user, visited in reverse order so that users come first.
+  std::vector<Node *> All;
+  for (Node &N : G.getNodes())
+    All.push_back(&N);
+  std::vector<int64_t> Layer(All.size(), -1);
+  std::vector<int64_t> Preceding(All.size(), 0);
+  int64_t Last = 0;
+  for (size_t I = 0; I != All.size(); ++I) {
+    auto It = MainIndex.find(All[I]);
+    if (It != MainIndex.end()) {
+      Layer[I] = MainLayer[It->second];
+      Last = Layer[I];
+    }
+    Preceding[I] = Last;
+  }
+  for (size_t I = All.size(); I-- != 0;) {
+    if (Layer[I] >= 0)
+      continue;
+    size_t First = All.size();
+    bool Returned = false;
+    for (Value *R : All[I]->getResults()) {
+      for (const Node *U : R->getUsers())
+        First = std::min(First, Order.lookup(U));
+      Returned |= R->getNumOutputUses() != 0;
+    }
+    if (First != All.size())
+      Layer[I] = Layer[First];
+    else
+      Layer[I] = Returned ? HeadLayer : Preceding[I];
+  }
+  for (size_t I = 0; I != All.size(); ++I)
+    All[I]->getAttrs().set("layer", Attribute::getInt(Layer[I]));
+}
+
+void DetectLayersPass::findRuns(const Sequence &S, size_t Lo, size_t Hi,
+                                std::vector<Run> &Runs) {
+  std::optional<Run> Best = findBestRun(S, Lo, Hi);
+  if (!Best)
+    return;
+  findRuns(S, Lo, Best->Start, Runs);
+  Runs.push_back(*Best);
+  findRuns(S, Best->end(), Hi, Runs);
+}
+
+std::optional<Run> DetectLayersPass::findBestRun(const Sequence &S, size_t Lo,
+                                                 size_t Hi) {
+  std::optional<Run> Best;
+  size_t BestCoverage = 0;
+  size_t MinPeriod = Opts.MinBlockNodes;
+  size_t MinCount = Opts.MinRepeats;
+  ArrayRef<unsigned> Sig = S.Signatures;
+  for (size_t P = MinPeriod; P * MinCount <= Hi - Lo; ++P) {
+    size_t I = Lo;
+    while (I + P < Hi) {
+      if (Sig[I] != Sig[I + P]) {
+        ++I;
+        continue;
+      }
+      size_t J = I;
+      while (J + P < Hi && Sig[J] == Sig[J + P])
+        ++J;
+      // [I, J + P) has period P.
+      size_t Length = J + P - I, Count = Length / P;
+      if (Count >= MinCount && Count * P > BestCoverage) {
+        // The phase whose boundaries cut the fewest live activations, then
+        // the most uses of them (a block starts where the residual stream
+        // forks into the branch and the skip), then the earliest, among
+        // those whose every block uses a parameter.
+        std::optional<size_t> BestStart;
+        std::pair<int64_t, int64_t> BestCost;
+        for (size_t Start = I; Start + Count * P <= J + P; ++Start) {
+          std::pair<int64_t, int64_t> Cost(0, 0);
+          bool AllUseParams = true;
+          for (size_t K = 0; K <= Count; ++K) {
+            size_t B = Start + K * P;
+            Cost.first += S.Cost[B];
+            Cost.second -= S.Edges[B];
+            if (K != Count)
+              AllUseParams &= S.ParamPrefix[B + P] != S.ParamPrefix[B];
+          }
+          if (AllUseParams && (!BestStart || Cost < BestCost)) {
+            BestStart = Start;
+            BestCost = Cost;
+          }
+        }
+        if (BestStart) {
+          Best = Run{*BestStart, P, Count};
+          BestCoverage = Count * P;
+        }
+      }
+      I = J + 1;
+    }
+  }
+  return Best;
+}
+
+std::unique_ptr<Pass> autopar::createDetectLayersPass() {
+  return std::make_unique<DetectLayersPass>();
+}

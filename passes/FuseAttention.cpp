@@ -1,0 +1,489 @@
+//===- FuseAttention.cpp - Softmax attention into Attention ---------------===//
+//
+// Rewrites scaled dot-product attention, as PyTorch's exporters spell it on
+// 4-D [batch, heads, sequence, head size] tensors, into ONNX's Attention
+// (opset 23):
+//
+//   scores = MatMul(Q', KT')         Q' = Q scaled, KT' = Transpose(K) scaled
+//   scores = scores scaled           Div or Mul by scalar constants
+//   scores = Add(scores, mask)       optional: an additive float mask, or
+//          | Where(c, -inf, scores)  a bool mask that keeps where c is false,
+//          | Where(c, scores, -inf)  or where c is true
+//   probs  = Softmax(scores, axis = -1)
+//   Y      = MatMul(probs, V)
+//
+// becomes Attention(Q, K, V, mask?) {scale = the product of the factors,
+// is_causal?}. No-op Casts (to the operand's own type) may sit between the
+// steps. The scale may be applied to the scores, to Q, to K before or after
+// its Transpose, or to several of them (GPT-2 Megatron divides Q and K by the
+// fourth root of the head size); each factor is a scalar constant, and the
+// scale always precedes the mask. The Transpose swaps the last two dimensions
+// of K; another permutation (K still [batch, sequence, heads, size], so that
+// the Transpose also moves the heads) gets a new Transpose that brings K to
+// [batch, heads, sequence, size]. K and V repeated for grouped-query
+// attention, Reshape(Expand(Unsqueeze(x, 2))) as the llama export writes
+// repeat_interleave, are replaced by the unrepeated x, which is the repetition
+// Attention itself applies.
+//
+// Masks: a bool mask is passed as it is when it keeps where true, and through
+// its Not otherwise (the Not an exporter already applied is looked through);
+// a float mask is passed as it is. Its last dimension must provably equal the
+// key sequence length, since Attention pads a shorter mask instead of
+// broadcasting it. When the mask is a constant (or a parameter with inline
+// data) that keeps exactly the positions j <= i, the rewrite sets is_causal
+// instead; a mask whose values are unknown (exporters slice a causal buffer
+// that is a parameter without data) stays a mask. The Where form is rewritten
+// only with -inf as the fill value: a finite fill replaces rather than adds.
+//
+// Every intermediate value (scores, scaled and masked scores, probabilities,
+// the transposed K) must have no other use. Batch, heads and head sizes of Q,
+// K and V must provably agree, so that the MatMuls did not broadcast. The
+// Attention keeps the ONNX node name and the result name of the last MatMul;
+// the replaced nodes are erased when nothing else uses them.
+// Assumes its input verifies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+struct FuseAttentionOptions {
+  /// Replace K and V repeated for grouped-query attention by the unrepeated
+  /// values.
+  bool UnrepeatKV = true;
+  /// Prove constant causal masks and set is_causal instead.
+  bool DetectCausal = true;
+
+  Error validate() const { return Error::success(); }
+};
+
+/// What a match found: the operands and attributes of the Attention, and the
+/// nodes it replaces (users before producers), erased once dead.
+struct AttentionMatch {
+  Value *Q = nullptr;
+  /// K before its Transpose, in KPerm's layout.
+  Value *K = nullptr;
+  /// The permutation that brings K to [batch, heads, sequence, size].
+  SmallVector<int64_t, 4> KPerm;
+  Value *V = nullptr;
+  double Scale = 1.0;
+  /// The scores are masked where the mask is false (bool) or by adding it.
+  Value *Mask = nullptr;
+  /// The bool mask keeps where it is false: pass Not(Mask).
+  bool InvertMask = false;
+  SetVector<Node *> Replaced;
+};
+
+class FuseAttentionPass : public Pass {
+public:
+  FuseAttentionPass() {
+    Options.bind("unrepeat-kv", &Opts.UnrepeatKV,
+                 "Pass grouped-query K and V before their repetition");
+    Options.bind("detect-causal", &Opts.DetectCausal,
+                 "Set is_causal for constant causal masks");
+  }
+
+  StringRef getArgument() const override { return "fuse-attention"; }
+  Error validateOptions() override { return Opts.validate(); }
+
+  LogicalResult run(Module &M, DiagnosticEngine &) override {
+    for (const std::unique_ptr<Graph> &G : M.getGraphs()) {
+      // A rewrite erases nodes before its root only: collect roots first.
+      SmallVector<Node *, 16> Roots;
+      for (Node &N : G->getNodes())
+        if (N.getOp() == OpId::MatMul)
+          Roots.push_back(&N);
+      for (Node *N : Roots) {
+        AttentionMatch Match;
+        if (match(*N, Match))
+          rewrite(*G, *N, Match);
+      }
+    }
+    return success();
+  }
+
+private:
+  bool match(Node &Root, AttentionMatch &Match) const;
+  bool matchScores(Value *Scores, AttentionMatch &Match) const;
+  void unrepeatKV(AttentionMatch &Match) const;
+  bool isCausalMask(const AttentionMatch &Match,
+                    const TensorType &Scores) const;
+  void rewrite(Graph &G, Node &Root, AttentionMatch &Match) const;
+
+  FuseAttentionOptions Opts;
+};
+
+} // namespace
+
+static bool hasSingleUse(const Value *V) {
+  return V->getUsers().size() == 1 && V->getNumOutputUses() == 0;
+}
+
+/// Dimensions that are provably equal.
+static bool sameDim(const Dim &A, const Dim &B) {
+  return !A.isUnknown() && A == B;
+}
+
+/// The data of a Constant or of a parameter with inline data.
+static const DenseTensor *getKnownData(const Value *V) {
+  if (const DenseTensor *T = getConstantValue(V))
+    return T;
+  if (V->isParam() && V->getWeightSource() && V->getWeightSource()->Data)
+    return &*V->getWeightSource()->Data;
+  return nullptr;
+}
+
+/// The value of a float constant with one element.
+static std::optional<double> getScalarFloat(const Value *V) {
+  const DenseTensor *T = getConstantValue(V);
+  if (!T || !T->isFloat() || T->size() != 1)
+    return std::nullopt;
+  return T->getFloats()[0];
+}
+
+/// A Cast to its operand's own type.
+static bool isNoOpCast(const Node *N) {
+  return N && N->getOp() == OpId::Cast &&
+         N->getResult(0)->getType() == N->getOperand(0)->getType();
+}
+
+/// Walks back from V through single-use no-op Casts; records them.
+static Value *skipCasts(Value *V, SetVector<Node *> &Replaced) {
+  while (hasSingleUse(V) && isNoOpCast(V->getDefiningNode())) {
+    Replaced.insert(V->getDefiningNode());
+    V = V->getDefiningNode()->getOperand(0);
+  }
+  return V;
+}
+
+/// Walks back from V through single-use no-op Casts and multiplications and
+/// divisions by finite non-zero scalar constants that do not broadcast;
+/// multiplies Scale by their factors and records the nodes.
+static Value *skipScale(Value *V, double &Scale, SetVector<Node *> &Replaced) {
+  while (hasSingleUse(V)) {
+    Node *D = V->getDefiningNode();
+    if (isNoOpCast(D)) {
+      Replaced.insert(D);
+      V = D->getOperand(0);
+      continue;
+    }
+    if (!D || (D->getOp() != OpId::Mul && D->getOp() != OpId::Div))
+      break;
+    unsigned ConstIndex = 1;
+    std::optional<double> C = getScalarFloat(D->getOperand(1));
+    if (!C && D->getOp() == OpId::Mul) {
+      ConstIndex = 0;
+      C = getScalarFloat(D->getOperand(0));
+    }
+    Value *Other = D->getOperand(1 - ConstIndex);
+    if (!C || !std::isfinite(*C) || *C == 0.0 ||
+        Other->getType() != V->getType())
+      break;
+    Scale = D->getOp() == OpId::Mul ? Scale * *C : Scale / *C;
+    Replaced.insert(D);
+    V = Other;
+  }
+  return V;
+}
+
+static bool isIdentityPerm(ArrayRef<int64_t> Perm) {
+  for (unsigned I = 0, E = Perm.size(); I != E; ++I)
+    if (Perm[I] != static_cast<int64_t>(I))
+      return false;
+  return true;
+}
+
+/// Transpose's permutation (absent: reversed dimensions).
+static SmallVector<int64_t, 4> getPerm(const Node &Transpose) {
+  unsigned Rank = Transpose.getResult(0)->getType().getRank();
+  if (const Attribute *A = Transpose.getAttr("perm"))
+    return SmallVector<int64_t, 4>(A->getIntList().begin(),
+                                   A->getIntList().end());
+  SmallVector<int64_t, 4> Perm(Rank);
+  std::iota(Perm.rbegin(), Perm.rend(), 0);
+  return Perm;
+}
+
+bool FuseAttentionPass::matchScores(Value *Scores,
+                                    AttentionMatch &Match) const {
+  Value *Product = skipScale(Scores, Match.Scale, Match.Replaced);
+  Node *QK = Product->getDefiningNode();
+  if (!hasSingleUse(Product) || !QK || QK->getOp() != OpId::MatMul ||
+      Product->getType().getRank() != 4)
+    return false;
+  Match.Replaced.insert(QK);
+  Match.Q = skipScale(QK->getOperand(0), Match.Scale, Match.Replaced);
+  Value *KT = skipScale(QK->getOperand(1), Match.Scale, Match.Replaced);
+  Node *Transpose = KT->getDefiningNode();
+  if (!hasSingleUse(KT) || !Transpose ||
+      Transpose->getOp() != OpId::Transpose || KT->getType().getRank() != 4 ||
+      Match.Q->getType().getRank() != 4)
+    return false;
+  Match.Replaced.insert(Transpose);
+  // KT = transpose(K0, P): K = transpose(K0, P with its last two swapped).
+  Match.KPerm = getPerm(*Transpose);
+  std::swap(Match.KPerm[2], Match.KPerm[3]);
+  Match.K = skipScale(Transpose->getOperand(0), Match.Scale, Match.Replaced);
+  return true;
+}
+
+bool FuseAttentionPass::match(Node &Root, AttentionMatch &Match) const {
+  Match.V = Root.getOperand(1);
+  Value *Probs = skipCasts(Root.getOperand(0), Match.Replaced);
+  Node *Softmax = Probs->getDefiningNode();
+  if (!hasSingleUse(Probs) || !Softmax || Softmax->getOp() != OpId::Softmax ||
+      Probs->getType().getRank() != 4 || Match.V->getType().getRank() != 4 ||
+      Root.getResult(0)->getType().getRank() != 4)
+    return false;
+  const Attribute *Axis = Softmax->getAttr("axis");
+  if (Axis && Axis->getInt() != -1 && Axis->getInt() != 3)
+    return false;
+  Match.Replaced.insert(Softmax);
+
+  Value *Masked = skipCasts(Softmax->getOperand(0), Match.Replaced);
+  const TensorType &ScoresType = Masked->getType();
+  Node *MaskNode = Masked->getDefiningNode();
+  Value *Scores = Masked;
+  bool ScoresMatched = false;
+  if (hasSingleUse(Masked) && MaskNode && MaskNode->getOp() == OpId::Add) {
+    // Either operand may be the scores; the other is the mask.
+    for (unsigned I : {0u, 1u}) {
+      // Only V and the replaced nodes are set so far: start from them.
+      AttentionMatch Try = Match;
+      Try.Replaced.insert(MaskNode);
+      if (MaskNode->getOperand(I)->getType() != ScoresType ||
+          !matchScores(MaskNode->getOperand(I), Try))
+        continue;
+      Try.Mask = MaskNode->getOperand(1 - I);
+      Match = std::move(Try);
+      ScoresMatched = true;
+      break;
+    }
+    if (!Match.Mask)
+      return false;
+  } else if (hasSingleUse(Masked) && MaskNode &&
+             MaskNode->getOp() == OpId::Where) {
+    Value *Cond = MaskNode->getOperand(0);
+    std::optional<double> Fill1 = getScalarFloat(MaskNode->getOperand(1));
+    std::optional<double> Fill2 = getScalarFloat(MaskNode->getOperand(2));
+    bool FillFirst = Fill1 && std::isinf(*Fill1) && *Fill1 < 0;
+    bool FillSecond = Fill2 && std::isinf(*Fill2) && *Fill2 < 0;
+    if (FillFirst == FillSecond ||
+        Cond->getType().getElementType() != ElementType::Bool)
+      return false;
+    Scores = MaskNode->getOperand(FillFirst ? 2 : 1);
+    if (Scores->getType() != ScoresType)
+      return false;
+    Match.Replaced.insert(MaskNode);
+    Match.Mask = Cond;
+    // Where(c, -inf, s) keeps where c is false. Look through the Not (and
+    // no-op Casts) that exporters put on a keep-where-true buffer.
+    Match.InvertMask = FillFirst;
+    while (true) {
+      Node *D = Match.Mask->getDefiningNode();
+      if (isNoOpCast(D)) {
+        Match.Replaced.insert(D);
+        Match.Mask = D->getOperand(0);
+      } else if (D && D->getOp() == OpId::Not) {
+        Match.Replaced.insert(D);
+        Match.Mask = D->getOperand(0);
+        Match.InvertMask = !Match.InvertMask;
+      } else {
+        break;
+      }
+    }
+  }
+  if (!ScoresMatched && !matchScores(Scores, Match))
+    return false;
+
+  // The mask must not be padded by Attention: its last dimension is the key
+  // sequence length. (The masking node's result type being the scores' type
+  // already rules out a mask that broadcasts the scores.)
+  if (Match.Mask) {
+    const TensorType &M = Match.Mask->getType();
+    if (M.getRank() == 0 || M.getRank() > 4 ||
+        !sameDim(M.getDim(M.getRank() - 1), ScoresType.getDim(3)))
+      return false;
+  }
+
+  // Shapes: no broadcasting in either MatMul.
+  const TensorType &Q = Match.Q->getType(), &K0 = Match.K->getType(),
+                   &V = Match.V->getType();
+  if (Q.getElementType() != K0.getElementType() ||
+      Q.getElementType() != V.getElementType())
+    return false;
+  auto KDim = [&](unsigned I) -> const Dim & {
+    return K0.getDim(Match.KPerm[I]);
+  };
+  if (!sameDim(Q.getDim(0), KDim(0)) || !sameDim(Q.getDim(1), KDim(1)) ||
+      !sameDim(Q.getDim(3), KDim(3)) || !sameDim(V.getDim(0), Q.getDim(0)) ||
+      !sameDim(V.getDim(1), Q.getDim(1)) || !sameDim(V.getDim(2), KDim(2)))
+    return false;
+  if (Opts.UnrepeatKV)
+    unrepeatKV(Match);
+  return true;
+}
+
+/// When V is Reshape(Expand(Unsqueeze(x, axis 2))) that repeats each head of
+/// x [b, kv, s, d] Rep times consecutively into [b, kv * Rep, s, d] (what
+/// repeat_interleave on the heads gives), returns x and records the nodes.
+static Value *getUnrepeated(Value *V, int64_t &Rep,
+                            SmallVectorImpl<Node *> &Nodes) {
+  Node *Reshape = V->getDefiningNode();
+  if (!Reshape || Reshape->getOp() != OpId::Reshape)
+    return nullptr;
+  Node *Expand = Reshape->getOperand(0)->getDefiningNode();
+  if (!Expand || Expand->getOp() != OpId::Expand)
+    return nullptr;
+  Node *Unsqueeze = Expand->getOperand(0)->getDefiningNode();
+  if (!Unsqueeze || Unsqueeze->getOp() != OpId::Unsqueeze)
+    return nullptr;
+  SmallVector<int64_t, 1> Axes;
+  if (const Attribute *A = Unsqueeze->getAttr("axes"))
+    Axes.assign(A->getIntList().begin(), A->getIntList().end());
+  else if (Unsqueeze->getNumOperands() > 1 && Unsqueeze->getOperand(1))
+    if (const DenseTensor *T = getConstantValue(Unsqueeze->getOperand(1)))
+      Axes.assign(T->getInts().begin(), T->getInts().end());
+  if (Axes.size() != 1 || (Axes[0] != 2 && Axes[0] != -3))
+    return nullptr;
+  Value *X = Unsqueeze->getOperand(0);
+  const TensorType &XT = X->getType();
+  const TensorType &ET = Expand->getResult(0)->getType();
+  const TensorType &RT = V->getType();
+  if (XT.getRank() != 4 || ET.getRank() != 5 || RT.getRank() != 4 ||
+      !ET.getDim(2).isStatic())
+    return nullptr;
+  // Expand only replicates along the new axis, and Reshape merges it into
+  // the heads, the kv head being the major index.
+  Rep = ET.getDim(2).getSize();
+  static const unsigned Kept[][2] = {{0, 0}, {1, 1}, {2, 3}, {3, 4}};
+  for (const auto &P : Kept)
+    if (!sameDim(XT.getDim(P[0]), ET.getDim(P[1])))
+      return nullptr;
+  if (!sameDim(RT.getDim(0), XT.getDim(0)) ||
+      !sameDim(RT.getDim(1), XT.getDim(1) * Dim::get(Rep)) ||
+      !sameDim(RT.getDim(2), XT.getDim(2)) ||
+      !sameDim(RT.getDim(3), XT.getDim(3)))
+    return nullptr;
+  Nodes.append({Reshape, Expand, Unsqueeze});
+  return X;
+}
+
+void FuseAttentionPass::unrepeatKV(AttentionMatch &Match) const {
+  // Only K that needs no new Transpose can be looked through.
+  if (!isIdentityPerm(Match.KPerm))
+    return;
+  int64_t KRep = 0, VRep = 0;
+  SmallVector<Node *, 6> Nodes;
+  Value *K = getUnrepeated(Match.K, KRep, Nodes);
+  Value *V = getUnrepeated(Match.V, VRep, Nodes);
+  if (!K || !V || KRep != VRep || KRep < 1 ||
+      !sameDim(K->getType().getDim(1), V->getType().getDim(1)))
+    return;
+  Match.K = K;
+  Match.V = V;
+  for (Node *N : Nodes)
+    Match.Replaced.insert(N);
+}
+
+bool FuseAttentionPass::isCausalMask(const AttentionMatch &Match,
+                                     const TensorType &Scores) const {
+  const DenseTensor *Data = getKnownData(Match.Mask);
+  if (!Data)
+    return false;
+  const TensorType &T = Data->getType();
+  unsigned Rank = T.getRank();
+  if (Rank < 2 || !T.getDim(Rank - 2).isStatic() ||
+      !sameDim(T.getDim(Rank - 2), Scores.getDim(2)) ||
+      !sameDim(T.getDim(Rank - 1), Scores.getDim(3)))
+    return false;
+  int64_t Rows = T.getDim(Rank - 2).getSize();
+  int64_t Cols = T.getDim(Rank - 1).getSize();
+  bool IsBool = T.getElementType() == ElementType::Bool;
+  for (size_t Index = 0, E = Data->size(); Index != E; ++Index) {
+    int64_t I = (Index / Cols) % Rows, J = Index % Cols;
+    bool Keep;
+    if (IsBool) {
+      Keep = (Data->getInts()[Index] != 0) != Match.InvertMask;
+    } else {
+      double F = Data->getFloats()[Index];
+      if (F != 0.0 && !(std::isinf(F) && F < 0))
+        return false;
+      Keep = F == 0.0;
+    }
+    if (Keep != (J <= I))
+      return false;
+  }
+  return true;
+}
+
+void FuseAttentionPass::rewrite(Graph &G, Node &Root,
+                                AttentionMatch &Match) const {
+  Value *Old = Root.getResult(0);
+  const TensorType &Scores =
+      Root.getOperand(0)->getType(); // [batch, heads, q seq, kv seq]
+  std::string Name = Old->getName().str();
+
+  Value *K = Match.K;
+  if (!isIdentityPerm(Match.KPerm)) {
+    const TensorType &KT = K->getType();
+    SmallVector<Dim, 4> Shape;
+    for (int64_t P : Match.KPerm)
+      Shape.push_back(KT.getDim(P));
+    AttrDict Attrs;
+    Attrs.set("perm", Attribute::getIntList(std::vector<int64_t>(
+                          Match.KPerm.begin(), Match.KPerm.end())));
+    K = G.createNode(OpId::Transpose, {K},
+                     {TensorType(KT.getElementType(), Shape)}, std::move(Attrs),
+                     {G.getUniqueName(Name + ".key")}, &Root)
+            ->getResult(0);
+  }
+
+  AttrDict Attrs;
+  Attrs.set("scale", Attribute::getFloat(Match.Scale));
+  SmallVector<Value *, 4> Operands = {Match.Q, K, Match.V};
+  if (Match.Mask && Opts.DetectCausal && isCausalMask(Match, Scores)) {
+    Attrs.set("is_causal", Attribute::getInt(1));
+  } else if (Match.Mask) {
+    Value *Mask = Match.Mask;
+    if (Match.InvertMask)
+      Mask = G.createNode(OpId::Not, {Mask}, {Mask->getType()}, AttrDict(),
+                          {G.getUniqueName(Name + ".keep")}, &Root)
+                 ->getResult(0);
+    Operands.push_back(Mask);
+  }
+  Node *Attention =
+      G.createNode(OpId::Attention, Operands, {Old->getType()},
+                   std::move(Attrs), {G.getUniqueName(Name + ".attn")}, &Root);
+  Attention->setName(Root.getName());
+  Old->replaceAllUsesWith(Attention->getResult(0));
+  Root.erase();
+  G.renameValue(Attention->getResult(0), Name);
+
+  // Erase what became dead, users first (one sweep suffices in that order,
+  // a second one catches producers recorded before their users).
+  SmallVector<Node *, 16> Dead(Match.Replaced.begin(), Match.Replaced.end());
+  for (int Sweep = 0; Sweep != 2; ++Sweep)
+    for (Node *&N : Dead) {
+      if (!N || any_of(N->getResults(), [](Value *R) { return R->hasUses(); }))
+        continue;
+      N->erase();
+      N = nullptr;
+    }
+}
+
+std::unique_ptr<Pass> autopar::createFuseAttentionPass() {
+  return std::make_unique<FuseAttentionPass>();
+}
