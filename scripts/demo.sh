@@ -25,7 +25,20 @@ run build/bin/autopar-opt examples/mlp.pbtxt --dim batch=8 --passes=canonicalize
 llama=../shared/models/torch_export/llama_tiny_opset17.onnx
 if [[ -f "$llama" ]]; then
   echo
-  echo "\$ build/bin/autopar-opt $llama --dim batch=2 --dim sequence=16 --passes=canonicalize | head -40"
+  echo "\$ build/bin/autopar-opt $llama --dim batch=2 --dim sequence=16 --passes=import-canonical | grep -v param | head -30"
+  mkdir -p build/demo
   build/bin/autopar-opt "$llama" --dim batch=2 --dim sequence=16 \
-    --passes=canonicalize | head -40
+    --passes=import-canonical -o build/demo/llama_tiny.air
+  grep -v '^  param' build/demo/llama_tiny.air | head -30
 fi
+
+# A 1T-parameter GPT, generated (its weights are declared, never written),
+# imported, canonicalized and cut into layers; the last lines are the
+# per-layer statistics (forward FLOPs for batch 1, sequence 2048).
+mkdir -p build/demo
+run tools/autopar-modelgen --preset gpt-1t -o build/demo/gpt-1t.onnx
+echo
+echo "\$ build/bin/autopar-opt build/demo/gpt-1t.onnx --dim batch=1 --dim sequence=2048 --passes=import-canonical,test-print-layer-stats -o build/demo/gpt-1t.air 2>/dev/null | tail -4"
+build/bin/autopar-opt build/demo/gpt-1t.onnx --dim batch=1 --dim sequence=2048 \
+  --passes=import-canonical,test-print-layer-stats -o build/demo/gpt-1t.air \
+  2>/dev/null | tail -4
