@@ -221,6 +221,11 @@ static LogicalResult importBatchNormalization(NodeImporter &N) {
               "supported");
       return failure();
     }
+  // spatial = 0 (before opset 9) normalizes per element, not per channel.
+  if (N.getIntAttr("spatial").value_or(1) != 1) {
+    N.error("spatial = 0 (per-element statistics) is not supported");
+    return failure();
+  }
   std::optional<AttrDict> Attrs = N.convertAttrs(
       OpId::BatchNormalization, {"spatial", "is_test", "consumed_inputs"});
   if (!Attrs)

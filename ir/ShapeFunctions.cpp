@@ -305,7 +305,9 @@ InferResult autopar::inferReshape(const ShapeContext &Ctx) {
   if (Inferred) {
     if (std::optional<Dim> Q = Total.divide(Known))
       Shape[*Inferred] = *Q;
-    else if (Total.isStatic() && Known.isStatic())
+    else if (!Total.isUnknown() && !Known.isUnknown() &&
+             Total.getSymbols() == Known.getSymbols())
+      // The quotient would be a constant, and it is not an integer.
       return Ctx.error("cannot reshape " + typeStr(Ctx, 0) +
                        ": the known dimensions do not divide its size");
   } else if (!Total.isUnknown() && !Known.isUnknown() &&

@@ -165,6 +165,13 @@ static Expected<Dim> getRangeDim(const ShapeContext &Ctx) {
     return Ctx.error("'delta' must not be 0");
   const DenseTensor *Start = Ctx.getConstantOperand(0);
   const DenseTensor *Limit = Ctx.getConstantOperand(1);
+  // Range(0, n, 1) with n a (symbolic) dimension, as position ids are
+  // computed from Shape: n elements.
+  if (Start && Delta && !Start->isFloat() && !Delta->isFloat() &&
+      Start->getInts()[0] == 0 && Delta->getInts()[0] == 1)
+    if (std::optional<SmallVector<Dim, 4>> N = Ctx.getShapeOperand(1))
+      if (N->size() == 1)
+        return N->front();
   if (!Start || !Limit || !Delta)
     return Dim();
   std::optional<int64_t> Length =
