@@ -49,9 +49,11 @@ static LogicalResult importOpaque(NodeImporter &N) {
   for (unsigned I = 0, E = N.getNumOutputs(); I != E; ++I) {
     StringRef Out = N.getOutputName(I);
     if (!Out.empty() && !N.getDeclaredType(Out)) {
-      N.error("autopar does not know op '" + N.getOpType() +
-              "' and the model does not declare the type of its output '" +
-              Out + "'; add it to the model's value_info");
+      N.error("op '" + N.getOpType() +
+              "' (or this form of it) is not supported, so it is kept as "
+              "Opaque, and the model does not declare the type of its "
+              "output '" +
+              Out + "'; add that type to the model's value_info");
       return failure();
     }
   }
