@@ -248,7 +248,9 @@ LogicalResult GraphImporter::importInitializers() {
       Expected<ExternalDataRef> Ref = checkExternalData(T, ModelDir, *Bytes);
       if (!Ref)
         return Fail(toString(Ref.takeError()));
-      if (!Ref->FileExists)
+      // One warning per missing file, not per initializer in it.
+      if (!Ref->FileExists &&
+          MissingExternalFiles.insert(Ref->Source.Location).second)
         Diag.warning(SMLoc(), "initializer '" + T.name() +
                                   "': external data file '" +
                                   Ref->Source.Location +

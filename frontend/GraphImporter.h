@@ -69,6 +69,8 @@ private:
   /// Symbol of the batch dimension (before bindings), if any.
   std::string BatchSymbol;
   bool WarnedMissingMicrosoftImport = false;
+  /// External data files found missing (each is reported once).
+  llvm::StringSet<> MissingExternalFiles;
 };
 
 } // namespace autopar
