@@ -664,18 +664,6 @@ InferResult autopar::inferTile(const ShapeContext &Ctx) {
 // Folders
 //===----------------------------------------------------------------------===//
 
-/// The node's single result type when it is a static integer type with at
-/// most MaxFoldedElements elements.
-static std::optional<TensorType> getSmallIntResultType(const Node &N) {
-  const TensorType &T = N.getResult(0)->getType();
-  if (!T.hasStaticShape() || isFloatElementType(T.getElementType()))
-    return std::nullopt;
-  std::optional<int64_t> Size = T.getStaticNumElements();
-  if (!Size || *Size > MaxFoldedElements)
-    return std::nullopt;
-  return T;
-}
-
 /// Operand I when it is given and an integer constant, else null.
 static const DenseTensor *getIntOperand(ArrayRef<const DenseTensor *> Operands,
                                         unsigned I) {
@@ -703,7 +691,7 @@ static void forEachIndex(ArrayRef<int64_t> Sizes,
 FoldResult
 autopar::foldConstantOfShape(const Node &N,
                              ArrayRef<const DenseTensor *> Operands) {
-  std::optional<TensorType> Type = getSmallIntResultType(N);
+  std::optional<TensorType> Type = getFoldableResultType(N);
   const DenseTensor *Shape = getIntOperand(Operands, 0);
   const Attribute *Value = N.getAttr("value");
   if (!Type || !Shape || !Value || Value->getTensor().isFloat() ||
@@ -718,7 +706,7 @@ autopar::foldConstantOfShape(const Node &N,
 
 FoldResult autopar::foldRange(const Node &N,
                               ArrayRef<const DenseTensor *> Operands) {
-  std::optional<TensorType> Type = getSmallIntResultType(N);
+  std::optional<TensorType> Type = getFoldableResultType(N);
   const DenseTensor *Start = getIntOperand(Operands, 0);
   const DenseTensor *Limit = getIntOperand(Operands, 1);
   const DenseTensor *Delta = getIntOperand(Operands, 2);
@@ -739,7 +727,7 @@ FoldResult autopar::foldRange(const Node &N,
 
 FoldResult autopar::foldSlice(const Node &N,
                               ArrayRef<const DenseTensor *> Operands) {
-  std::optional<TensorType> Type = getSmallIntResultType(N);
+  std::optional<TensorType> Type = getFoldableResultType(N);
   const DenseTensor *Data = getIntOperand(Operands, 0);
   const DenseTensor *Starts = getIntOperand(Operands, 1);
   const DenseTensor *Ends = getIntOperand(Operands, 2);
@@ -787,7 +775,7 @@ FoldResult autopar::foldSlice(const Node &N,
 
 FoldResult autopar::foldExpand(const Node &N,
                                ArrayRef<const DenseTensor *> Operands) {
-  std::optional<TensorType> Type = getSmallIntResultType(N);
+  std::optional<TensorType> Type = getFoldableResultType(N);
   const DenseTensor *Input = getIntOperand(Operands, 0);
   const DenseTensor *Shape = getIntOperand(Operands, 1);
   if (!Type || !Input || !Shape ||
