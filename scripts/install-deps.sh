@@ -22,6 +22,7 @@ packages=(
   clang-format-14
   git
   python3         # runs lit
+  time            # GNU time, for bench/import-speed.sh
   python3-onnx    # tools/autopar-modelgen: generated models for tests/benchmarks
 )
 
