@@ -56,7 +56,8 @@ InferResult inferRMSNorm(const ShapeContext &Ctx);
 InferResult inferBatchNorm(const ShapeContext &Ctx);
 InferResult inferInstanceNorm(const ShapeContext &Ctx);
 
-// ShapeFunctionsNN.cpp: convolution, pooling, attention.
+// ShapeFunctionsConv.cpp and ShapeFunctionsAttention.cpp: convolution,
+// pooling, attention.
 InferResult inferConv(const ShapeContext &Ctx);
 InferResult inferConvTranspose(const ShapeContext &Ctx);
 InferResult inferPool(const ShapeContext &Ctx);
