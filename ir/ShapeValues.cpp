@@ -60,8 +60,6 @@ static ShapeEntry combine(OpId Op, const ShapeEntry &A, const ShapeEntry &B) {
   if (Op == OpId::Div && !(B.Int && *B.Int <= 0))
     if (std::optional<Dim> Q = DA.divide(DB))
       return ShapeEntry::get(*Q);
-  if (Op == OpId::Add || Op == OpId::Sub || Op == OpId::Mul || Op == OpId::Div)
-    return ShapeEntry::get(Dim());
   return ShapeEntry::get(Dim());
 }
 

@@ -23,7 +23,7 @@
 
 #include "ir/Folders.h"
 #include "ir/Graph.h"
-#include "ir/ShapeFunctions.h"
+#include "ir/ShapeValues.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -111,39 +111,25 @@ bool CanonicalizePass::removeIdentity(Graph &G, Node &N) {
 }
 
 /// The constant value of a Shape-derived node that folders cannot see:
-/// Shape of static dimensions, or Gather of static dimensions out of a Shape.
+/// Shape of static dimensions, or Gather of static dimensions out of a Shape
+/// (evaluated by ir/ShapeValues, the mechanism shape functions use).
 static std::optional<DenseTensor> foldShapeOf(const Node &N) {
   const TensorType &ResultType = N.getResult(0)->getType();
-  if (!ResultType.hasStaticShape() ||
-      (N.getOp() != OpId::Shape && N.getOp() != OpId::Gather))
+  const Node *Data =
+      N.getOperand(0) ? N.getOperand(0)->getDefiningNode() : nullptr;
+  bool ShapeLike =
+      N.getOp() == OpId::Shape ||
+      (N.getOp() == OpId::Gather && Data && Data->getOp() == OpId::Shape);
+  if (!ShapeLike || !ResultType.hasStaticShape())
     return std::nullopt;
-  // The dimensions that a Shape node returns, and the indices into them.
-  std::optional<SmallVector<Dim, 4>> Dims;
-  std::vector<int64_t> Indices;
-  if (N.getOp() == OpId::Shape) {
-    ArrayRef<Dim> All = N.getOperand(0)->getType().getShape();
-    auto [Start, End] = getShapeRange(ShapeContext(N), All.size());
-    Dims.emplace(All.begin() + Start, All.begin() + End);
-    for (int64_t I = 0, E = Dims->size(); I != E; ++I)
-      Indices.push_back(I);
-  } else {
-    const Node *ShapeNode = N.getOperand(0)->getDefiningNode();
-    const DenseTensor *IndexValues = getConstantValue(N.getOperand(1));
-    if (!ShapeNode || ShapeNode->getOp() != OpId::Shape || !IndexValues)
-      return std::nullopt;
-    Dims = ShapeContext(N).getShapeOperand(0);
-    Indices.assign(IndexValues->getInts().begin(),
-                   IndexValues->getInts().end());
-  }
+  std::optional<ShapeValue> Value = evaluateShapeValue(N.getResult(0));
+  if (!Value)
+    return std::nullopt;
   std::vector<int64_t> Sizes;
-  int64_t Count = Dims->size();
-  for (int64_t Index : Indices) {
-    if (Index < -Count || Index >= Count)
+  for (const ShapeEntry &E : *Value) {
+    if (!E.Int)
       return std::nullopt;
-    const Dim &D = (*Dims)[Index < 0 ? Index + Count : Index];
-    if (!D.isStatic())
-      return std::nullopt;
-    Sizes.push_back(D.getSize());
+    Sizes.push_back(*E.Int);
   }
   return DenseTensor(ResultType, std::move(Sizes));
 }

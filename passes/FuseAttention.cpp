@@ -44,6 +44,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/FusionMatch.h"
 #include "passes/Passes.h"
 
 #include "ir/Graph.h"
@@ -127,10 +128,6 @@ private:
 
 } // namespace
 
-static bool hasSingleUse(const Value *V) {
-  return V->getUsers().size() == 1 && V->getNumOutputUses() == 0;
-}
-
 /// Dimensions that are provably equal.
 static bool sameDim(const Dim &A, const Dim &B) {
   return !A.isUnknown() && A == B;
@@ -161,7 +158,7 @@ static bool isNoOpCast(const Node *N) {
 
 /// Walks back from V through single-use no-op Casts; records them.
 static Value *skipCasts(Value *V, SetVector<Node *> &Replaced) {
-  while (hasSingleUse(V) && isNoOpCast(V->getDefiningNode())) {
+  while (isSingleUse(V) && isNoOpCast(V->getDefiningNode())) {
     Replaced.insert(V->getDefiningNode());
     V = V->getDefiningNode()->getOperand(0);
   }
@@ -172,7 +169,7 @@ static Value *skipCasts(Value *V, SetVector<Node *> &Replaced) {
 /// divisions by finite non-zero scalar constants that do not broadcast;
 /// multiplies Scale by their factors and records the nodes.
 static Value *skipScale(Value *V, double &Scale, SetVector<Node *> &Replaced) {
-  while (hasSingleUse(V)) {
+  while (isSingleUse(V)) {
     Node *D = V->getDefiningNode();
     if (isNoOpCast(D)) {
       Replaced.insert(D);
@@ -220,16 +217,15 @@ bool FuseAttentionPass::matchScores(Value *Scores,
                                     AttentionMatch &Match) const {
   Value *Product = skipScale(Scores, Match.Scale, Match.Replaced);
   Node *QK = Product->getDefiningNode();
-  if (!hasSingleUse(Product) || !QK || QK->getOp() != OpId::MatMul ||
+  if (!isSingleUse(Product) || !QK || QK->getOp() != OpId::MatMul ||
       Product->getType().getRank() != 4)
     return false;
   Match.Replaced.insert(QK);
   Match.Q = skipScale(QK->getOperand(0), Match.Scale, Match.Replaced);
   Value *KT = skipScale(QK->getOperand(1), Match.Scale, Match.Replaced);
   Node *Transpose = KT->getDefiningNode();
-  if (!hasSingleUse(KT) || !Transpose ||
-      Transpose->getOp() != OpId::Transpose || KT->getType().getRank() != 4 ||
-      Match.Q->getType().getRank() != 4)
+  if (!isSingleUse(KT) || !Transpose || Transpose->getOp() != OpId::Transpose ||
+      KT->getType().getRank() != 4 || Match.Q->getType().getRank() != 4)
     return false;
   Match.Replaced.insert(Transpose);
   // KT = transpose(K0, P): K = transpose(K0, P with its last two swapped).
@@ -243,7 +239,7 @@ bool FuseAttentionPass::match(Node &Root, AttentionMatch &Match) const {
   Match.V = Root.getOperand(1);
   Value *Probs = skipCasts(Root.getOperand(0), Match.Replaced);
   Node *Softmax = Probs->getDefiningNode();
-  if (!hasSingleUse(Probs) || !Softmax || Softmax->getOp() != OpId::Softmax ||
+  if (!isSingleUse(Probs) || !Softmax || Softmax->getOp() != OpId::Softmax ||
       Probs->getType().getRank() != 4 || Match.V->getType().getRank() != 4 ||
       Root.getResult(0)->getType().getRank() != 4)
     return false;
@@ -257,7 +253,7 @@ bool FuseAttentionPass::match(Node &Root, AttentionMatch &Match) const {
   Node *MaskNode = Masked->getDefiningNode();
   Value *Scores = Masked;
   bool ScoresMatched = false;
-  if (hasSingleUse(Masked) && MaskNode && MaskNode->getOp() == OpId::Add) {
+  if (isSingleUse(Masked) && MaskNode && MaskNode->getOp() == OpId::Add) {
     // Either operand may be the scores; the other is the mask.
     for (unsigned I : {0u, 1u}) {
       // Only V and the replaced nodes are set so far: start from them.
@@ -273,7 +269,7 @@ bool FuseAttentionPass::match(Node &Root, AttentionMatch &Match) const {
     }
     if (!Match.Mask)
       return false;
-  } else if (hasSingleUse(Masked) && MaskNode &&
+  } else if (isSingleUse(Masked) && MaskNode &&
              MaskNode->getOp() == OpId::Where) {
     Value *Cond = MaskNode->getOperand(0);
     std::optional<double> Fill1 = getScalarFloat(MaskNode->getOperand(1));

@@ -31,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/FusionMatch.h"
 #include "passes/Passes.h"
 
 #include "ir/Graph.h"
@@ -100,10 +101,6 @@ private:
 
 } // namespace
 
-static bool hasSingleUse(const Value *V) {
-  return V->getUsers().size() == 1 && V->getNumOutputUses() == 0;
-}
-
 /// The integers of a constant operand, if the node has it and it is known.
 static std::optional<SmallVector<int64_t, 1>> getInts(const Node &N,
                                                       unsigned I) {
@@ -151,14 +148,14 @@ bool FuseRotaryPass::match(Node &Add, RotaryMatch &Match) {
     Node *M1 = Add.getOperand(1 - RotMul)->getDefiningNode();
     Node *M2 = Add.getOperand(RotMul)->getDefiningNode();
     if (!M1 || !M2 || M1 == M2 || M1->getOp() != OpId::Mul ||
-        M2->getOp() != OpId::Mul || !hasSingleUse(M1->getResult(0)) ||
-        !hasSingleUse(M2->getResult(0)) || M1->getResult(0)->getType() != YT ||
+        M2->getOp() != OpId::Mul || !isSingleUse(M1->getResult(0)) ||
+        !isSingleUse(M2->getResult(0)) || M1->getResult(0)->getType() != YT ||
         M2->getResult(0)->getType() != YT)
       continue;
     for (unsigned RotIndex : {0u, 1u}) {
       Value *Rot = M2->getOperand(RotIndex);
       Node *Concat = Rot->getDefiningNode();
-      if (!hasSingleUse(Rot) || !Concat || Concat->getOp() != OpId::Concat ||
+      if (!isSingleUse(Rot) || !Concat || Concat->getOp() != OpId::Concat ||
           Concat->getNumOperands() != 2 || Rot->getType() != YT)
         continue;
       int64_t Axis = Concat->getAttr("axis")->getInt();
@@ -166,8 +163,8 @@ bool FuseRotaryPass::match(Node &Add, RotaryMatch &Match) {
         continue;
       Value *NegX2 = Concat->getOperand(0), *X1 = Concat->getOperand(1);
       Node *Neg = NegX2->getDefiningNode();
-      if (!hasSingleUse(NegX2) || !hasSingleUse(X1) || !Neg ||
-          Neg->getOp() != OpId::Neg || !hasSingleUse(Neg->getOperand(0)))
+      if (!isSingleUse(NegX2) || !isSingleUse(X1) || !Neg ||
+          Neg->getOp() != OpId::Neg || !isSingleUse(Neg->getOperand(0)))
         continue;
       Value *X2 = Neg->getOperand(0);
       if (!isSliceOf(X1, 0, D / 2, false, 3) ||

@@ -45,6 +45,7 @@ Value *getOtherOperand(const Node &N, const Value *Operand);
 /// The only node that uses V, when V has exactly one user slot and is not a
 /// graph output.
 Node *getSingleUser(const Value *V);
+inline bool isSingleUse(const Value *V) { return getSingleUser(V); }
 
 /// A matched chain of nodes whose last-added root replaces the chain.
 class FusionMatch {
