@@ -1,6 +1,7 @@
 //===- OptDriver.cpp - What autopar-opt does ------------------------------===//
 
 #include "driver/OptDriver.h"
+#include "driver/OutputFiles.h"
 
 #include "ir/Graph.h"
 #include "ir/Parser.h"
@@ -23,33 +24,8 @@ static raw_ostream &error() { return WithColor::error(errs(), "autopar-opt"); }
 /// Writes Text to Path (or stdout for `-`) through a temporary file renamed
 /// into place.
 static int writeOutput(StringRef Path, StringRef Text) {
-  if (Path == "-") {
-    outs() << Text;
-    outs().flush();
-    return ExitSuccess;
-  }
-  Expected<sys::fs::TempFile> Temp =
-      sys::fs::TempFile::create(Path + ".tmp-%%%%%%");
-  if (!Temp) {
-    error() << "cannot create a temporary file beside '" << Path
-            << "': " << toString(Temp.takeError()) << '\n';
-    return ExitIOError;
-  }
-  {
-    raw_fd_ostream OS(Temp->FD, /*shouldClose=*/false);
-    OS << Text;
-    OS.flush();
-    if (OS.has_error()) {
-      error() << "cannot write '" << Path << "': " << OS.error().message()
-              << '\n';
-      OS.clear_error();
-      consumeError(Temp->discard());
-      return ExitIOError;
-    }
-  }
-  if (Error E = Temp->keep(Path)) {
-    error() << "cannot write '" << Path << "': " << toString(std::move(E))
-            << '\n';
+  if (Error E = writeOutputFiles({{Path.str(), Text.str()}})) {
+    error() << toString(std::move(E)) << '\n';
     return ExitIOError;
   }
   return ExitSuccess;

@@ -1,10 +1,11 @@
 //===- ExternalData.h - Checks ONNX external-data references ----*- C++ -*-===//
 //
 // An initializer's data may live in a file beside the model. The reference is
-// untrusted input: the location must stay inside the model's folder (relative,
-// no `..`, no symlink on the way, no file with other hard links), only the
-// keys ONNX defines are accepted, and `offset + length` must fit in the file
-// before anything is read.
+// untrusted input: only the keys ONNX defines are accepted, and the location
+// and byte range get the checks of weights/ExternalFile.h (the ones the
+// weight reader makes again when running): the location stays inside the
+// model's folder (relative, no `..`, no symlink on the way, no file with other
+// hard links) and `offset + length` fits in the file. The file is not read.
 //
 //===----------------------------------------------------------------------===//
 

@@ -19,6 +19,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
 
+#include <limits>
 #include <queue>
 
 using namespace autopar;
@@ -227,7 +228,6 @@ LogicalResult GraphImporter::importInitializers() {
     bool External = T.data_location() == onnx::TensorProto::EXTERNAL;
     bool IsConstant =
         !External && Count <= MaxConstantInitializerElements &&
-        Type->getElementType() != ElementType::F8E4M3 &&
         (!isFloatElementType(Type->getElementType()) || Type->getRank() == 0);
     if (IsConstant) {
       Expected<DenseTensor> Data = readInlineTensor(T, *Type);
@@ -248,6 +248,10 @@ LogicalResult GraphImporter::importInitializers() {
       Expected<ExternalDataRef> Ref = checkExternalData(T, ModelDir, *Bytes);
       if (!Ref)
         return Fail(toString(Ref.takeError()));
+      // Loading weights is running's mode: the file must be there.
+      if (!Ref->FileExists && Options.LoadWeights)
+        return Fail("external data file '" + Ref->Source.Location +
+                    "' is missing (--load-weights needs it)");
       // One warning per missing file, not per initializer in it.
       if (!Ref->FileExists &&
           MissingExternalFiles.insert(Ref->Source.Location).second)
@@ -257,6 +261,14 @@ LogicalResult GraphImporter::importInitializers() {
                                   "' is missing (planning does not read it; "
                                   "running will)");
       Source = Ref->Source;
+    } else if (Options.LoadWeights) {
+      // The model's sizes are untrusted: the data must fill the type
+      // exactly.
+      Expected<DenseTensor> Data =
+          readInlineTensor(T, *Type, std::numeric_limits<int64_t>::max());
+      if (!Data)
+        return Fail(toString(Data.takeError()));
+      Source = WeightSource::getInline(std::move(*Data));
     }
     Values[T.name()] = G->addParam(T.name(), *Type, std::move(Source));
   }

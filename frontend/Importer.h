@@ -33,6 +33,10 @@ struct ImportOptions {
   /// empty (a symbol named like "batch", else the first input's leading
   /// dimension).
   std::string BatchDim;
+  /// Read the data of inline initializers into the parameters (what the
+  /// runtime needs; planning needs only types). External data stays a
+  /// reference, but its file must then exist.
+  bool LoadWeights = false;
 
   /// Parses `NAME=SIZE` into DimBindings.
   llvm::Error addDimBinding(llvm::StringRef Text);

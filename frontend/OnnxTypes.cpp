@@ -1,23 +1,17 @@
 //===- OnnxTypes.cpp - ONNX types, tensors and attributes in IR terms -----===//
 
 #include "frontend/OnnxTypes.h"
+#include "weights/TensorBytes.h"
 
 #include "onnx/onnx_pb.h"
 
-#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Endian.h"
-#include "llvm/Support/MathExtras.h"
 
 #include <cstdlib>
-#include <cstring>
 
 using namespace autopar;
 using namespace llvm;
-
-/// Tensors read into attributes and constants are small by design; larger
-/// ones are weights and become parameters.
-static constexpr int64_t MaxInlineElements = 1 << 20;
 
 std::optional<ElementType> autopar::getElementTypeFromOnnx(int32_t DataType) {
   switch (DataType) {
@@ -84,116 +78,75 @@ Expected<TensorType> autopar::getInitializerType(const onnx::TensorProto &T) {
   return Type;
 }
 
-/// Decodes one little-endian element of Ty from Bytes.
-static double decodeFloat(const char *Bytes, ElementType Ty) {
-  switch (Ty) {
-  case ElementType::F64: {
-    uint64_t Bits = support::endian::read64le(Bytes);
-    double V;
-    std::memcpy(&V, &Bits, sizeof(V));
-    return V;
-  }
-  case ElementType::F32: {
-    uint32_t Bits = support::endian::read32le(Bytes);
-    float V;
-    std::memcpy(&V, &Bits, sizeof(V));
-    return V;
-  }
-  case ElementType::F16:
-    return APFloat(APFloat::IEEEhalf(),
-                   APInt(16, support::endian::read16le(Bytes)))
-        .convertToDouble();
-  case ElementType::BF16:
-    return APFloat(APFloat::BFloat(),
-                   APInt(16, support::endian::read16le(Bytes)))
-        .convertToDouble();
-  default:
-    llvm_unreachable("not a decodable float type");
-  }
-}
-
-static int64_t decodeInt(const char *Bytes, ElementType Ty) {
-  switch (Ty) {
-  case ElementType::I64:
-    return int64_t(support::endian::read64le(Bytes));
-  case ElementType::I32:
-    return int32_t(support::endian::read32le(Bytes));
-  case ElementType::I8:
-    return int8_t(Bytes[0]);
-  case ElementType::U8:
-    return uint8_t(Bytes[0]);
-  case ElementType::Bool:
-    return Bytes[0] != 0;
-  default:
-    llvm_unreachable("not an integer type");
-  }
-}
-
 Expected<DenseTensor> autopar::readInlineTensor(const onnx::TensorProto &T,
-                                                const TensorType &Type) {
+                                                const TensorType &Type,
+                                                int64_t MaxElements) {
   auto Fail = [](const Twine &Msg) {
     return createStringError(inconvertibleErrorCode(), Msg.str());
   };
   if (T.data_location() == onnx::TensorProto::EXTERNAL)
     return Fail("its data is external");
   ElementType Elem = Type.getElementType();
-  if (Elem == ElementType::F8E4M3)
-    return Fail("f8e4m3 constants are not supported");
   int64_t Count = *Type.getStaticNumElements();
-  if (Count > MaxInlineElements)
-    return Fail("it has " + Twine(Count) +
-                " elements; constants are limited "
-                "to " +
-                Twine(MaxInlineElements));
-  bool IsFloat = isFloatElementType(Elem);
-  std::vector<int64_t> Ints;
-  std::vector<double> Floats;
+  if (Count > MaxElements)
+    return Fail("it has " + Twine(Count) + " elements; constants are limited " +
+                "to " + Twine(MaxElements));
   if (T.has_raw_data()) {
     const std::string &Raw = T.raw_data();
-    size_t Width = getElementTypeBits(Elem) / 8;
-    if (Raw.size() != size_t(Count) * Width)
-      return Fail("raw_data has " + Twine(Raw.size()) + " bytes; " +
-                  Type.str() + " needs " + Twine(Count * Width));
-    for (int64_t I = 0; I != Count; ++I) {
-      const char *P = Raw.data() + I * Width;
-      if (IsFloat)
-        Floats.push_back(decodeFloat(P, Elem));
-      else
-        Ints.push_back(decodeInt(P, Elem));
-    }
-  } else {
-    // The typed fields: f16/bf16 travel as their bits in int32_data.
-    switch (Elem) {
-    case ElementType::F32:
-      Floats.assign(T.float_data().begin(), T.float_data().end());
-      break;
-    case ElementType::F64:
-      Floats.assign(T.double_data().begin(), T.double_data().end());
-      break;
-    case ElementType::F16:
-    case ElementType::BF16:
-      for (int32_t Bits : T.int32_data()) {
-        char Buf[2];
-        support::endian::write16le(Buf, uint16_t(Bits));
-        Floats.push_back(decodeFloat(Buf, Elem));
-      }
-      break;
-    case ElementType::I64:
-      Ints.assign(T.int64_data().begin(), T.int64_data().end());
-      break;
-    default:
-      for (int32_t V : T.int32_data())
-        Ints.push_back(Elem == ElementType::Bool ? V != 0 : V);
-      break;
-    }
-    size_t Got = IsFloat ? Floats.size() : Ints.size();
-    if (Got != size_t(Count))
-      return Fail("it holds " + Twine(Got) + " values; " + Type.str() +
-                  " needs " + Twine(Count));
+    Expected<DenseTensor> Data = decodeTensorBytes(
+        ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(Raw.data()),
+                          Raw.size()),
+        Type);
+    if (!Data)
+      return Fail("raw_data " + toString(Data.takeError()));
+    return Data;
   }
-  if (IsFloat)
-    return DenseTensor(Type, std::move(Floats));
-  return DenseTensor(Type, std::move(Ints));
+  // The typed fields; f16, bf16 and f8e4m3 travel as their bits in
+  // int32_data.
+  int64_t Got = 0;
+  switch (Elem) {
+  case ElementType::F32:
+    Got = T.float_data_size();
+    break;
+  case ElementType::F64:
+    Got = T.double_data_size();
+    break;
+  case ElementType::I64:
+    Got = T.int64_data_size();
+    break;
+  default:
+    Got = T.int32_data_size();
+    break;
+  }
+  if (Got != Count)
+    return Fail("it holds " + Twine(Got) + " values; " + Type.str() +
+                " needs " + Twine(Count));
+  switch (Elem) {
+  case ElementType::F32:
+    return DenseTensor(Type, std::vector<double>(T.float_data().begin(),
+                                                 T.float_data().end()));
+  case ElementType::F64:
+    return DenseTensor(Type, std::vector<double>(T.double_data().begin(),
+                                                 T.double_data().end()));
+  case ElementType::I64:
+    return DenseTensor(Type, std::vector<int64_t>(T.int64_data().begin(),
+                                                  T.int64_data().end()));
+  default:
+    break;
+  }
+  // The rest hold each element's bits in an int32: decode them as raw data.
+  size_t Width = getElementTypeBits(Elem) / 8;
+  std::vector<uint8_t> Bytes(Count * Width);
+  for (int64_t I = 0; I != Count; ++I) {
+    uint32_t Bits = uint32_t(T.int32_data(I));
+    if (Width == 4)
+      support::endian::write32le(&Bytes[I * Width], Bits);
+    else if (Width == 2)
+      support::endian::write16le(&Bytes[I * Width], uint16_t(Bits));
+    else
+      Bytes[I] = Elem == ElementType::Bool ? Bits != 0 : uint8_t(Bits);
+  }
+  return cantFail(decodeTensorBytes(Bytes, Type));
 }
 
 /// ONNX attribute floats are f32: widen each to the double of its shortest

@@ -31,10 +31,17 @@ std::string makeSymbolName(llvm::StringRef DimParam);
 /// The tensor type of an initializer (from its dims and data type).
 llvm::Expected<TensorType> getInitializerType(const onnx::TensorProto &T);
 
+/// Tensors read into attributes and constants are small by design; larger
+/// ones are weights and become parameters.
+constexpr int64_t MaxInlineConstantElements = 1 << 20;
+
 /// The data of a tensor held in the model (raw_data or the typed fields), as
-/// a DenseTensor of Type. External data is not read here.
-llvm::Expected<DenseTensor> readInlineTensor(const onnx::TensorProto &T,
-                                             const TensorType &Type);
+/// a DenseTensor of Type; an error when it has more than MaxElements
+/// elements or its data does not have Type's size. External data is not
+/// read here.
+llvm::Expected<DenseTensor>
+readInlineTensor(const onnx::TensorProto &T, const TensorType &Type,
+                 int64_t MaxElements = MaxInlineConstantElements);
 
 /// An ONNX attribute as an IR attribute; tensors are read (inline data
 /// only). Graph-valued attributes are errors.

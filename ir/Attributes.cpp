@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 using namespace autopar;
 using namespace llvm;
@@ -136,7 +137,48 @@ static const fltSemantics *getSemantics(ElementType Ty) {
   }
 }
 
+// E4M3FN: 1 sign, 4 exponent (bias 7) and 3 mantissa bits; exponent 0 holds
+// subnormals (m * 2^-9); S.1111.111 is NaN; there are no infinities.
+uint8_t autopar::encodeF8E4M3(double V) {
+  uint8_t Sign = std::signbit(V) ? 0x80 : 0;
+  if (std::isnan(V) || std::isinf(V))
+    return Sign | 0x7F;
+  double A = std::fabs(V);
+  if (A == 0)
+    return Sign;
+  int Exp;
+  std::frexp(A, &Exp);
+  // A is in [2^E, 2^(E+1)); below 2^-6 the quantum stays 2^-9.
+  int E = std::max(Exp - 1, -6);
+  // The significand in units of the quantum 2^(E-3), rounded ties to even.
+  double Q = std::nearbyint(std::ldexp(A, 3 - E));
+  if (Q >= 16) {
+    ++E;
+    Q /= 2;
+  }
+  if (Q < 8) // Subnormal (E is -6).
+    return Sign | uint8_t(Q);
+  int Field = E + 7, Mantissa = int(Q) - 8;
+  if (Field > 15 || (Field == 15 && Mantissa == 7))
+    return Sign | 0x7F;
+  return Sign | uint8_t(Field << 3) | uint8_t(Mantissa);
+}
+
+double autopar::decodeF8E4M3(uint8_t Bits) {
+  int Field = (Bits >> 3) & 0xF, Mantissa = Bits & 7;
+  double A;
+  if (Field == 15 && Mantissa == 7)
+    A = std::numeric_limits<double>::quiet_NaN();
+  else if (Field == 0)
+    A = std::ldexp(Mantissa, -9);
+  else
+    A = std::ldexp(8 + Mantissa, Field - 10);
+  return (Bits & 0x80) ? -A : A;
+}
+
 double autopar::roundToElementType(double V, ElementType Ty) {
+  if (Ty == ElementType::F8E4M3)
+    return decodeF8E4M3(encodeF8E4M3(V));
   const fltSemantics *Sem = getSemantics(Ty);
   if (!Sem)
     return V;

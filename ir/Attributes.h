@@ -179,8 +179,16 @@ llvm::StringRef getAttributeKindName(Attribute::Kind K);
 /// and `nan` for the special values.
 void printFloat(llvm::raw_ostream &OS, double V,
                 ElementType Ty = ElementType::F64);
-/// Rounds V to the nearest value representable in Ty (ties to even).
+/// Rounds V to the nearest value representable in Ty (ties to even). For
+/// f8e4m3 (ONNX's FLOAT8E4M3FN, which has no infinities) a magnitude past the
+/// largest finite value, 448, rounds to NaN, as ONNX's Cast without
+/// saturation does.
 double roundToElementType(double V, ElementType Ty);
+
+/// The f8e4m3 (E4M3FN) bits of V, rounded as roundToElementType does.
+uint8_t encodeF8E4M3(double V);
+/// The value of f8e4m3 (E4M3FN) bits.
+double decodeF8E4M3(uint8_t Bits);
 
 /// Writes S as a double-quoted string with escapes.
 void printQuotedString(llvm::raw_ostream &OS, llvm::StringRef S);

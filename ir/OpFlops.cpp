@@ -13,7 +13,7 @@
 //   per output element    1: Add Sub Mul Div Pow Neg Abs Sqrt Reciprocal Exp
 //                         Log Tanh Erf Sigmoid Relu LeakyRelu comparisons,
 //                         logic, Where, CumSum, Dropout; Sum: operands - 1;
-//                         Gelu 8, Silu 4, Softmax/LogSoftmax 5,
+//                         Gelu 8, Silu 4, SwiGLU 5, Softmax/LogSoftmax 5,
 //                         LayerNormalization 8, InstanceNormalization 8,
 //                         RMSNormalization 5, BatchNormalization 4,
 //                         RotaryEmbedding 3, MsEmbedLayerNormalization 10,
@@ -234,6 +234,8 @@ std::optional<int64_t> autopar::getForwardFlops(const Node &N) {
     return PerOutput(8);
   case OpId::Silu:
     return PerOutput(4);
+  case OpId::SwiGLU:
+    return PerOutput(5);
   case OpId::Softmax:
   case OpId::LogSoftmax:
     return PerOutput(5);

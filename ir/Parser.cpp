@@ -687,8 +687,6 @@ LogicalResult Parser::parseDense(Attribute &Result) {
   if (!Type.hasStaticShape())
     return emitError(TypeLoc, "dense tensor type must have a static shape");
   ElementType Elem = Type.getElementType();
-  if (Elem == ElementType::F8E4M3)
-    return emitError(TypeLoc, "dense f8e4m3 tensors are not supported");
   if (failed(expect(Token::Comma, "','")))
     return failure();
   SMLoc ListLoc = Tok.getLoc();

@@ -43,6 +43,7 @@ InferResult inferCompare(const ShapeContext &Ctx);
 InferResult inferLogical(const ShapeContext &Ctx);
 InferResult inferWhere(const ShapeContext &Ctx);
 InferResult inferFloatUnary(const ShapeContext &Ctx);
+InferResult inferSwiGLU(const ShapeContext &Ctx);
 InferResult inferLogicalNot(const ShapeContext &Ctx);
 InferResult inferCast(const ShapeContext &Ctx);
 InferResult inferDropout(const ShapeContext &Ctx);

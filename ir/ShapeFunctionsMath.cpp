@@ -211,6 +211,26 @@ InferResult autopar::inferFloatUnary(const ShapeContext &Ctx) {
   return oneResult(Ctx.getOperandType(0));
 }
 
+// ONNX SwiGLU: float A and B of one type; the shapes must agree dimension by
+// dimension (no broadcasting).
+InferResult autopar::inferSwiGLU(const ShapeContext &Ctx) {
+  if (Error E = checkFloat(Ctx, 0))
+    return E;
+  if (Error E = checkSameType(Ctx, 0, 1))
+    return E;
+  ArrayRef<Dim> A = Ctx.getOperandType(0).getShape(),
+                B = Ctx.getOperandType(1).getShape();
+  if (A.size() != B.size() || !all_of(zip(A, B), [](auto P) {
+        return dimsAgree(std::get<0>(P), std::get<1>(P));
+      }))
+    return Ctx.error("'A' and 'B' must have the same shape, got " +
+                     typeStr(Ctx, 0) + " and " + typeStr(Ctx, 1));
+  SmallVector<Dim, 4> Shape;
+  for (auto [DA, DB] : zip(A, B))
+    Shape.push_back(meetDims(DA, DB));
+  return oneResult(TensorType(Ctx.getOperandType(0).getElementType(), Shape));
+}
+
 InferResult autopar::inferLogicalNot(const ShapeContext &Ctx) {
   if (Error E = checkElementType(Ctx, 0, ElementType::Bool))
     return E;

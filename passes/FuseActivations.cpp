@@ -1,7 +1,7 @@
-//===- FuseActivations.cpp - Fuse decomposed GELU and SiLU ----------------===//
+//===- FuseActivations.cpp - Fuse decomposed GELU, SiLU and SwiGLU --------===//
 //
-// Exporters write GELU and SiLU as elementwise ops. This pass recognizes
-// those chains and replaces each by one canonical op:
+// Exporters write GELU, SiLU and SwiGLU as elementwise ops. This pass
+// recognizes those chains and replaces each by one canonical op:
 //
 //   GELU, erf form: 0.5 * x * (1 + Erf(x / sqrt(2))), with Div(x, 1.4142135)
 //     or Mul(x, 0.70710677)                                    -> Gelu(x)
@@ -11,6 +11,7 @@
 //     T = (sqrt(2/pi) * x) * (1 + 0.044715 * x * x) (Megatron's bias_gelu)
 //                                          -> Gelu(x){approximate = "tanh"}
 //   SiLU: Mul(x, Sigmoid(x))                                   -> Silu(x)
+//   SwiGLU: Mul(Silu(a), b), once SiLU is fused          -> SwiGLU(a, b)
 //
 // The outer product may be written Mul(Mul(x, 1 + E), 0.5),
 // Mul(Mul(0.5, 1 + E), x) or Mul(Mul(x, 0.5), 1 + E); multiplications and
@@ -23,9 +24,10 @@
 // erased, with the constants only it used. The fused node takes the ONNX
 // node name and the value name of the chain's last node.
 //
-// SwiGLU stays Mul(Silu(a), b): its two operands come from separate
-// projections, which tensor parallelism splits alike, so there is nothing to
-// gain from one more canonical op.
+// SwiGLU (ONNX's SwiGLU, alpha 1) multiplies without broadcasting, so the
+// Mul fuses only when a, b and the product have one type with every
+// dimension known (static or symbolic); the Silu must have no other use.
+// A Silu of the input, or one this pass made, fuses alike.
 //
 // Assumes verified input; leaves verified output. Linear in the graph size.
 //
@@ -48,6 +50,8 @@ struct FuseActivationsOptions {
   bool Gelu = true;
   /// Fuse Mul(x, Sigmoid(x)) into Silu.
   bool Silu = true;
+  /// Fuse Mul(Silu(a), b) into SwiGLU(a, b).
+  bool SwiGLU = true;
 
   Error validate() const { return Error::success(); }
 };
@@ -58,6 +62,7 @@ public:
     Options.bind("gelu", &Opts.Gelu,
                  "Fuse decomposed GELUs (erf and tanh forms) into Gelu");
     Options.bind("silu", &Opts.Silu, "Fuse Mul(x, Sigmoid(x)) into Silu");
+    Options.bind("swiglu", &Opts.SwiGLU, "Fuse Mul(Silu(a), b) into SwiGLU");
   }
 
   StringRef getArgument() const override { return "fuse-activations"; }
@@ -71,6 +76,7 @@ public:
 
 private:
   void runOnGraph(Graph &G);
+  static void fuseSwiGLU(Graph &G);
 
   FuseActivationsOptions Opts;
 };
@@ -305,6 +311,38 @@ void FuseActivationsPass::runOnGraph(Graph &G) {
     if (IsTanh)
       Attrs.set("approximate", Attribute::getString("tanh"));
     replaceChain(M, Root, X, OpId::Gelu, std::move(Attrs));
+  }
+  if (Opts.SwiGLU)
+    fuseSwiGLU(G);
+}
+
+/// True when T's dimensions are all static or symbolic: then two values of
+/// type T have the same shape.
+static bool isFullyKnown(const TensorType &T) {
+  return llvm::none_of(T.getShape(),
+                       [](const Dim &D) { return D.isUnknown(); });
+}
+
+void FuseActivationsPass::fuseSwiGLU(Graph &G) {
+  // Each match holds one Silu, so replacing one erases no other.
+  SmallVector<Node *, 16> Silus;
+  for (Node &N : G.getNodes())
+    if (N.getOp() == OpId::Silu)
+      Silus.push_back(&N);
+  for (Node *Silu : Silus) {
+    Value *Gate = Silu->getResult(0);
+    Node *Mul = getSingleUser(Gate);
+    if (!Mul || Mul->getOp() != OpId::Mul)
+      continue;
+    Value *A = Silu->getOperand(0), *B = getOtherOperand(*Mul, Gate);
+    const TensorType &T = Mul->getResult(0)->getType();
+    if (B == Gate || A->getType() != T || B->getType() != T || !isFullyKnown(T))
+      continue;
+    FusionMatch M;
+    M.add(Silu);
+    M.add(Mul);
+    if (M.isSelfContained(Mul))
+      M.replace(Mul, OpId::SwiGLU, {A, B}, AttrDict());
   }
 }
 

@@ -30,10 +30,12 @@
 // a float mask is passed as it is. Its last dimension must provably equal the
 // key sequence length, since Attention pads a shorter mask instead of
 // broadcasting it. When the mask is a constant (or a parameter with inline
-// data) that keeps exactly the positions j <= i, the rewrite sets is_causal
-// instead; a mask whose values are unknown (exporters slice a causal buffer
-// that is a parameter without data) stays a mask. The Where form is rewritten
-// only with -inf as the fill value: a finite fill replaces rather than adds.
+// data, or Slices of either with constant bounds: exporters slice a causal
+// buffer to the sequence) that keeps exactly the positions j <= i, the
+// rewrite sets is_causal instead; a mask whose values are unknown (a buffer
+// parameter whose data was not loaded) stays a mask. The Where form is
+// rewritten only with -inf as the fill value: a finite fill replaces rather
+// than adds.
 //
 // Every intermediate value (scores, scaled and masked scores, probabilities,
 // the transposed K) must have no other use. Batch, heads and head sizes of Q,
@@ -140,6 +142,82 @@ static const DenseTensor *getKnownData(const Value *V) {
   if (V->isParam() && V->getWeightSource() && V->getWeightSource()->Data)
     return &*V->getWeightSource()->Data;
   return nullptr;
+}
+
+/// The integers of constant operand I of N (absent: nullopt).
+static std::optional<ArrayRef<int64_t>> getConstantInts(const Node &N,
+                                                        unsigned I) {
+  if (I >= N.getNumOperands() || !N.getOperand(I))
+    return std::nullopt;
+  const DenseTensor *T = getConstantValue(N.getOperand(I));
+  if (!T || T->isFloat())
+    return std::nullopt;
+  return T->getInts();
+}
+
+/// The data of V when it is known data (getKnownData) or Slices of it with
+/// constant bounds and unit steps, as exporters take a causal buffer's first
+/// rows and columns (`bias[:, :, :s, :s]`); nullopt otherwise.
+static std::optional<DenseTensor> getSlicedKnownData(const Value *V,
+                                                     unsigned Depth = 0) {
+  if (const DenseTensor *T = getKnownData(V))
+    return *T;
+  const Node *S = V->getDefiningNode();
+  if (Depth == 4 || !S || S->getOp() != OpId::Slice)
+    return std::nullopt;
+  std::optional<DenseTensor> In =
+      getSlicedKnownData(S->getOperand(0), Depth + 1);
+  std::optional<ArrayRef<int64_t>> Starts = getConstantInts(*S, 1),
+                                   Ends = getConstantInts(*S, 2),
+                                   Axes = getConstantInts(*S, 3),
+                                   Steps = getConstantInts(*S, 4);
+  bool HasAxes = S->getNumOperands() > 3 && S->getOperand(3);
+  bool HasSteps = S->getNumOperands() > 4 && S->getOperand(4);
+  if (!In || !Starts || !Ends || Starts->size() != Ends->size() ||
+      (HasAxes && (!Axes || Axes->size() != Starts->size())) ||
+      (HasSteps &&
+       (!Steps || any_of(*Steps, [](int64_t X) { return X != 1; }))))
+    return std::nullopt;
+  SmallVector<int64_t, 4> Sizes = In->getType().getStaticSizes();
+  int64_t Rank = Sizes.size();
+  SmallVector<int64_t, 4> Begin(Rank, 0), Count(Sizes.begin(), Sizes.end());
+  for (size_t I = 0, E = Starts->size(); I != E; ++I) {
+    int64_t Axis = HasAxes ? (*Axes)[I] : int64_t(I);
+    if (Axis < 0)
+      Axis += Rank;
+    if (Axis < 0 || Axis >= Rank)
+      return std::nullopt;
+    auto Clamp = [&](int64_t X) {
+      if (X < 0)
+        X = std::max<int64_t>(X, -Sizes[Axis]) + Sizes[Axis];
+      return std::min(X, Sizes[Axis]);
+    };
+    int64_t B = Clamp((*Starts)[I]), End = Clamp((*Ends)[I]);
+    Begin[Axis] = B;
+    Count[Axis] = std::max<int64_t>(End - B, 0);
+  }
+  // Row-major copy of the selected block.
+  int64_t Total = 1;
+  for (int64_t C : Count)
+    Total *= C;
+  std::vector<int64_t> Ints;
+  std::vector<double> Floats;
+  SmallVector<int64_t, 4> Index(Rank, 0);
+  for (int64_t Out = 0; Out != Total; ++Out) {
+    int64_t Flat = 0;
+    for (int64_t D = 0; D != Rank; ++D)
+      Flat = Flat * Sizes[D] + Begin[D] + Index[D];
+    if (In->isFloat())
+      Floats.push_back(In->getFloats()[Flat]);
+    else
+      Ints.push_back(In->getInts()[Flat]);
+    for (int64_t D = Rank - 1; D >= 0 && ++Index[D] == Count[D]; --D)
+      Index[D] = 0;
+  }
+  TensorType Type = TensorType::get(In->getType().getElementType(), Count);
+  if (In->isFloat())
+    return DenseTensor(Type, std::move(Floats));
+  return DenseTensor(Type, std::move(Ints));
 }
 
 /// The value of a float constant with one element.
@@ -396,9 +474,10 @@ void FuseAttentionPass::unrepeatKV(AttentionMatch &Match) const {
 
 bool FuseAttentionPass::isCausalMask(const AttentionMatch &Match,
                                      const TensorType &Scores) const {
-  const DenseTensor *Data = getKnownData(Match.Mask);
-  if (!Data)
+  std::optional<DenseTensor> Known = getSlicedKnownData(Match.Mask);
+  if (!Known)
     return false;
+  const DenseTensor *Data = &*Known;
   const TensorType &T = Data->getType();
   unsigned Rank = T.getRank();
   if (Rank < 2 || !T.getDim(Rank - 2).isStatic() ||

@@ -22,12 +22,12 @@
 // takes over y's name and the Add's node name; the replaced nodes are
 // erased when nothing else uses them.
 //
-// Exporters keep the tables as parameters, whose data the importer does not
-// read: such a rotary embedding cannot be rewritten exactly and is left as it
-// is. With report-unfused, each one found is reported as a warning saying
-// why. The slices, the Neg, the Concat and the two products must have no
-// other use; every shape must be static where a value is compared.
-// Assumes its input verifies.
+// Exporters keep the tables as parameters, whose data the importer reads
+// only when asked (--load-weights); without the data a rotary embedding
+// cannot be rewritten exactly and is left as it is. With report-unfused,
+// each one found is reported as a warning saying why. The slices, the Neg, the
+// Concat and the two products must have no other use; every shape must be
+// static where a value is compared. Assumes its input verifies.
 //
 //===----------------------------------------------------------------------===//
 

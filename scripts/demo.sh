@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds autopar in build/ and runs it on the bundled example model:
-# parse examples/mlp.air, canonicalize it and print the result.
+# Sets up, builds autopar in build/ and runs it on the bundled examples:
+# the IR and the ONNX importer on examples/, then the planner on generated
+# GPT models (175B on 1024 A100s, a 1T model on 3072).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -10,7 +11,7 @@ bash scripts/install-deps.sh
 cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g" >/dev/null
-cmake --build build --target autopar-opt
+cmake --build build --target autopar-opt autopar
 
 run() {
   echo
@@ -42,3 +43,14 @@ echo "\$ build/bin/autopar-opt build/demo/gpt-1t.onnx --dim batch=1 --dim sequen
 build/bin/autopar-opt build/demo/gpt-1t.onnx --dim batch=1 --dim sequence=2048 \
   --passes=import-canonical,test-print-layer-stats -o build/demo/gpt-1t.air \
   2>/dev/null | tail -4
+
+# The planner: GPT-3 175B on 1024 A100-80GB, batch 1536; the plan files go
+# to build/demo/gpt-175b-plan/.
+run tools/autopar-modelgen --model gpt2 --layers 96 --hidden 12288 --heads 96 \
+  --ffn 49152 --vocab 51200 --max-pos 2048 --seq 2048 \
+  -o build/demo/gpt-175b.onnx
+run build/bin/autopar build/demo/gpt-175b.onnx --gpus 1024 \
+  --global-batch 1536 --top 3 -o build/demo/gpt-175b-plan
+# The 1T model with Megatron-LM's published configuration pinned.
+run build/bin/autopar build/demo/gpt-1t.onnx --dim sequence=2048 --gpus 3072 \
+  --global-batch 3072 --fix tp=8,pp=64,recompute=full,sp=off

@@ -48,6 +48,11 @@ static cl::opt<std::string>
              cl::desc("The symbol that is the batch dimension (found from "
                       "the inputs by default)"),
              cl::value_desc("name"), cl::cat(Category));
+static cl::opt<bool> LoadWeights(
+    "load-weights",
+    cl::desc("Read the data of an ONNX model's inline initializers into its "
+             "parameters (external data must then exist)"),
+    cl::cat(Category));
 static cl::opt<bool> SplitInputFile(
     "split-input-file",
     cl::desc("Process each part of the input between '// -----' lines on its "
@@ -81,6 +86,7 @@ int main(int argc, char **argv) {
       return autopar::ExitBadOptions;
     }
   Options.Import.BatchDim = BatchDim;
+  Options.Import.LoadWeights = LoadWeights;
   Options.VerifyRoundTrip = VerifyRoundTrip;
   Options.PassManager.PrintIRAfterAll = PrintIRAfterAll;
   Options.PassManager.TimePasses = TimePasses;

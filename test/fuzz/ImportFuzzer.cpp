@@ -2,8 +2,10 @@
 //
 // Feeds arbitrary bytes to the binary model reader and the importer, then
 // checks that what was imported verifies and round-trips through the text
-// form. Any crash, sanitizer report or broken round trip is a bug. Built
-// with clang when AUTOPAR_FUZZ is on; scripts/test.sh runs it.
+// form. Each model is imported twice: for planning, and with its weights
+// loaded (--load-weights), whose sizes are untrusted. Any crash, sanitizer
+// report or broken round trip is a bug. Built with clang when AUTOPAR_FUZZ
+// is on; scripts/test.sh runs it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,21 +38,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
       parseModelProto(Bytes, /*AsText=*/false, "fuzz.onnx", Diag);
   if (!Model)
     return 0;
-  ImportOptions Options;
-  // External data must stay inside the model's folder: a fresh one.
-  std::unique_ptr<Module> M = importModelProto(
-      *Model, "/nonexistent-fuzz-dir/fuzz.onnx", Options, Diag);
-  if (!M)
-    return 0;
-  std::string Text = print(*M);
-  SourceMgr SM;
-  SM.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(Text, "printed"),
-                        SMLoc());
-  DiagnosticEngine TextDiag(&SM, "printed", errs());
-  std::unique_ptr<Module> Reparsed = parseModule(SM, TextDiag);
-  if (!Reparsed || print(*Reparsed) != Text) {
-    errs() << "imported module does not round-trip:\n" << Text;
-    abort();
+  for (bool LoadWeights : {false, true}) {
+    ImportOptions Options;
+    Options.LoadWeights = LoadWeights;
+    // External data must stay inside the model's folder: a fresh one.
+    std::unique_ptr<Module> M = importModelProto(
+        *Model, "/nonexistent-fuzz-dir/fuzz.onnx", Options, Diag);
+    if (!M)
+      continue;
+    std::string Text = print(*M);
+    SourceMgr SM;
+    SM.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(Text, "printed"),
+                          SMLoc());
+    DiagnosticEngine TextDiag(&SM, "printed", errs());
+    std::unique_ptr<Module> Reparsed = parseModule(SM, TextDiag);
+    if (!Reparsed || print(*Reparsed) != Text) {
+      errs() << "imported module does not round-trip:\n" << Text;
+      abort();
+    }
   }
   return 0;
 }

@@ -62,4 +62,5 @@ void autopar::registerTestPasses() {
                "after each pass)",
                [] { return std::make_unique<TestBreakIRPass>(); });
   registerTestPrintLayerStatsPass();
+  registerTestPrintOpLoopsPass();
 }

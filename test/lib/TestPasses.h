@@ -12,6 +12,9 @@ void registerTestPasses();
 /// registerTestPasses.
 void registerTestPrintLayerStatsPass();
 
+/// Adds test-print-op-loops (TestPrintOpLoops.cpp).
+void registerTestPrintOpLoopsPass();
+
 } // namespace autopar
 
 #endif // AUTOPAR_TEST_LIB_TESTPASSES_H

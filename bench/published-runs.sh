@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Compares autopar's predictions with Narayanan et al. 2021 ("Efficient
+# Large-Scale Language Model Training on GPU Clusters Using Megatron-LM",
+# SC'21), Table 1: A100-80GB, 8 per node, sequence 2048, vocabulary 51200,
+# full recomputation, TFLOP/s per GPU counted with recomputation. For each
+# run: the published configuration pinned (tp, pp, dp, full recomputation,
+# and no sequence parallelism, which did not exist then), and the search
+# left free; prints published vs predicted hardware TFLOP/s and the free
+# plan's throughput against the pinned one's. Needs a build, python3-onnx.
+# Usage: bench/published-runs.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+tool=${AUTOPAR:-build/bin/autopar}
+[[ -x "$tool" ]] || { echo "bench: build autopar first" >&2; exit 1; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+
+printf '%-8s %6s %-22s %9s %9s %7s %9s %s\n' model gpus pinned published predicted error "free/pin" "free plan"
+while read -r name layers hidden heads gpus batch tp pp published; do
+  tools/autopar-modelgen --model gpt2 --layers "$layers" --hidden "$hidden" \
+    --heads "$heads" --ffn $((4 * hidden)) --vocab 51200 --max-pos 2048 \
+    --seq 2048 -o "$dir/$name.onnx" 2>/dev/null
+  fix="tp=$tp,pp=$pp,recompute=full,sp=off"
+  pinned=$("$tool" "$dir/$name.onnx" --gpus "$gpus" --global-batch "$batch" \
+    --fix "$fix" --format json 2>/dev/null)
+  free=$("$tool" "$dir/$name.onnx" --gpus "$gpus" --global-batch "$batch" \
+    --format json 2>/dev/null)
+  hw=$(field hw_tflops_per_gpu <<<"$pinned")
+  ratio=$(python3 -c "print('%.3f' % ($(field tokens_per_s <<<"$free") / $(field tokens_per_s <<<"$pinned")))")
+  error=$(python3 -c "print('%+.1f%%' % (100 * ($hw / $published - 1)))")
+  plan=$(python3 -c "import json,sys; d=json.load(sys.stdin); print('tp=%d pp=%d dp=%d mbs=%d %s vpp=%d zero=%d recompute=%s sp=%s' % (d['tp'], d['pp'], d['dp'], d['mbs'], d['schedule'], d['vpp'], d['zero_stage'], d['recompute'], d['sequence_parallel']))" <<<"$free")
+  printf '%-8s %6s %-22s %9s %9.1f %7s %9s %s\n' "$name" "$gpus" "tp$tp pp$pp b$batch" "$published" "$hw" "$error" "$ratio" "$plan"
+done <<'RUNS'
+1.7B 24 2304 24 32 512 1 1 137
+39.1B 48 8192 64 512 1536 8 2 138
+1T 128 25600 160 3072 3072 8 64 163
+RUNS

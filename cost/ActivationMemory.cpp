@@ -1,0 +1,354 @@
+//===- ActivationMemory.cpp - What the backward pass keeps, per op --------===//
+//
+// Per op, what its backward reads (each only when some operand needs a
+// gradient, and only activations: parameters are model state):
+//   MatMul Linear Gemm Einsum Conv   A when B needs a gradient, B when A does
+//   Mul                              each operand, for the other's gradient
+//   SwiGLU                           A, and B when A needs a gradient
+//   Div                              the divisor; the dividend too when the
+//                                    divisor needs a gradient
+//   Pow Gelu Silu Erf Log Abs        the input
+//   LeakyRelu
+//   Tanh Sigmoid Exp Sqrt            the output
+//   Reciprocal Relu Softmax
+//   LogSoftmax
+//   Dropout (ratio > 0)              the mask, 1 byte per element
+//   Where                            the condition
+//   LayerNormalization               the input, and fp32 mean and inverse
+//   RMSNormalization                 standard deviation per row
+//   BatchNormalization               the input
+//   InstanceNormalization
+//   MaxPool                          the input
+//   Gather                           the indices
+//   Attention                        Q, K, V; unfused: the probabilities
+//                                    (attention core); fused: the output
+//                                    and the fp32 log-sum-exp per row
+//   everything else                  nothing (adds, views, rotary, reduces)
+//
+//===----------------------------------------------------------------------===//
+
+#include "cost/ActivationMemory.h"
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+using namespace autopar;
+using namespace llvm;
+
+StringRef autopar::getRecomputeName(Recompute R) {
+  switch (R) {
+  case Recompute::None:
+    return "none";
+  case Recompute::Selective:
+    return "selective";
+  case Recompute::Full:
+    return "full";
+  }
+  return "none";
+}
+
+std::optional<Recompute> autopar::parseRecompute(StringRef Name) {
+  if (Name == "none")
+    return Recompute::None;
+  if (Name == "selective")
+    return Recompute::Selective;
+  if (Name == "full")
+    return Recompute::Full;
+  return std::nullopt;
+}
+
+double SavedTensor::bytes(LoopSplit Split) const {
+  double E = Elements;
+  if (Split.Degree > 1 && is_contained(Loops, Split.Loop))
+    E /= Split.Degree;
+  return E * BytesPerElement;
+}
+
+namespace {
+
+/// The value of a scalar Constant, if V is one.
+std::optional<double> constantScalar(const Value *V) {
+  if (!V || !V->getDefiningNode() ||
+      V->getDefiningNode()->getOp() != OpId::Constant)
+    return std::nullopt;
+  const Attribute *A = V->getDefiningNode()->getAttr("value");
+  if (!A || !A->isa(Attribute::Kind::Tensor))
+    return std::nullopt;
+  const DenseTensor &T = A->getTensor();
+  if (T.size() != 1)
+    return std::nullopt;
+  return T.isFloat() ? T.getFloats()[0] : double(T.getInts()[0]);
+}
+
+/// Dropout drops something in training unless its ratio is a constant 0.
+bool isActiveDropout(const Node &N) {
+  if (N.getNumOperands() < 2 || !N.getOperand(1))
+    return true; // ONNX's default ratio is 0.5.
+  std::optional<double> Ratio = constantScalar(N.getOperand(1));
+  return !Ratio || *Ratio > 0;
+}
+
+class Collector {
+public:
+  Collector(const Node &N, const std::optional<OpLoops> &Loops,
+            const GradientFlow &Flow, const CostSettings &Settings,
+            SmallVectorImpl<SavedTensor> &Out)
+      : N(N), Loops(Loops), Flow(Flow), Settings(Settings), Out(Out) {}
+
+  /// Keeps operand I if it is an activation.
+  void operand(unsigned I) {
+    if (I >= N.getNumOperands() || !Flow.isActivation(N.getOperand(I)))
+      return;
+    add(N.getOperand(I), Loops ? Loops->Operands[I] : SmallVector<int, 4>(),
+        trainingElementBytes(*N.getOperand(I), Settings));
+  }
+  void result(unsigned I, double BytesPerElement = 0) {
+    if (I >= N.getNumResults() || !N.getResult(I))
+      return;
+    const Value *R = N.getResult(I);
+    add(R, Loops ? Loops->Results[I] : SmallVector<int, 4>(),
+        BytesPerElement ? BytesPerElement : trainingElementBytes(*R, Settings));
+  }
+  /// A tensor internal to the node with the given loops and elements.
+  void internal(ArrayRef<int> LoopList, double Elements, double Bytes,
+                bool Core) {
+    SavedTensor T;
+    T.Loops.assign(LoopList.begin(), LoopList.end());
+    T.Elements = Elements;
+    T.BytesPerElement = Bytes;
+    T.AttentionCore = Core;
+    Out.push_back(std::move(T));
+  }
+  bool needsGrad(unsigned I) const {
+    return I < N.getNumOperands() && Flow.needsGrad(N.getOperand(I));
+  }
+
+private:
+  void add(const Value *V, ArrayRef<int> Map, double Bytes) {
+    SavedTensor T;
+    T.V = V;
+    T.Loops.assign(Map.begin(), Map.end());
+    T.Elements = double(V->getType().getStaticNumElements().value_or(0));
+    T.BytesPerElement = Bytes;
+    Out.push_back(std::move(T));
+  }
+
+  const Node &N;
+  const std::optional<OpLoops> &Loops;
+  const GradientFlow &Flow;
+  const CostSettings &Settings;
+  SmallVectorImpl<SavedTensor> &Out;
+};
+
+/// Elements of result 0 with the last NormDims dimensions removed (rows).
+double rowsOf(const Value *V, unsigned NormDims) {
+  double Rows = 1;
+  unsigned Rank = V->getType().getRank();
+  for (unsigned I = 0; I + NormDims < Rank; ++I)
+    if (V->getType().getDim(I).isStatic())
+      Rows *= V->getType().getDim(I).getSize();
+  return Rows;
+}
+
+void attentionSaved(const Node &N, const std::optional<OpLoops> &Loops,
+                    const CostSettings &Settings, Collector &C) {
+  C.operand(0);
+  C.operand(1);
+  C.operand(2);
+  C.operand(3);
+  if (!Loops || Loops->getNumLoops() != 6)
+    return;
+  const Value *Q = N.getOperand(0), *K = N.getOperand(1);
+  ArrayRef<Dim> QS = Q->getType().getShape(), KS = K->getType().getShape();
+  if (!Q->getType().hasStaticShape() || !K->getType().hasStaticShape())
+    return;
+  double B = QS[0].getSize(), Heads, Sq, Skv;
+  if (QS.size() == 4) {
+    Heads = QS[1].getSize();
+    Sq = QS[2].getSize();
+    Skv = KS[2].getSize();
+  } else {
+    const Attribute *A = N.getAttr("q_num_heads");
+    Heads = A && A->isa(Attribute::Kind::Int) ? A->getInt() : 1;
+    Sq = QS[1].getSize();
+    Skv = KS[1].getSize();
+  }
+  // Loops: B 0, H 1, Sq 2, Skv 3.
+  if (Settings.FusedAttention) {
+    C.result(0);
+    C.internal({0, 1, 2}, B * Heads * Sq, 4, /*Core=*/false);
+  } else {
+    C.internal({0, 1, 2, 3}, B * Heads * Sq * Skv,
+               getPrecisionBytes(Settings.Compute), /*Core=*/true);
+  }
+}
+
+} // namespace
+
+void autopar::getSavedTensors(const Node &N,
+                              const std::optional<OpLoops> &Loops,
+                              const GradientFlow &Flow,
+                              const CostSettings &Settings,
+                              SmallVectorImpl<SavedTensor> &Out) {
+  bool AnyGrad = false;
+  for (const Value *O : N.getOperands())
+    AnyGrad |= Flow.needsGrad(O);
+  if (!AnyGrad)
+    return;
+  Collector C(N, Loops, Flow, Settings, Out);
+  switch (N.getOp()) {
+  case OpId::MatMul:
+  case OpId::Linear:
+  case OpId::Gemm:
+  case OpId::Einsum:
+  case OpId::Conv:
+  case OpId::ConvTranspose:
+  case OpId::SwiGLU:
+    // silu(A) * B: A's gradient reads A and B, B's reads silu(A).
+    C.operand(0);
+    if (C.needsGrad(0))
+      C.operand(1);
+    return;
+  case OpId::Mul:
+    if (C.needsGrad(1))
+      C.operand(0);
+    if (C.needsGrad(0))
+      C.operand(1);
+    return;
+  case OpId::Div:
+    C.operand(1);
+    if (C.needsGrad(1))
+      C.operand(0);
+    return;
+  case OpId::Pow:
+  case OpId::Gelu:
+  case OpId::Silu:
+  case OpId::Erf:
+  case OpId::Log:
+  case OpId::Abs:
+  case OpId::LeakyRelu:
+  case OpId::BatchNormalization:
+  case OpId::InstanceNormalization:
+  case OpId::MaxPool:
+    C.operand(0);
+    return;
+  case OpId::Tanh:
+  case OpId::Sigmoid:
+  case OpId::Exp:
+  case OpId::Sqrt:
+  case OpId::Reciprocal:
+  case OpId::Relu:
+  case OpId::Softmax:
+  case OpId::LogSoftmax:
+    C.result(0);
+    return;
+  case OpId::Dropout:
+    if (isActiveDropout(N))
+      C.internal(
+          Loops ? ArrayRef<int>(Loops->Results[0]) : ArrayRef<int>(),
+          double(N.getResult(0)->getType().getStaticNumElements().value_or(0)),
+          1, /*Core=*/false);
+    return;
+  case OpId::Where:
+    C.operand(0);
+    return;
+  case OpId::LayerNormalization:
+  case OpId::RMSNormalization: {
+    C.operand(0);
+    const Value *X = N.getOperand(0);
+    const Attribute *A = N.getAttr("axis");
+    int64_t Axis = A && A->isa(Attribute::Kind::Int) ? A->getInt() : -1;
+    int64_t Rank = X->getType().getRank();
+    if (Axis < 0)
+      Axis += Rank;
+    unsigned NormDims = Axis >= 0 && Axis < Rank ? Rank - Axis : 1;
+    SmallVector<int, 4> RowLoops;
+    if (Loops)
+      RowLoops.assign(Loops->Operands[0].begin(),
+                      Loops->Operands[0].end() - NormDims);
+    // Mean and inverse standard deviation in fp32 (RMSNorm: the latter).
+    double Stats = N.getOp() == OpId::LayerNormalization ? 2 : 1;
+    C.internal(RowLoops, rowsOf(X, NormDims), 4 * Stats, /*Core=*/false);
+    return;
+  }
+  case OpId::Gather:
+    if (C.needsGrad(0))
+      C.operand(1);
+    return;
+  case OpId::Attention:
+    attentionSaved(N, Loops, Settings, C);
+    return;
+  default:
+    return;
+  }
+}
+
+double autopar::savedActivationBytes(
+    ArrayRef<const Node *> Nodes, function_ref<LoopSplit(const Node &)> SplitOf,
+    Recompute Mode, const GradientFlow &Flow, const CostSettings &Settings) {
+  double Total = 0;
+  // Insertion order, so that the sum rounds the same way on every run.
+  MapVector<const Value *, double> Kept;
+  auto Keep = [&](const Value *V, double Bytes) {
+    if (!V) {
+      Total += Bytes;
+      return;
+    }
+    auto [It, New] = Kept.insert({V, Bytes});
+    if (!New)
+      It->second = std::min(It->second, Bytes);
+  };
+  if (Mode == Recompute::Full) {
+    SmallPtrSet<const Node *, 32> Inside(Nodes.begin(), Nodes.end());
+    for (const Node *N : Nodes) {
+      std::optional<OpLoops> Loops = getOpLoops(*N);
+      LoopSplit Split = Loops ? SplitOf(*N) : LoopSplit();
+      for (unsigned I = 0, E = N->getNumOperands(); I != E; ++I) {
+        const Value *O = N->getOperand(I);
+        if (!O || !Flow.isActivation(O) || O->isParam() ||
+            (O->getDefiningNode() && Inside.count(O->getDefiningNode())) ||
+            Kept.count(O))
+          continue;
+        double Elements = localElements(
+            *O, Loops ? ArrayRef<int>(Loops->Operands[I]) : ArrayRef<int>(),
+            Split);
+        Keep(O, Elements * trainingElementBytes(*O, Settings));
+      }
+    }
+  } else {
+    SmallVector<SavedTensor, 8> Saved;
+    for (const Node *N : Nodes) {
+      std::optional<OpLoops> Loops = getOpLoops(*N);
+      LoopSplit Split = Loops ? SplitOf(*N) : LoopSplit();
+      Saved.clear();
+      getSavedTensors(*N, Loops, Flow, Settings, Saved);
+      for (const SavedTensor &T : Saved)
+        if (!(Mode == Recompute::Selective && T.AttentionCore))
+          Keep(T.V, T.bytes(Split));
+    }
+    // A value kept larger than its producer made it (gathered for a
+    // product) is kept as produced and gathered again in backward
+    // (Korthikanti et al. 2022, section 4.2.2).
+    for (const Node *N : Nodes) {
+      std::optional<OpLoops> Loops = getOpLoops(*N);
+      LoopSplit Split = Loops ? SplitOf(*N) : LoopSplit();
+      for (unsigned I = 0, E = N->getNumResults(); I != E; ++I) {
+        const Value *R = N->getResult(I);
+        auto It = R ? Kept.find(R) : Kept.end();
+        if (It == Kept.end())
+          continue;
+        double Produced = localElements(*R,
+                                        Loops ? ArrayRef<int>(Loops->Results[I])
+                                              : ArrayRef<int>(),
+                                        Split) *
+                          trainingElementBytes(*R, Settings);
+        It->second = std::min(It->second, Produced);
+      }
+    }
+  }
+  for (const auto &[V, Bytes] : Kept)
+    Total += Bytes;
+  return Total;
+}

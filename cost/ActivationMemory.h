@@ -1,0 +1,69 @@
+//===- ActivationMemory.h - What the backward pass keeps -------*- C++ -*-===//
+//
+// Activation memory derived per op from what its backward needs (not from a
+// per-layer formula): a product keeps the operands the other operand's
+// gradient reads, GELU keeps its input, softmax its output, dropout a
+// one-byte mask, a norm its input and row statistics, unfused attention its
+// probabilities. Summed over a set of nodes with each value counted once,
+// at its size on one rank under the nodes' splits, this gives Korthikanti
+// et al. 2022's per-layer figures for a GPT layer (34sbh + 5as^2b bytes
+// without parallelism, test/Unit/ActivationMemoryTest.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_COST_ACTIVATIONMEMORY_H
+#define AUTOPAR_COST_ACTIVATIONMEMORY_H
+
+#include "cost/OpCost.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace autopar {
+
+/// Activation recomputation (Korthikanti et al. 2022, section 5): none;
+/// selective recomputes the attention core (what scales with seq^2); full
+/// keeps only each layer's inputs and recomputes the layer in backward.
+enum class Recompute { None, Selective, Full };
+
+llvm::StringRef getRecomputeName(Recompute R);
+std::optional<Recompute> parseRecompute(llvm::StringRef Name);
+
+/// One tensor a node's backward keeps.
+struct SavedTensor {
+  /// The value kept; null for a tensor internal to the node (attention
+  /// probabilities).
+  const Value *V = nullptr;
+  /// The node's loop of each dimension (OpLoops::NoLoop for none).
+  llvm::SmallVector<int, 4> Loops;
+  /// Elements of the whole tensor, and bytes per element in training.
+  double Elements = 0;
+  double BytesPerElement = 0;
+  /// Part of the attention core: selective recomputation drops it.
+  bool AttentionCore = false;
+
+  /// Bytes on one rank when the node splits Split.
+  double bytes(LoopSplit Split) const;
+};
+
+/// The tensors N's backward keeps (nothing when no operand needs a
+/// gradient).
+void getSavedTensors(const Node &N, const std::optional<OpLoops> &Loops,
+                     const GradientFlow &Flow, const CostSettings &Settings,
+                     llvm::SmallVectorImpl<SavedTensor> &Out);
+
+/// Bytes that Nodes (one layer, in graph order) keep for their backward on
+/// one rank, per micro-batch. SplitOf gives each node's split. A value kept
+/// by several nodes counts once, at the smallest of its sizes on one rank
+/// (as its producer wrote it or as a user read it): a larger copy is
+/// gathered again in backward. With full
+/// recomputation only the layer's inputs (activations defined outside Nodes
+/// and used inside) are kept, at the size their first user reads.
+double savedActivationBytes(llvm::ArrayRef<const Node *> Nodes,
+                            llvm::function_ref<LoopSplit(const Node &)> SplitOf,
+                            Recompute Mode, const GradientFlow &Flow,
+                            const CostSettings &Settings);
+
+} // namespace autopar
+
+#endif // AUTOPAR_COST_ACTIVATIONMEMORY_H

@@ -1,0 +1,158 @@
+//===- Cluster.h - Devices, nodes and links of a training cluster -*- C++
+//-*-===//
+//
+// The cluster model every cost query starts from: the device (memory, peak
+// rates by precision, achievable memory bandwidth, the figures the GEMM
+// model needs) and the links of the usual node, per GPU and per direction,
+// at each level: NVLink inside a node, the NICs between nodes, PCIe to host
+// memory, NVMe. A Cluster is a device, a GPU count, a node size and the
+// links it uses.
+//
+// Clusters come from the device catalog (Devices.def, every figure with its
+// source) through makeCluster (`--gpu NAME --gpus N --gpus-per-node K`), or
+// from a JSON file (`--cluster FILE.json`) that may inherit from a catalog
+// device. docs/CostModel.md ("Cluster") describes both and the file format.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_COST_CLUSTER_H
+#define AUTOPAR_COST_CLUSTER_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace autopar {
+
+/// Compute precision of a GEMM: what its tensor-core (or vector) units
+/// multiply in. TF32 reads and writes fp32 data.
+enum class Precision { FP32, TF32, BF16, FP16 };
+constexpr unsigned NumPrecisions = 4;
+
+/// "fp32", "tf32", "bf16", "fp16": the spelling of plan files and JSON.
+llvm::StringRef getPrecisionName(Precision P);
+std::optional<Precision> parsePrecision(llvm::StringRef Name);
+/// Bytes per element of the operands a GEMM of this precision reads.
+unsigned getPrecisionBytes(Precision P);
+
+/// One level of the interconnect, per GPU and per direction: the bandwidth a
+/// large transfer achieves (nccl-tests bus bandwidth for GPU links, not the
+/// line rate) and the latency of one step (one hop of a ring).
+struct LinkLevel {
+  double BytesPerSec = 0;
+  double LatencySec = 0;
+};
+
+struct GemmCalibration;
+
+/// One device, as the catalog or a cluster file describes it.
+struct DeviceSpec {
+  /// "a100-40gb", "a100-80gb", "h100", "h200", "cpu", or a cluster file's.
+  std::string Name;
+  uint64_t MemoryBytes = 0;
+  /// Dense peak FLOP/s per device, indexed by Precision.
+  double PeakFlopsByPrecision[NumPrecisions] = {};
+  /// Memory bandwidth from the datasheet, and the fraction of it that a
+  /// streaming kernel achieves.
+  double HbmBytesPerSec = 0;
+  double HbmEfficiency = 1;
+  /// Streaming multiprocessors (cores for `cpu`): the GEMM model's wave
+  /// quantization divides tiles over them.
+  unsigned ComputeUnits = 1;
+  /// The fraction of peak a large, well-shaped GEMM approaches (the GEMM
+  /// model's asymptote, docs/CostModel.md "GEMM efficiency").
+  double GemmEfficiency = 1;
+  /// Fixed cost of one kernel (launch gap, prologue); the analytic GEMM
+  /// model adds it, and per-op costs can.
+  double KernelLaunchSec = 0;
+  unsigned DefaultGpusPerNode = 1;
+  /// The links of the usual node (see Cluster). Nvme is per node.
+  LinkLevel IntraNode, InterNode, HostLink, Nvme;
+  /// Fixed cost of one collective call (NCCL's base latency).
+  double CollectiveLatencySec = 0;
+  /// Measured GEMM curves that replace the analytic model for the
+  /// precisions they cover; null for none. Immutable once built, so copies
+  /// of a DeviceSpec share it.
+  std::shared_ptr<const GemmCalibration> Calibration;
+
+  double PeakFlops(Precision P) const {
+    return PeakFlopsByPrecision[static_cast<unsigned>(P)];
+  }
+  double achievableHbmBytesPerSec() const {
+    return HbmBytesPerSec * HbmEfficiency;
+  }
+};
+
+/// The devices of Devices.def, in its order.
+llvm::ArrayRef<DeviceSpec> getDeviceCatalog();
+/// The catalog device named Name (case-insensitive), or null.
+const DeviceSpec *lookupDevice(llvm::StringRef Name);
+
+/// The most GPUs and GPUs per node a cluster may have; larger requests are
+/// mistakes, not plans.
+constexpr int64_t MaxGpus = 1 << 20;
+constexpr int64_t MaxGpusPerNode = 1024;
+
+struct Cluster {
+  DeviceSpec Device;
+  unsigned NumGpus = 1;
+  /// GPUs of one node. A request for fewer GPUs than a node holds is a
+  /// single partial node: GpusPerNode == NumGpus.
+  unsigned GpusPerNode = 1;
+  /// NVLink (shared memory for `cpu`), per GPU and direction.
+  LinkLevel IntraNode;
+  /// Between nodes: each GPU's share of its node's NICs, per direction.
+  LinkLevel InterNode;
+  /// PCIe to host memory, per GPU when every GPU of the node transfers at
+  /// once (offload), per direction.
+  LinkLevel HostLink;
+  /// NVMe of one node, all drives together (not per GPU; see
+  /// nvmeBytesPerSecPerGpu).
+  LinkLevel Nvme;
+  double CollectiveLatencySec = 0;
+
+  unsigned numNodes() const {
+    return (NumGpus + GpusPerNode - 1) / GpusPerNode;
+  }
+  /// Each GPU's share of its node's NVMe bandwidth.
+  double nvmeBytesPerSecPerGpu() const {
+    return Nvme.BytesPerSec / GpusPerNode;
+  }
+};
+
+/// A cluster of NumGpus catalog devices, GpusPerNode per node (0: the
+/// device's default). Errors name the option (--gpu, --gpus,
+/// --gpus-per-node) and say what is valid.
+llvm::Expected<Cluster> makeCluster(llvm::StringRef DeviceName, int64_t NumGpus,
+                                    int64_t GpusPerNode);
+
+/// Reads a cluster file (docs/CostModel.md, "Cluster file"). NumGpus and
+/// GpusPerNode, when positive, replace the file's num_gpus and
+/// gpus_per_node (for `--cluster F --gpus N`). Errors name the file and the
+/// key.
+llvm::Expected<Cluster> loadClusterFile(llvm::StringRef Path,
+                                        int64_t NumGpus = 0,
+                                        int64_t GpusPerNode = 0);
+/// Reads a cluster description from JSON text; FileName names it in errors.
+/// Relative calibration paths are resolved against BaseDir.
+llvm::Expected<Cluster> parseClusterJSON(llvm::StringRef Text,
+                                         llvm::StringRef FileName,
+                                         llvm::StringRef BaseDir = "",
+                                         int64_t NumGpus = 0,
+                                         int64_t GpusPerNode = 0);
+
+/// The cluster as a complete cluster file (no `base`, calibration inline):
+/// parseClusterJSON reads it back to an equal cluster. Printed with
+/// llvm::json, whose objects print with sorted keys, so the text is
+/// deterministic.
+llvm::json::Value clusterToJSON(const Cluster &C);
+
+} // namespace autopar
+
+#endif // AUTOPAR_COST_CLUSTER_H

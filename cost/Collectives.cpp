@@ -1,0 +1,291 @@
+//===- Collectives.cpp - Time of collectives on a cluster -----------------===//
+//
+// Notation: a group of n ranks, k per node, over m = n/k nodes; the
+// intra-node level has bandwidth Bi and per-step latency ai, the inter-node
+// level Be and ae (Cluster::IntraNode, InterNode: per GPU, per direction);
+// S bytes in the nccl-tests convention; L0 the base latency of a call.
+// Every algorithm costs L0 + latency + bandwidth term; docs/CostModel.md
+// derives each one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cost/Collectives.h"
+
+#include "llvm/Support/ErrorHandling.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+using namespace autopar;
+
+namespace {
+
+constexpr double Infinity = std::numeric_limits<double>::infinity();
+
+/// NCCL's tree all-reduce reaches 0.92 of the bus bandwidth of its links
+/// (tuning.cc, "busBw * .92" for tree all-reduce), and moves 2S through
+/// them (algorithm bandwidth = bus bandwidth / 2).
+constexpr double TreeBandwidthFraction = 0.92;
+
+/// A latency and a bandwidth term, summed or overlapped by the caller.
+struct Phase {
+  double Latency = 0;
+  double Transfer = 0;
+  double seconds() const { return Latency + Transfer; }
+};
+
+/// The group against the cluster's links.
+struct Shape {
+  double N, K, M;
+  double Bi, Ai, Be, Ae;
+
+  Shape(const Cluster &Cl, CommGroup G)
+      : N(G.Size), K(G.RanksPerNode), M(G.numNodes()),
+        Bi(Cl.IntraNode.BytesPerSec), Ai(Cl.IntraNode.LatencySec),
+        Be(Cl.InterNode.BytesPerSec), Ae(Cl.InterNode.LatencySec) {}
+
+  bool spansNodes() const { return M > 1; }
+  /// The link a flat ring's every step waits for: the slower of the two
+  /// levels once the ring leaves a node.
+  double ringBandwidth() const {
+    if (!spansNodes())
+      return Bi;
+    return K == 1 ? Be : std::min(Bi, Be);
+  }
+  double ringLatency() const {
+    if (!spansNodes())
+      return Ai;
+    return K == 1 ? Ae : std::max(Ai, Ae);
+  }
+};
+
+/// Ring over P ranks moving a Factor share of S per rank in Steps steps
+/// (Thakur et al. 2005: all-reduce 2(p-1) steps of S/p, all-gather and
+/// reduce-scatter p-1 steps of S/p).
+Phase ring(double Steps, double Latency, double BytesPerRank,
+           double Bandwidth) {
+  return {Steps * Latency, BytesPerRank / Bandwidth};
+}
+
+Phase ringAllReduce(double P, double S, double Latency, double Bandwidth) {
+  return ring(2 * (P - 1), Latency, 2 * (P - 1) / P * S, Bandwidth);
+}
+Phase ringAllGather(double P, double S, double Latency, double Bandwidth) {
+  return ring(P - 1, Latency, (P - 1) / P * S, Bandwidth);
+}
+
+/// Double binary tree over M nodes with a chain of K ranks in each:
+/// latency 2((K-1) ai + log2(M) ae) as in NCCL's tuning model; the
+/// pipelined tree moves 2S through the slower of NVLink and the node's K
+/// NIC rails (NCCL builds one tree per channel, the channels spread over
+/// the NICs).
+Phase treeAllReduce(const Shape &Sh, double S) {
+  double Hops = Sh.M > 1 ? std::ceil(std::log2(Sh.M)) : 0;
+  double Latency = 2 * ((Sh.K - 1) * Sh.Ai + Hops * Sh.Ae);
+  double Bandwidth = Sh.M == 1   ? Sh.Bi
+                     : Sh.K == 1 ? Sh.Be
+                                 : std::min(Sh.Bi, Sh.K * Sh.Be);
+  return {Latency, 2 * S / (TreeBandwidthFraction * Bandwidth)};
+}
+
+/// Phases whose transfers are pipelined over chunks (intra-node and
+/// inter-node links busy at once, as NCCL's rings that cross nodes on every
+/// rail are): latencies add, the slowest transfer sets the pace.
+double pipelined(std::initializer_list<Phase> Phases) {
+  double Latency = 0, Transfer = 0;
+  for (const Phase &P : Phases) {
+    Latency += P.Latency;
+    Transfer = std::max(Transfer, P.Transfer);
+  }
+  return Latency + Transfer;
+}
+
+double hierarchical(const Shape &Sh, Collective C, double S) {
+  double K = Sh.K, M = Sh.M;
+  // Each rank's rail carries 1/K of the data between nodes.
+  double Rail = S / K;
+  switch (C) {
+  case Collective::AllReduce: {
+    // Reduce-scatter in the node, all-reduce of S/K across nodes on each
+    // rail (ring or tree, whichever is faster), all-gather in the node.
+    Phase Intra = ringAllGather(K, S, Sh.Ai, Sh.Bi);
+    Phase Ring = ringAllReduce(M, Rail, Sh.Ae, Sh.Be);
+    Shape Rails = Sh;
+    Rails.K = 1;
+    Phase Tree = treeAllReduce(Rails, Rail);
+    Phase Inter = Tree.seconds() < Ring.seconds() ? Tree : Ring;
+    return pipelined({Intra, Inter, Intra});
+  }
+  case Collective::AllGather:
+  case Collective::ReduceScatter:
+    // All-gather of S/K across nodes on each rail, then of S in the node
+    // (reduce-scatter: the same phases reversed).
+    return pipelined({ringAllGather(M, Rail, Sh.Ae, Sh.Be),
+                      ringAllGather(K, S, Sh.Ai, Sh.Bi)});
+  case Collective::Broadcast: {
+    // Scatter in the root's node, a pipelined chain of S/K across nodes on
+    // each rail, all-gather in every node.
+    Phase Intra = ringAllGather(K, S, Sh.Ai, Sh.Bi);
+    Phase Inter{(M - 1) * Sh.Ae, Rail / Sh.Be};
+    return pipelined({Intra, Inter, Intra});
+  }
+  case Collective::AllToAll:
+  case Collective::SendRecv:
+    return Infinity;
+  }
+  llvm_unreachable("unknown collective");
+}
+
+double flatRing(const Shape &Sh, Collective C, double S) {
+  double B = Sh.ringBandwidth(), A = Sh.ringLatency();
+  switch (C) {
+  case Collective::AllReduce:
+    return ringAllReduce(Sh.N, S, A, B).seconds();
+  case Collective::AllGather:
+  case Collective::ReduceScatter:
+    return ringAllGather(Sh.N, S, A, B).seconds();
+  case Collective::Broadcast:
+    // A pipelined chain: n-1 steps to fill, then S at link speed.
+    return (Sh.N - 1) * A + S / B;
+  case Collective::AllToAll:
+  case Collective::SendRecv:
+    return Infinity;
+  }
+  llvm_unreachable("unknown collective");
+}
+
+/// Pairwise exchange (Thakur et al. 2005: (p-1) alpha + (p-1)/p S beta).
+/// Each rank sends S/n to every other rank; the part for its own node goes
+/// over NVLink while the rest leaves through its NIC share.
+double pairwise(const Shape &Sh, double S) {
+  double Latency = (Sh.K - 1) * Sh.Ai + (Sh.N - Sh.K) * Sh.Ae;
+  double Intra = (Sh.K - 1) / Sh.N * S / Sh.Bi;
+  double Inter = Sh.N > Sh.K ? (Sh.N - Sh.K) / Sh.N * S / Sh.Be : 0;
+  return Latency + std::max(Intra, Inter);
+}
+
+double direct(const Shape &Sh, double S) {
+  if (Sh.spansNodes())
+    return Sh.Ae + S / Sh.Be;
+  return Sh.Ai + S / Sh.Bi;
+}
+
+void checkGroup(const Cluster &Cl, CommGroup G, double Bytes) {
+  (void)Cl;
+  (void)G;
+  (void)Bytes;
+  assert(G.Size >= 1 && G.RanksPerNode >= 1 && "empty group");
+  assert(G.Size % G.RanksPerNode == 0 && "ranks split unevenly over nodes");
+  assert(G.RanksPerNode <= Cl.GpusPerNode && "more ranks than a node holds");
+  assert(Bytes >= 0 && "negative size");
+}
+
+} // namespace
+
+llvm::StringRef autopar::getCollectiveName(Collective C) {
+  switch (C) {
+  case Collective::AllReduce:
+    return "all-reduce";
+  case Collective::AllGather:
+    return "all-gather";
+  case Collective::ReduceScatter:
+    return "reduce-scatter";
+  case Collective::AllToAll:
+    return "all-to-all";
+  case Collective::SendRecv:
+    return "send-recv";
+  case Collective::Broadcast:
+    return "broadcast";
+  }
+  llvm_unreachable("unknown collective");
+}
+
+llvm::StringRef autopar::getCollectiveAlgorithmName(CollectiveAlgorithm A) {
+  switch (A) {
+  case CollectiveAlgorithm::Ring:
+    return "ring";
+  case CollectiveAlgorithm::Tree:
+    return "tree";
+  case CollectiveAlgorithm::Hierarchical:
+    return "hierarchical";
+  case CollectiveAlgorithm::Pairwise:
+    return "pairwise";
+  case CollectiveAlgorithm::Direct:
+    return "direct";
+  }
+  llvm_unreachable("unknown algorithm");
+}
+
+double autopar::getBusBandwidthFactor(Collective C, unsigned GroupSize) {
+  double N = GroupSize;
+  switch (C) {
+  case Collective::AllReduce:
+    return 2 * (N - 1) / N;
+  case Collective::AllGather:
+  case Collective::ReduceScatter:
+  case Collective::AllToAll:
+    return (N - 1) / N;
+  case Collective::SendRecv:
+  case Collective::Broadcast:
+    return 1;
+  }
+  llvm_unreachable("unknown collective");
+}
+
+double autopar::collectiveSeconds(const Cluster &Cl, Collective C, double Bytes,
+                                  CommGroup G, CollectiveAlgorithm A) {
+  checkGroup(Cl, G, Bytes);
+  if (G.Size == 1)
+    return 0;
+  Shape Sh(Cl, G);
+  double Seconds = Infinity;
+  switch (A) {
+  case CollectiveAlgorithm::Ring:
+    Seconds = flatRing(Sh, C, Bytes);
+    break;
+  case CollectiveAlgorithm::Tree:
+    if (C == Collective::AllReduce)
+      Seconds = treeAllReduce(Sh, Bytes).seconds();
+    break;
+  case CollectiveAlgorithm::Hierarchical:
+    if (Sh.spansNodes() && Sh.K > 1)
+      Seconds = hierarchical(Sh, C, Bytes);
+    break;
+  case CollectiveAlgorithm::Pairwise:
+    if (C == Collective::AllToAll)
+      Seconds = pairwise(Sh, Bytes);
+    break;
+  case CollectiveAlgorithm::Direct:
+    if (C == Collective::SendRecv)
+      Seconds = direct(Sh, Bytes);
+    break;
+  }
+  return Seconds + Cl.CollectiveLatencySec;
+}
+
+CollectiveCost autopar::estimateCollective(const Cluster &Cl, Collective C,
+                                           double Bytes, CommGroup G) {
+  checkGroup(Cl, G, Bytes);
+  if (G.Size == 1)
+    return {0, C == Collective::AllToAll   ? CollectiveAlgorithm::Pairwise
+               : C == Collective::SendRecv ? CollectiveAlgorithm::Direct
+                                           : CollectiveAlgorithm::Ring};
+  CollectiveCost Best{Infinity, CollectiveAlgorithm::Ring};
+  for (CollectiveAlgorithm A :
+       {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree,
+        CollectiveAlgorithm::Hierarchical, CollectiveAlgorithm::Pairwise,
+        CollectiveAlgorithm::Direct}) {
+    double Seconds = collectiveSeconds(Cl, C, Bytes, G, A);
+    if (Seconds < Best.Seconds)
+      Best = {Seconds, A};
+  }
+  assert(Best.Seconds < Infinity && "no algorithm applies");
+  return Best;
+}
+
+double autopar::collectiveSeconds(const Cluster &Cl, Collective C, double Bytes,
+                                  CommGroup G) {
+  return estimateCollective(Cl, C, Bytes, G).Seconds;
+}

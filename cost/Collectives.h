@@ -1,0 +1,90 @@
+//===- Collectives.h - Time of collectives on a cluster ---------*- C++ -*-===//
+//
+// An alpha-beta model of NCCL-style collectives over the two levels of a
+// cluster (NVLink inside a node, the NICs between nodes): each algorithm
+// costs a latency per step plus bytes over the bandwidth of the level it
+// crosses, and a collective takes the fastest applicable algorithm, as
+// NCCL's tuner does. docs/CostModel.md ("Collectives") gives every formula
+// and its source (Thakur et al. 2005, NCCL's tuning model, nccl-tests'
+// PERFORMANCE.md).
+//
+// Sizes follow the nccl-tests "size" convention: the full buffer
+// (all-reduce's tensor, all-gather's output, reduce-scatter's input,
+// all-to-all's send buffer per rank, broadcast's buffer, point-to-point's
+// message).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_COST_COLLECTIVES_H
+#define AUTOPAR_COST_COLLECTIVES_H
+
+#include "cost/Cluster.h"
+
+#include "llvm/ADT/StringRef.h"
+
+namespace autopar {
+
+enum class Collective {
+  AllReduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  SendRecv,
+  Broadcast
+};
+
+enum class CollectiveAlgorithm {
+  /// One ring through every rank, node after node: every step waits for
+  /// the slowest link of the ring.
+  Ring,
+  /// NCCL's double binary tree: a chain inside each node, a tree over the
+  /// nodes, pipelined. All-reduce only.
+  Tree,
+  /// Two levels for a group that spans nodes: inside each node, then
+  /// between nodes on every NIC rail in parallel (1/k of the data each),
+  /// then inside each node again.
+  Hierarchical,
+  /// All-to-all: every rank sends to every other rank directly.
+  Pairwise,
+  /// Point-to-point: one message.
+  Direct
+};
+
+llvm::StringRef getCollectiveName(Collective C);
+llvm::StringRef getCollectiveAlgorithmName(CollectiveAlgorithm A);
+
+/// The ranks of one collective: Size ranks, RanksPerNode of them in each
+/// node they occupy (RanksPerNode == Size: the group lives in one node).
+/// Size is a multiple of RanksPerNode; a send/recv pair has Size 2.
+struct CommGroup {
+  unsigned Size = 1;
+  unsigned RanksPerNode = 1;
+
+  unsigned numNodes() const { return Size / RanksPerNode; }
+};
+
+/// nccl-tests' bus-bandwidth factor: busbw = factor * size / time. It is
+/// 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and
+/// all-to-all, 1 for send/recv and broadcast.
+double getBusBandwidthFactor(Collective C, unsigned GroupSize);
+
+/// Seconds one algorithm takes, or +infinity where it does not apply (a
+/// tree for anything but all-reduce, hierarchical inside one node, ...).
+double collectiveSeconds(const Cluster &Cl, Collective C, double Bytes,
+                         CommGroup G, CollectiveAlgorithm A);
+
+struct CollectiveCost {
+  double Seconds = 0;
+  CollectiveAlgorithm Algorithm = CollectiveAlgorithm::Ring;
+};
+/// The fastest applicable algorithm and its time (ties go to the earlier
+/// algorithm of the enum). Size-1 groups cost 0.
+CollectiveCost estimateCollective(const Cluster &Cl, Collective C, double Bytes,
+                                  CommGroup G);
+/// estimateCollective's seconds.
+double collectiveSeconds(const Cluster &Cl, Collective C, double Bytes,
+                         CommGroup G);
+
+} // namespace autopar
+
+#endif // AUTOPAR_COST_COLLECTIVES_H

@@ -1,0 +1,148 @@
+//===- ModelState.cpp - Weights, gradients and optimizer states -----------===//
+
+#include "cost/ModelState.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <algorithm>
+
+using namespace autopar;
+using namespace llvm;
+
+StringRef autopar::getOptimizerName(OptimizerKind K) {
+  return K == OptimizerKind::AdamW ? "adamw" : "sgd";
+}
+
+std::optional<OptimizerKind> autopar::parseOptimizerName(StringRef Name) {
+  if (Name == "adamw" || Name == "adam")
+    return OptimizerKind::AdamW;
+  if (Name == "sgd")
+    return OptimizerKind::SGD;
+  return std::nullopt;
+}
+
+StringRef autopar::getOffloadName(OffloadKind K) {
+  switch (K) {
+  case OffloadKind::None:
+    return "none";
+  case OffloadKind::OptimizerCpu:
+    return "optimizer-cpu";
+  case OffloadKind::OptimizerNvme:
+    return "optimizer-nvme";
+  case OffloadKind::AllCpu:
+    return "cpu";
+  case OffloadKind::AllNvme:
+    return "nvme";
+  }
+  return "none";
+}
+
+std::optional<OffloadKind> autopar::parseOffloadName(StringRef Name) {
+  return StringSwitch<std::optional<OffloadKind>>(Name)
+      .Case("none", OffloadKind::None)
+      .Case("optimizer-cpu", OffloadKind::OptimizerCpu)
+      .Case("optimizer-nvme", OffloadKind::OptimizerNvme)
+      .Case("cpu", OffloadKind::AllCpu)
+      .Case("nvme", OffloadKind::AllNvme)
+      .Default(std::nullopt);
+}
+
+double autopar::optimizerBytesPerParam(OptimizerKind K) {
+  // fp32 master weight + Adam's two moments, or + SGD's momentum.
+  return K == OptimizerKind::AdamW ? 12 : 8;
+}
+
+Error autopar::validateModelState(const ModelStateConfig &C) {
+  if (C.ZeroStage > 3)
+    return createStringError(inconvertibleErrorCode(),
+                             "zero=" + Twine(C.ZeroStage) +
+                                 " is not a ZeRO stage; use 0, 1, 2 or 3");
+  if (C.DataParallel < 1)
+    return createStringError(inconvertibleErrorCode(),
+                             "the data-parallel degree must be at least 1");
+  bool Weights =
+      C.Offload == OffloadKind::AllCpu || C.Offload == OffloadKind::AllNvme;
+  if (Weights && C.ZeroStage != 3)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "offload=" + getOffloadName(C.Offload) +
+            " moves the weights, which needs zero=3 (ZeRO-Infinity); use "
+            "offload=optimizer-cpu with zero=" +
+            Twine(C.ZeroStage));
+  return Error::success();
+}
+
+static bool offloadsOptimizer(OffloadKind K) { return K != OffloadKind::None; }
+
+static bool offloadsToNvme(OffloadKind K) {
+  return K == OffloadKind::OptimizerNvme || K == OffloadKind::AllNvme;
+}
+
+ModelStateMemory autopar::getModelStateMemory(const ModelStateConfig &C) {
+  ModelStateMemory M;
+  double Nd = std::max(1u, C.DataParallel);
+  double Params = C.Params;
+  double Weights = Params * C.WeightBytes;
+  double Grads = Params * C.GradBytes;
+  double Optimizer = Params * optimizerBytesPerParam(C.Optimizer);
+  if (C.ZeroStage >= 1)
+    Optimizer /= Nd;
+  if (C.ZeroStage >= 2)
+    Grads /= Nd;
+  if (C.ZeroStage >= 3) {
+    Weights /= Nd;
+    // The layer being computed and the one being prefetched, whole.
+    M.GatherBufferBytes = 2 * C.LargestLayerParams * C.WeightBytes;
+  }
+  M.WeightBytes = Weights;
+  M.GradBytes = Grads;
+  M.OptimizerBytes = Optimizer;
+  if (offloadsOptimizer(C.Offload)) {
+    double Off = Optimizer;
+    // ZeRO-Offload keeps the gradients on the host too, after reducing
+    // them: the device keeps one layer's buffer (ignored here).
+    Off += Grads;
+    M.OptimizerBytes = 0;
+    M.GradBytes = 0;
+    (offloadsToNvme(C.Offload) ? M.NvmeBytes : M.HostBytes) += Off;
+  }
+  if (C.Offload == OffloadKind::AllCpu || C.Offload == OffloadKind::AllNvme) {
+    (C.Offload == OffloadKind::AllNvme ? M.NvmeBytes : M.HostBytes) +=
+        M.WeightBytes;
+    M.WeightBytes = 0;
+  }
+  return M;
+}
+
+double autopar::hostMemoryBytesPerSecPerGpu(const Cluster &Cl) {
+  // Two sockets per node; DDR4-3200 (A100 nodes) or DDR5-4800 (H100/H200
+  // nodes), eight channels each, 8 bytes per transfer.
+  bool Ddr5 =
+      Cl.Device.Name.rfind("h1", 0) == 0 || Cl.Device.Name.rfind("h2", 0) == 0;
+  double PerSocket = 8 * 8 * (Ddr5 ? 4800e6 : 3200e6);
+  return 2 * PerSocket / std::max(1u, Cl.GpusPerNode);
+}
+
+double autopar::optimizerStepSeconds(const ModelStateConfig &C,
+                                     const Cluster &Cl) {
+  double Nd = std::max(1u, C.DataParallel);
+  // The parameters whose update this rank computes.
+  double Owned = C.ZeroStage >= 1 ? C.Params / Nd : C.Params;
+  // Read the gradient, the states and the master weight, write the states,
+  // the master and the 16-bit weight.
+  double StateBytes = optimizerBytesPerParam(C.Optimizer);
+  double Bytes = Owned * (C.GradBytes + 2 * StateBytes + C.WeightBytes);
+  if (!offloadsOptimizer(C.Offload)) {
+    double Bandwidth = Cl.Device.achievableHbmBytesPerSec();
+    return Bandwidth > 0 ? Bytes / Bandwidth : 0;
+  }
+  double Link = offloadsToNvme(C.Offload) ? Cl.nvmeBytesPerSecPerGpu()
+                                          : Cl.HostLink.BytesPerSec;
+  double Transfer = Link > 0 ? Owned * (C.GradBytes + C.WeightBytes) / Link : 0;
+  double Host = hostMemoryBytesPerSecPerGpu(Cl);
+  double Step = Host > 0 ? Bytes / Host : 0;
+  // NVMe also streams the states in and out.
+  if (offloadsToNvme(C.Offload) && Link > 0)
+    Step = std::max(Step, Owned * 2 * StateBytes / Link);
+  return Transfer + Step;
+}

@@ -1,0 +1,88 @@
+//===- ModelState.h - Weights, gradients and optimizer states -*- C++ -*-===//
+//
+// Memory of the model states on one rank and the time to update them, for
+// mixed-precision training (Micikevicius et al. 2018): 16-bit weights and
+// gradients, and an fp32 master copy with the optimizer's fp32 states.
+// Adam keeps 12 bytes per parameter (master, momentum, variance: the K = 12
+// of Rajbhandari et al. 2020, "ZeRO", section 3.1); SGD with momentum 8.
+// ZeRO stage 1 divides the optimizer states over the data-parallel group,
+// stage 2 the gradients too, stage 3 the weights too. Offload moves the
+// optimizer states (and the master weights) to host memory or NVMe, where
+// the optimizer step runs (ZeRO-Offload, Ren et al. 2021), and with stage 3
+// may move the 16-bit weights too, fetched layer by layer with prefetch
+// (ZeRO-Infinity, Rajbhandari et al. 2021).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_COST_MODELSTATE_H
+#define AUTOPAR_COST_MODELSTATE_H
+
+#include "cost/Cluster.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+
+namespace autopar {
+
+enum class OptimizerKind { AdamW, SGD };
+llvm::StringRef getOptimizerName(OptimizerKind K);
+std::optional<OptimizerKind> parseOptimizerName(llvm::StringRef Name);
+
+/// Where the optimizer states, and with ZeRO-3 the weights, live.
+enum class OffloadKind { None, OptimizerCpu, OptimizerNvme, AllCpu, AllNvme };
+llvm::StringRef getOffloadName(OffloadKind K);
+std::optional<OffloadKind> parseOffloadName(llvm::StringRef Name);
+
+struct ModelStateConfig {
+  /// Parameter elements this rank computes with, after tensor and pipeline
+  /// parallelism have divided them (before ZeRO).
+  double Params = 0;
+  unsigned DataParallel = 1;
+  unsigned ZeroStage = 0;
+  OptimizerKind Optimizer = OptimizerKind::AdamW;
+  OffloadKind Offload = OffloadKind::None;
+  /// Bytes of a 16-bit (or fp32) weight and gradient.
+  double WeightBytes = 2, GradBytes = 2;
+  /// Parameter elements of the largest layer: ZeRO-3 gathers one layer at a
+  /// time and prefetches the next, so two of them are held whole.
+  double LargestLayerParams = 0;
+};
+
+struct ModelStateMemory {
+  double WeightBytes = 0, GradBytes = 0, OptimizerBytes = 0;
+  /// ZeRO-3's gathered layers (current and prefetched).
+  double GatherBufferBytes = 0;
+  /// Bytes this rank keeps in host memory or on NVMe.
+  double HostBytes = 0, NvmeBytes = 0;
+
+  double deviceBytes() const {
+    return WeightBytes + GradBytes + OptimizerBytes + GatherBufferBytes;
+  }
+};
+
+/// Optimizer-state bytes per parameter, fp32 master included.
+double optimizerBytesPerParam(OptimizerKind K);
+
+/// Checks the combination (offloading the weights needs ZeRO-3, stages are
+/// 0-3); the message names the option to change.
+llvm::Error validateModelState(const ModelStateConfig &C);
+
+ModelStateMemory getModelStateMemory(const ModelStateConfig &C);
+
+/// Seconds of the optimizer step per training step on one rank: on the
+/// device, a memory-bound pass over the states it holds; offloaded, the
+/// gradients go down and the updated weights come back over PCIe (or NVMe)
+/// and the host runs the step at its memory bandwidth.
+double optimizerStepSeconds(const ModelStateConfig &C, const Cluster &Cl);
+
+/// Host memory bandwidth available to one GPU's share of the host, bytes/s:
+/// DGX A100 and H100 nodes have two sockets of eight DDR channels (AMD EPYC
+/// 7742: 8 x DDR4-3200 = 204.8 GB/s per socket, AMD datasheet; Intel Xeon
+/// 8480C: 8 x DDR5-4800 = 307.2 GB/s per socket, Intel ARK), shared by 8
+/// GPUs.
+double hostMemoryBytesPerSecPerGpu(const Cluster &Cl);
+
+} // namespace autopar
+
+#endif // AUTOPAR_COST_MODELSTATE_H

@@ -1,0 +1,298 @@
+//===- OpCost.cpp - Time of one node on one rank --------------------------===//
+//
+// Rules (docs/CostModel.md, "Per-op cost"):
+// - Forward FLOPs are ir/OpFlops.h's, divided by the split degree (every
+//   loop is a factor of the iteration space).
+// - Backward FLOPs: a product computes one product of the same size per
+//   operand that needs a gradient (dA = dY B^T, dB = A^T dY), so 2x the
+//   forward when both do (Narayanan et al. 2021, section 5.1: backward =
+//   2x forward). Attention's core is four products in its backward (dP, dV,
+//   dQ, dK: 2x); a fused kernel also recomputes Q K^T (2.5x; Dao et al.
+//   2022, section 3.1). Gather's backward scatters one addition per output
+//   element into the table. Other ops: 2x their forward FLOPs when an
+//   operand needs a gradient.
+// - Bytes: every operand read and every result written once, at the local
+//   size; views (reshapes, identity) move nothing. Backward: 2x (read the
+//   saved inputs and the incoming gradient, write the outgoing ones).
+// - Seconds: products at gemmSeconds (shape-dependent efficiency); other
+//   ops at the fp32 vector peak; each against bytes at achievable HBM
+//   bandwidth (roofline: Williams et al. 2009), the larger wins, plus one
+//   kernel launch per kernel. Nodes that read no activation (weight
+//   transposes, cached masks and rotary tables) are computed once, not per
+//   step, and cost nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cost/OpCost.h"
+
+#include "cost/GemmEfficiency.h"
+#include "ir/Graph.h"
+#include "ir/OpFlops.h"
+
+#include <algorithm>
+
+using namespace autopar;
+using namespace llvm;
+
+GradientFlow::GradientFlow(const Graph &G) {
+  for (const std::unique_ptr<Value> &P : G.getParams())
+    if (isFloatElementType(P->getType().getElementType()))
+      Grad.insert(P.get());
+  for (const std::unique_ptr<Value> &I : G.getInputs())
+    Activation.insert(I.get());
+  for (const Node &N : G.getNodes()) {
+    bool AnyGrad = false, AnyActivation = false;
+    for (const Value *O : N.getOperands()) {
+      AnyGrad |= needsGrad(O);
+      AnyActivation |= isActivation(O);
+    }
+    bool NoGradient = N.getOp() == OpId::Shape || N.getOp() == OpId::Size;
+    for (unsigned I = 0, E = N.getNumResults(); I != E; ++I) {
+      const Value *R = N.getResult(I);
+      if (!R)
+        continue;
+      if (AnyGrad && !NoGradient &&
+          isFloatElementType(R->getType().getElementType()))
+        Grad.insert(R);
+      // Shapes are static: Shape and Size of an activation are not one.
+      if (AnyActivation && !NoGradient)
+        Activation.insert(R);
+    }
+  }
+}
+
+double autopar::trainingElementBytes(const Value &V, const CostSettings &S) {
+  ElementType Ty = V.getType().getElementType();
+  if (isFloatElementType(Ty))
+    return getPrecisionBytes(S.Compute);
+  return getElementTypeBits(Ty) / 8.0;
+}
+
+double autopar::localElements(const Value &V, ArrayRef<int> Map,
+                              LoopSplit Split) {
+  std::optional<int64_t> N = V.getType().getStaticNumElements();
+  double Elements = N ? double(*N) : 0;
+  if (Split.Degree > 1 && is_contained(Map, Split.Loop))
+    Elements /= Split.Degree;
+  return Elements;
+}
+
+namespace {
+
+bool isView(OpId Op) {
+  switch (Op) {
+  case OpId::Reshape:
+  case OpId::Flatten:
+  case OpId::Squeeze:
+  case OpId::Unsqueeze:
+  case OpId::Identity:
+  case OpId::Constant:
+  case OpId::Shape:
+  case OpId::Size:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// A dense product seen through its loops: sizes on one rank of the M, N, K
+/// and batch loops (those in A and Y, B and Y, A and B, all three).
+struct GemmShape {
+  int64_t M = 1, N = 1, K = 1, Batch = 1;
+};
+
+/// Static size of loop L: the size of a dimension mapped to it.
+int64_t loopSize(const Node &N, const OpLoops &Loops, unsigned L) {
+  int64_t Size = 1;
+  auto Visit = [&](const Value *V, ArrayRef<int> Map) {
+    if (!V)
+      return;
+    for (unsigned I = 0; I != Map.size(); ++I)
+      if (Map[I] == int(L) && V->getType().getDim(I).isStatic())
+        Size = std::max(Size, V->getType().getDim(I).getSize());
+  };
+  for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I)
+    Visit(N.getOperand(I), Loops.Operands[I]);
+  for (unsigned I = 0, E = N.getNumResults(); I != E; ++I)
+    Visit(N.getResult(I), Loops.Results[I]);
+  return Size;
+}
+
+std::optional<GemmShape> getGemmShape(const Node &N, const OpLoops &Loops,
+                                      LoopSplit Split) {
+  if (N.getNumOperands() < 2 || Loops.Operands.size() < 2)
+    return std::nullopt;
+  GemmShape S;
+  for (unsigned L = 0; L != Loops.getNumLoops(); ++L) {
+    bool InA = is_contained(Loops.Operands[0], int(L));
+    bool InB = is_contained(Loops.Operands[1], int(L));
+    bool InY = is_contained(Loops.Results[0], int(L));
+    int64_t Size = loopSize(N, Loops, L);
+    if (int(L) == Split.Loop && Split.Degree > 1)
+      Size = std::max<int64_t>(1, Size / Split.Degree);
+    if (InA && InB && InY)
+      S.Batch *= Size;
+    else if (InA && InY)
+      S.M *= Size;
+    else if (InB && InY)
+      S.N *= Size;
+    else if (InA && InB)
+      S.K *= Size;
+  }
+  return S;
+}
+
+bool isProduct(const Node &N) {
+  switch (N.getOp()) {
+  case OpId::MatMul:
+  case OpId::Linear:
+  case OpId::Gemm:
+  case OpId::Conv:
+  case OpId::ConvTranspose:
+    return true;
+  case OpId::Einsum:
+    return N.getNumOperands() == 2;
+  default:
+    return false;
+  }
+}
+
+/// Forward and backward of a product: one GEMM, then dA (M x K from
+/// [M,N] x [N,K]) and dB (K x N from [K,M] x [M,N]) when needed.
+void costProduct(const Node &N, const GemmShape &S, const DeviceSpec &D,
+                 Precision P, const GradientFlow &Flow, NodeCost &C,
+                 double &FwdCompute, double &BwdCompute) {
+  FwdCompute = gemmSeconds(D, P, S.M, S.N, S.K, S.Batch);
+  unsigned Grads = 0;
+  if (Flow.needsGrad(N.getOperand(0))) {
+    BwdCompute += gemmSeconds(D, P, S.M, S.K, S.N, S.Batch);
+    ++Grads;
+  }
+  if (Flow.needsGrad(N.getOperand(1))) {
+    BwdCompute += gemmSeconds(D, P, S.K, S.N, S.M, S.Batch);
+    ++Grads;
+  }
+  C.BwdFlops = C.FwdFlops * Grads;
+}
+
+/// Attention's core as products: scores [Sq, Skv] over D and the output
+/// [Sq, Dv] over Skv, Batch = batch x heads on this rank.
+void costAttention(const Node &N, const OpLoops &Loops, LoopSplit Split,
+                   const DeviceSpec &D, const CostSettings &Set,
+                   const GradientFlow &Flow, NodeCost &C, double &FwdCompute,
+                   double &BwdCompute, double &ScoreBytes) {
+  int64_t Size[6];
+  for (unsigned L = 0; L != 6; ++L) {
+    Size[L] = loopSize(N, Loops, L);
+    if (int(L) == Split.Loop && Split.Degree > 1)
+      Size[L] = std::max<int64_t>(1, Size[L] / Split.Degree);
+  }
+  // Loops (ir/OpLoops.cpp): B, H, Sq, Skv, D, Dv; in the 3-D form the H loop
+  // is the hidden size, heads x D.
+  int64_t Batch = Size[0] * Size[1], Sq = Size[2], Skv = Size[3], Hd = Size[4],
+          HdV = Size[5];
+  if (N.getOperand(0)->getType().getRank() == 3) {
+    const Attribute *A = N.getAttr("q_num_heads");
+    int64_t Heads = A && A->isa(Attribute::Kind::Int) ? A->getInt() : 1;
+    if (Split.Loop == 1 && Split.Degree > 1)
+      Heads = std::max<int64_t>(1, Heads / Split.Degree);
+    Batch = Size[0] * Heads;
+    Hd = std::max<int64_t>(1, Size[1] / Heads);
+    HdV = Hd;
+  }
+  Precision P = Set.Compute;
+  double QK = gemmSeconds(D, P, Sq, Skv, Hd, Batch);
+  double PV = gemmSeconds(D, P, Sq, HdV, Skv, Batch);
+  FwdCompute = QK + PV;
+  bool Grad = Flow.needsGrad(N.getOperand(0)) ||
+              Flow.needsGrad(N.getOperand(1)) ||
+              Flow.needsGrad(N.getOperand(2));
+  if (Grad) {
+    // dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q.
+    BwdCompute = gemmSeconds(D, P, Skv, HdV, Sq, Batch) +
+                 gemmSeconds(D, P, Sq, Skv, HdV, Batch) +
+                 gemmSeconds(D, P, Sq, Hd, Skv, Batch) +
+                 gemmSeconds(D, P, Skv, Hd, Sq, Batch);
+    C.BwdFlops = 2 * C.FwdFlops;
+    if (Set.FusedAttention) {
+      BwdCompute += QK;
+      C.BwdFlops = 2.5 * C.FwdFlops;
+    }
+  }
+  // Unfused: the scores are written, read and written by the softmax, and
+  // read by the second product.
+  if (!Set.FusedAttention)
+    ScoreBytes = 4.0 * Batch * Sq * Skv * getPrecisionBytes(P);
+}
+
+} // namespace
+
+NodeCost autopar::getNodeCost(const Node &N,
+                              const std::optional<OpLoops> &Loops,
+                              LoopSplit Split, const DeviceSpec &Device,
+                              const CostSettings &Settings,
+                              const GradientFlow &Flow) {
+  NodeCost C;
+  if (!Loops)
+    Split = LoopSplit();
+  bool ReadsActivation = false, AnyGrad = false;
+  for (const Value *O : N.getOperands()) {
+    ReadsActivation |= Flow.isActivation(O);
+    AnyGrad |= Flow.needsGrad(O);
+  }
+  if (isView(N.getOp()) || !ReadsActivation)
+    return C;
+
+  C.FwdFlops = double(getForwardFlops(N).value_or(0)) / Split.Degree;
+  for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I)
+    if (const Value *O = N.getOperand(I))
+      C.FwdBytes += localElements(*O,
+                                  Loops ? ArrayRef<int>(Loops->Operands[I])
+                                        : ArrayRef<int>(),
+                                  Split) *
+                    trainingElementBytes(*O, Settings);
+  for (unsigned I = 0, E = N.getNumResults(); I != E; ++I)
+    if (const Value *R = N.getResult(I))
+      C.FwdBytes += localElements(*R,
+                                  Loops ? ArrayRef<int>(Loops->Results[I])
+                                        : ArrayRef<int>(),
+                                  Split) *
+                    trainingElementBytes(*R, Settings);
+
+  double FwdCompute = 0, BwdCompute = 0, ScoreBytes = 0;
+  double VectorRate = Device.PeakFlops(Precision::FP32);
+  std::optional<GemmShape> Shape;
+  if (Loops && isProduct(N))
+    Shape = getGemmShape(N, *Loops, Split);
+  if (Shape) {
+    costProduct(N, *Shape, Device, Settings.Compute, Flow, C, FwdCompute,
+                BwdCompute);
+  } else if (Loops && N.getOp() == OpId::Attention &&
+             Loops->getNumLoops() == 6) {
+    costAttention(N, *Loops, Split, Device, Settings, Flow, C, FwdCompute,
+                  BwdCompute, ScoreBytes);
+  } else {
+    FwdCompute = VectorRate > 0 ? C.FwdFlops / VectorRate : 0;
+    if (AnyGrad) {
+      C.BwdFlops = N.getOp() == OpId::Gather ? C.FwdFlops : 2 * C.FwdFlops;
+      if (N.getOp() == OpId::Gather && Flow.needsGrad(N.getOperand(0)))
+        C.BwdFlops = localElements(
+            *N.getResult(0),
+            Loops ? ArrayRef<int>(Loops->Results[0]) : ArrayRef<int>(), Split);
+      BwdCompute = VectorRate > 0 ? C.BwdFlops / VectorRate : 0;
+    }
+  }
+  C.FwdBytes += ScoreBytes;
+  if (AnyGrad)
+    C.BwdBytes = 2 * C.FwdBytes;
+
+  double Bandwidth = Device.achievableHbmBytesPerSec();
+  auto Time = [&](double Compute, double Bytes) {
+    double Memory = Bandwidth > 0 ? Bytes / Bandwidth : 0;
+    return std::max(Compute, Memory) + Device.KernelLaunchSec;
+  };
+  C.FwdSeconds = Time(FwdCompute, C.FwdBytes);
+  if (AnyGrad)
+    C.BwdSeconds = Time(BwdCompute, C.BwdBytes);
+  return C;
+}

@@ -1,0 +1,295 @@
+//===- PlanDriver.cpp - What `autopar MODEL --gpus N` does ----------------===//
+
+#include "driver/PlanDriver.h"
+
+#include "driver/OptDriver.h"
+#include "driver/OutputFiles.h"
+#include "ir/Graph.h"
+#include "ir/Printer.h"
+#include "passes/PassManager.h"
+#include "planner/ModelProfile.h"
+#include "planner/Search.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+using namespace autopar;
+using namespace llvm;
+
+static raw_ostream &error() { return WithColor::error(errs(), "autopar"); }
+
+static constexpr double GiB = double(1ull << 30);
+
+/// A figure rounded to Digits significant digits, so that plan files do not
+/// carry the last bits of a floating-point computation.
+static double rounded(double V, int Digits = 6) {
+  if (V == 0 || !std::isfinite(V))
+    return V;
+  char Buf[64];
+  snprintf(Buf, sizeof(Buf), "%.*g", Digits, V);
+  return std::strtod(Buf, nullptr);
+}
+
+static std::string sha256Of(StringRef Path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(Path);
+  if (!Buf)
+    return "unknown";
+  SHA256 H;
+  H.update((*Buf)->getBuffer());
+  return toHex(H.final(), /*LowerCase=*/true);
+}
+
+static void printSummary(raw_ostream &OS, const PlanDriverOptions &O,
+                         const Cluster &Cl, const SearchResult &R,
+                         double SearchSeconds) {
+  const Plan &Best = R.Plans.front();
+  const PlanConfig &C = Best.Config;
+  const PlanPrediction &P = Best.Prediction;
+  OS << "autopar: " << sys::path::filename(O.ModelFile) << " on " << Cl.NumGpus
+     << " x " << Cl.Device.Name << " (" << Cl.GpusPerNode
+     << " per node), global batch " << C.MicroBatch * C.MicroBatches * C.DP
+     << "\n";
+  OS << "plan: " << C.str() << "\n";
+  OS << "  micro-batches: " << C.MicroBatches << ", units per stage:";
+  for (unsigned S : C.StageUnits)
+    OS << ' ' << S;
+  OS << "\n";
+  OS << format("predicted step time: %.3f s (pipeline %.3f s, bubble "
+               "%.1f%%, data-parallel sync %.3f s, optimizer %.3f s)\n",
+               P.StepSeconds, P.PipelineSeconds, 100 * P.BubbleFraction,
+               P.DpSyncSeconds, P.OptimizerSeconds);
+  OS << format("throughput: %.0f tokens/s, %.1f TFLOP/s per GPU model "
+               "(MFU %.1f%%), %.1f hardware (HFU %.1f%%)\n",
+               P.TokensPerSecond, P.ModelTflopsPerGpu, 100 * P.Mfu,
+               P.HardwareTflopsPerGpu, 100 * P.Hfu);
+  OS << format("peak memory per GPU: %.1f GiB of %.1f GiB\n",
+               P.PeakMemoryBytes / GiB, P.MemoryCapacityBytes / GiB);
+  OS << format("search: %llu configurations in %.2f s\n",
+               (unsigned long long)R.ConfigsEvaluated, SearchSeconds);
+  for (unsigned I = 1; I < R.Plans.size(); ++I) {
+    const Plan &Alt = R.Plans[I];
+    OS << format("  #%u %+.1f%%: ", I + 1,
+                 100 * (Alt.Prediction.StepSeconds / P.StepSeconds - 1))
+       << Alt.Config.str()
+       << format(" (bubble %.1f%%, sync %.3f s, memory %.1f GiB)\n",
+                 100 * Alt.Prediction.BubbleFraction,
+                 Alt.Prediction.DpSyncSeconds,
+                 Alt.Prediction.PeakMemoryBytes / GiB);
+  }
+}
+
+static json::Object roundedPlan(const Plan &P) {
+  json::Object O = planToJSON(P);
+  for (auto &KV : O)
+    if (Optional<double> D = KV.second.getAsNumber())
+      if (!KV.second.getAsInteger())
+        KV.second = rounded(*D);
+  return O;
+}
+
+/// When nothing fits: the smallest multiple of the GPU count that does.
+static std::string suggestGpus(ModelProfile &Profile, const Cluster &Cl,
+                               const SearchOptions &SO) {
+  for (unsigned Factor : {2u, 4u, 8u, 16u, 32u, 64u}) {
+    int64_t N = int64_t(Cl.NumGpus) * Factor;
+    if (N > MaxGpus)
+      break;
+    Cluster Bigger = Cl;
+    Bigger.NumGpus = N;
+    SearchOptions More = SO;
+    More.TopK = 1;
+    More.GlobalBatch = SO.GlobalBatch * Factor;
+    Expected<SearchResult> R = searchPlans(Profile, Bigger, More);
+    if (!R) {
+      consumeError(R.takeError());
+      continue;
+    }
+    if (!R->Plans.empty())
+      return ("--gpus " + Twine(N) + " (with --global-batch " +
+              Twine(More.GlobalBatch) +
+              ") fits: " + R->Plans.front().Config.str())
+          .str();
+  }
+  return "no GPU count up to 64x this one fits; use a device with more "
+         "memory (--gpu) or offload (--fix offload=cpu,zero=3)";
+}
+
+int autopar::runPlanDriver(const PlanDriverOptions &O) {
+  if (O.ModelFile.empty()) {
+    error() << "no model given; usage: autopar MODEL.onnx --gpus N\n";
+    return ExitBadOptions;
+  }
+  if (O.Format != "text" && O.Format != "json") {
+    error() << "--format " << O.Format << ": expected text or json\n";
+    return ExitBadOptions;
+  }
+  if (O.Threads < 1 || O.Threads > 1024) {
+    error() << "--threads " << O.Threads << ": expected 1 to 1024\n";
+    return ExitBadOptions;
+  }
+  if (O.TopK < 1 || O.TopK > 100) {
+    error() << "--top " << O.TopK << ": expected 1 to 100\n";
+    return ExitBadOptions;
+  }
+  Expected<PlanFixes> Fixes = PlanFixes::parse(O.Fix);
+  if (!Fixes) {
+    error() << toString(Fixes.takeError()) << "\n";
+    return ExitBadOptions;
+  }
+  if (O.ClusterFile.empty() && O.Gpus < 1) {
+    error() << "--gpus N is required (or --cluster FILE.json)\n";
+    return ExitBadOptions;
+  }
+  Expected<Cluster> Cl =
+      O.ClusterFile.empty()
+          ? makeCluster(O.Gpu, O.Gpus, O.GpusPerNode)
+          : loadClusterFile(O.ClusterFile, O.Gpus, O.GpusPerNode);
+  if (!Cl) {
+    error() << toString(Cl.takeError()) << "\n";
+    return ExitBadOptions;
+  }
+  if (O.GlobalBatch < 0) {
+    error() << "--global-batch " << O.GlobalBatch << ": must be positive\n";
+    return ExitBadOptions;
+  }
+  if (Error E = O.Import.validate()) {
+    error() << toString(std::move(E)) << "\n";
+    return ExitBadOptions;
+  }
+  if (!sys::fs::exists(O.ModelFile)) {
+    error() << "cannot read '" << O.ModelFile
+            << "': no such file or directory\n";
+    return ExitIOError;
+  }
+
+  DiagnosticEngine Diag(nullptr, O.ModelFile);
+  std::unique_ptr<Module> M = importOnnxModel(O.ModelFile, O.Import, Diag);
+  if (!M)
+    return ExitInvalidInput;
+  PassManager PM;
+  cantFail(PM.addPipeline("import-canonical"));
+  if (failed(PM.run(*M, Diag)))
+    return ExitPassFailure;
+  if (M->getGraphs().size() != 1) {
+    error() << O.ModelFile << ": expected one graph, found "
+            << M->getGraphs().size() << "\n";
+    return ExitInvalidInput;
+  }
+  Graph &G = *M->getGraphs().front();
+
+  auto Start = std::chrono::steady_clock::now();
+  CostSettings Settings;
+  Expected<std::unique_ptr<ModelProfile>> Profile =
+      ModelProfile::create(G, *Cl, Settings);
+  if (!Profile) {
+    error() << O.ModelFile << ": " << toString(Profile.takeError()) << "\n";
+    return ExitBadOptions;
+  }
+  SearchOptions SO;
+  SO.GlobalBatch = O.GlobalBatch ? O.GlobalBatch : Cl->NumGpus;
+  SO.Fixed = *Fixes;
+  SO.TopK = O.TopK;
+  SO.TpAcrossNodes = O.TpAcrossNodes;
+  Expected<SearchResult> Result = searchPlans(**Profile, *Cl, SO);
+  if (!Result) {
+    error() << O.ModelFile << ": " << toString(Result.takeError()) << "\n";
+    return ExitBadOptions;
+  }
+  double SearchSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
+          .count();
+  if (Result->Plans.empty()) {
+    error() << O.ModelFile << ": no plan fits";
+    if (Result->LeastMemoryNeeded > 0)
+      errs() << format(": the best candidate needs %.1f GiB per GPU, the "
+                       "%s has %.1f GiB",
+                       Result->LeastMemoryNeeded / GiB, Cl->Device.Name.c_str(),
+                       Cl->Device.MemoryBytes / GiB);
+    else
+      errs() << " the pinned choices (--fix " << O.Fix
+             << ") with --global-batch " << SO.GlobalBatch << " on "
+             << Cl->NumGpus << " GPUs";
+    errs() << "\n  " << suggestGpus(**Profile, *Cl, SO) << "\n";
+    return ExitBadOptions;
+  }
+
+  const Plan &Best = Result->Plans.front();
+  if (O.Format == "json") {
+    json::Object Summary = roundedPlan(Best);
+    Summary["configs_evaluated"] = int64_t(Result->ConfigsEvaluated);
+    Summary["search_time_s"] = rounded(SearchSeconds, 3);
+    outs() << formatv("{0:2}", json::Value(std::move(Summary))) << "\n";
+  } else {
+    printSummary(outs(), O, *Cl, *Result, SearchSeconds);
+  }
+  outs().flush();
+  if (O.OutputDir.empty())
+    return ExitSuccess;
+
+  // The plan files.
+  const PlanConfig &C = Best.Config;
+  if (Error E = (*Profile)->annotatePlan(
+          C.TP, std::min<unsigned>(C.TP, Cl->GpusPerNode), C.SequenceParallel,
+          C.MicroBatch, C.PP, C.DP, C.StageUnits)) {
+    error() << toString(std::move(E)) << "\n";
+    return ExitPassFailure;
+  }
+  std::string Sha = sha256Of(O.ModelFile);
+  std::string ClusterText = formatv("{0}", clusterToJSON(*Cl)).str();
+  std::string Air;
+  raw_string_ostream AOS(Air);
+  const PlanPrediction &P = Best.Prediction;
+  AOS << "// autopar plan, autopar " << AutoparVersion << "\n"
+      << "// model: " << sys::path::filename(O.ModelFile) << " sha256 " << Sha
+      << "\n"
+      << "// cluster: " << ClusterText << "\n"
+      << "// global-batch: " << C.MicroBatch * C.MicroBatches * C.DP
+      << ", micro-batches: " << C.MicroBatches << "\n"
+      << "// config: " << C.str() << "\n"
+      << "// stage units:";
+  for (unsigned S : C.StageUnits)
+    AOS << ' ' << S;
+  AOS << "\n"
+      << formatv("// predicted: step {0} s, {1} tokens/s, {2} TFLOP/s per "
+                 "GPU (MFU {3}), bubble {4}, peak memory {5} GiB of {6} "
+                 "GiB\n",
+                 rounded(P.StepSeconds, 4), rounded(P.TokensPerSecond, 4),
+                 rounded(P.ModelTflopsPerGpu, 4), rounded(P.Mfu, 3),
+                 rounded(P.BubbleFraction, 3),
+                 rounded(P.PeakMemoryBytes / GiB, 4),
+                 rounded(P.MemoryCapacityBytes / GiB, 4));
+  printModule(AOS, *M);
+  json::Object Doc{{"autopar_version", AutoparVersion},
+                   {"model", sys::path::filename(O.ModelFile).str()},
+                   {"model_sha256", Sha},
+                   {"global_batch", C.MicroBatch * C.MicroBatches * C.DP},
+                   {"cluster", clusterToJSON(*Cl)},
+                   {"plan", roundedPlan(Best)}};
+  std::string Json = formatv("{0:2}", json::Value(std::move(Doc))).str() + "\n";
+  if (std::error_code EC = sys::fs::create_directories(O.OutputDir)) {
+    error() << "cannot create '" << O.OutputDir << "': " << EC.message()
+            << "\n";
+    return ExitIOError;
+  }
+  SmallString<256> AirPath(O.OutputDir), JsonPath(O.OutputDir);
+  sys::path::append(AirPath, "plan.air");
+  sys::path::append(JsonPath, "plan.json");
+  if (Error E = writeOutputFiles(
+          {{AirPath.str().str(), AOS.str()}, {JsonPath.str().str(), Json}})) {
+    error() << toString(std::move(E)) << "\n";
+    return ExitIOError;
+  }
+  return ExitSuccess;
+}

@@ -1,0 +1,53 @@
+//===- PlanDriver.h - What `autopar MODEL --gpus N` does --------*- C++ -*-===//
+//
+// Imports a model, brings it to canonical form with layers, builds the
+// cluster, searches for the best plan and writes it: a summary (text or
+// JSON) on standard output and, with an output folder, `plan.air` (the
+// model annotated with the plan, a header holding the configuration, the
+// model's SHA-256, the cluster, the tool version and the predictions) and
+// `plan.json`, both byte-stable. The autopar tool only fills
+// PlanDriverOptions from its command line.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_DRIVER_PLANDRIVER_H
+#define AUTOPAR_DRIVER_PLANDRIVER_H
+
+#include "frontend/Importer.h"
+
+#include <string>
+
+namespace autopar {
+
+/// The version written into plans; plans of other versions are re-derived,
+/// not trusted.
+constexpr const char *AutoparVersion = "0.1.0";
+
+struct PlanDriverOptions {
+  std::string ModelFile;
+  ImportOptions Import;
+  /// `--gpu NAME --gpus N --gpus-per-node K`, or `--cluster FILE.json`.
+  std::string Gpu = "a100-80gb";
+  int64_t Gpus = 0;
+  int64_t GpusPerNode = 0;
+  std::string ClusterFile;
+  int64_t GlobalBatch = 0;
+  /// `--fix tp=8,pp=4,...`.
+  std::string Fix;
+  unsigned TopK = 1;
+  unsigned Threads = 1;
+  bool TpAcrossNodes = false;
+  /// Summary format: "text" or "json".
+  std::string Format = "text";
+  /// Folder to write plan.air and plan.json into; none when empty.
+  std::string OutputDir;
+};
+
+/// Runs the driver; returns an ExitCode (driver/OptDriver.h). No plan that
+/// fits, or a pin the model contradicts, is ExitBadOptions with a message
+/// that says what would fit.
+int runPlanDriver(const PlanDriverOptions &Options);
+
+} // namespace autopar
+
+#endif // AUTOPAR_DRIVER_PLANDRIVER_H

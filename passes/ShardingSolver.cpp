@@ -1,0 +1,648 @@
+//===- ShardingSolver.cpp - Exact tensor-parallel layout of a layer -------===//
+//
+// The dynamic program of docs/Planner.md. A state is the frontier: for every
+// activation live across the cut, its forward layout, the layouts it has
+// been materialized in so far (a value all-reduced once serves every later
+// user), and the layouts its users' gradients come back in. A node's
+// strategy fixes the layouts it reads, writes and sends gradients in:
+//   - an operand that maps the split loop is read split on that dimension,
+//     else replicated; its gradient comes back the same way, except that a
+//     replicated operand of a split node gets a partial sum (each rank
+//     holds its share of the sum over the split loop);
+//   - a result that maps the split loop is split, one that does not is a
+//     partial sum when the loop is a reduction (else the strategy is
+//     invalid);
+//   - a parameter that does not map the split loop of a split node is held
+//     whole and its gradient is all-reduced once per step.
+// When a value's last user is done, its summed gradient is brought back to
+// its producer's layout (once for all users). Ties keep the earlier
+// strategy (replicated first, then loops in order), so the result is
+// deterministic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/ShardingSolver.h"
+
+#include "cost/ActivationMemory.h"
+#include "ir/Graph.h"
+#include "ir/OpLoops.h"
+
+#include "llvm/ADT/Hashing.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+/// Layouts fit a 16-bit mask: R, P and splits of dimensions 0..13.
+constexpr int MaxSplitDims = 14;
+
+unsigned layoutBit(int Layout) {
+  if (Layout == LayoutReplicated)
+    return 1u << 0;
+  if (Layout == LayoutPartial)
+    return 1u << 1;
+  return 1u << (2 + Layout);
+}
+
+int layoutOfBit(unsigned Bit) {
+  if (Bit == 0)
+    return LayoutReplicated;
+  if (Bit == 1)
+    return LayoutPartial;
+  return int(Bit) - 2;
+}
+
+/// The parameter V reads, through transposes and identities, and the layout
+/// of that parameter when V has Layout; null when V is not such a view.
+std::pair<const Value *, int> traceParam(const Value *V, int Layout) {
+  for (unsigned Depth = 0; V && Depth != 8; ++Depth) {
+    if (V->isParam())
+      return {V, Layout};
+    const Node *N = V->getDefiningNode();
+    if (!N || N->getNumOperands() < 1)
+      return {nullptr, 0};
+    if (N->getOp() == OpId::Transpose) {
+      const Attribute *A = N->getAttr("perm");
+      unsigned Rank = V->getType().getRank();
+      if (Layout >= 0) {
+        if (A && unsigned(Layout) < A->getIntList().size())
+          Layout = int(A->getIntList()[Layout]);
+        else
+          Layout = int(Rank) - 1 - Layout;
+      }
+    } else if (N->getOp() != OpId::Identity && N->getOp() != OpId::Cast) {
+      return {nullptr, 0};
+    }
+    V = N->getOperand(0);
+  }
+  return {nullptr, 0};
+}
+
+/// Memory breaks ties between equally fast strategies: one second per
+/// 10^16 bytes, far below any time difference that matters.
+constexpr double SecondsPerByte = 1e-16;
+
+struct Breakdown {
+  double FwdCompute = 0, BwdCompute = 0, FwdComm = 0, BwdComm = 0;
+  double GradSync = 0, Tiebreak = 0;
+  unsigned AllReduces = 0, AllGathers = 0, ReduceScatters = 0, AllToAlls = 0;
+
+  double total() const {
+    return FwdCompute + BwdCompute + FwdComm + BwdComm + GradSync + Tiebreak;
+  }
+};
+
+struct Entry {
+  unsigned Val;
+  int8_t Layout;
+  uint16_t Avail;
+  uint16_t Grad;
+};
+using Frontier = SmallVector<Entry, 8>;
+
+/// One way to run a node, precomputed.
+struct Strategy {
+  LoopSplit Split;
+  NodeCost Cost;
+  /// Per operand: required layout and gradient layout (activations only).
+  SmallVector<int, 4> Required, GradLayout;
+  SmallVector<int, 2> ResultLayouts;
+  double GradSync = 0;
+  double Tiebreak = 0;
+  double ParamElements = 0;
+};
+
+class Solver {
+public:
+  explicit Solver(const ShardingProblem &P) : P(P) {}
+  Expected<ShardingSolution> solve();
+
+private:
+  void indexValues();
+  void findTokenDims();
+  void measureValues();
+  void buildStrategies();
+  int boundaryFor(const Value *V, int Layout) const;
+  double reshard(unsigned Val, int From, int To, Breakdown &B) const;
+  double cheapestReshard(const Entry &E, int To, Breakdown &B) const;
+  void closeGradient(const Entry &E, Breakdown &B) const;
+  std::optional<Frontier> step(const Frontier &F, unsigned K, unsigned S,
+                               Breakdown &B) const;
+  Frontier initialFrontier() const;
+  void finish(Frontier &F, Breakdown &B) const;
+  double lossSeconds(const Entry &E, int Layout, Breakdown &B) const;
+
+  const ShardingProblem &P;
+  int64_t Degree = 1;
+  /// Activation values the problem touches, by id.
+  std::vector<const Value *> Values;
+  DenseMap<const Value *, unsigned> Ids;
+  std::vector<int> Producer; // node index, -1 for live-ins
+  std::vector<int> LastUse;  // node index
+  std::vector<bool> LiveOut;
+  std::vector<uint32_t> TokenDims; // bitmask per value
+  std::vector<double> ValueBytes;  // whole tensor, training precision
+  /// reshard() results by (value, from, to): seconds and the collective.
+  mutable DenseMap<uint64_t, std::pair<double, int>> ReshardMemo;
+  std::vector<std::vector<Strategy>> Strategies;
+};
+
+void Solver::indexValues() {
+  SmallPtrSet<const Node *, 32> Inside(P.Nodes.begin(), P.Nodes.end());
+  auto Add = [&](const Value *V, int Prod) {
+    auto [It, New] = Ids.insert({V, Values.size()});
+    if (New) {
+      Values.push_back(V);
+      Producer.push_back(Prod);
+      LastUse.push_back(-1);
+      LiveOut.push_back(false);
+    }
+    return It->second;
+  };
+  for (unsigned K = 0; K != P.Nodes.size(); ++K) {
+    const Node &N = *P.Nodes[K];
+    for (const Value *O : N.getOperands())
+      if (O && P.Flow->isActivation(O))
+        LastUse[Add(O, -1)] = K;
+    for (unsigned R = 0, E = N.getNumResults(); R != E; ++R) {
+      const Value *V = N.getResult(R);
+      if (!V || !P.Flow->isActivation(V))
+        continue;
+      unsigned Id = Add(V, K);
+      bool Outside = V->getNumOutputUses() != 0;
+      for (const Node *U : V->getUsers())
+        Outside |= !Inside.count(U);
+      LiveOut[Id] = Outside;
+    }
+  }
+}
+
+void Solver::measureValues() {
+  for (const Value *V : Values)
+    ValueBytes.push_back(
+        double(V->getType().getStaticNumElements().value_or(0)) *
+        trainingElementBytes(*V, *P.Settings));
+}
+
+void Solver::findTokenDims() {
+  TokenDims.assign(Values.size(), 0);
+  for (unsigned Id = 0; Id != Values.size(); ++Id)
+    if (Producer[Id] < 0) {
+      unsigned Rank = Values[Id]->getType().getRank();
+      TokenDims[Id] = Rank ? ((1u << (Rank - 1)) - 1) : 0;
+    }
+  for (const Node *N : P.Nodes) {
+    std::optional<OpLoops> L = getOpLoops(*N);
+    if (!L)
+      continue;
+    uint64_t TokenLoops = 0;
+    for (unsigned I = 0, E = N->getNumOperands(); I != E; ++I) {
+      auto It = N->getOperand(I) ? Ids.find(N->getOperand(I)) : Ids.end();
+      if (It == Ids.end())
+        continue;
+      for (unsigned D = 0; D != L->Operands[I].size(); ++D)
+        if ((TokenDims[It->second] >> D & 1) &&
+            L->Operands[I][D] != OpLoops::NoLoop)
+          TokenLoops |= 1ull << L->Operands[I][D];
+    }
+    for (unsigned R = 0, E = N->getNumResults(); R != E; ++R) {
+      auto It = N->getResult(R) ? Ids.find(N->getResult(R)) : Ids.end();
+      if (It == Ids.end())
+        continue;
+      for (unsigned D = 0; D != L->Results[R].size(); ++D)
+        if (L->Results[R][D] != OpLoops::NoLoop &&
+            (TokenLoops >> L->Results[R][D] & 1))
+          TokenDims[It->second] |= 1u << D;
+    }
+  }
+}
+
+void Solver::buildStrategies() {
+  Strategies.resize(P.Nodes.size());
+  for (unsigned K = 0; K != P.Nodes.size(); ++K) {
+    const Node &N = *P.Nodes[K];
+    std::optional<OpLoops> L = getOpLoops(N);
+    SmallVector<LoopSplit, 4> Splits = {LoopSplit()};
+    if (L && Degree > 1) {
+      uint64_t TokenLoops = 0;
+      for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
+        auto It = N.getOperand(I) ? Ids.find(N.getOperand(I)) : Ids.end();
+        if (It == Ids.end())
+          continue;
+        for (unsigned D = 0; D != L->Operands[I].size(); ++D)
+          if ((TokenDims[It->second] >> D & 1) &&
+              L->Operands[I][D] != OpLoops::NoLoop)
+            TokenLoops |= 1ull << L->Operands[I][D];
+      }
+      for (unsigned Loop = 0; Loop != L->getNumLoops(); ++Loop)
+        if (canSplitLoop(N, *L, Loop, Degree) &&
+            (P.SplitTokens || !(TokenLoops >> Loop & 1)))
+          Splits.push_back({int(Loop), Degree});
+    }
+    for (LoopSplit Split : Splits) {
+      Strategy S;
+      S.Split = Split;
+      bool Valid = true;
+      for (unsigned I = 0, E = N.getNumOperands(); I != E && Valid; ++I) {
+        const Value *O = N.getOperand(I);
+        int Req = LayoutReplicated, Grad = LayoutReplicated;
+        if (O && Split.Degree > 1) {
+          auto Pos = find(L->Operands[I], Split.Loop);
+          if (Pos != L->Operands[I].end()) {
+            Req = Grad = int(Pos - L->Operands[I].begin());
+            if (Req >= MaxSplitDims)
+              Valid = false;
+          } else {
+            Grad = LayoutPartial;
+          }
+        }
+        S.Required.push_back(Req);
+        S.GradLayout.push_back(Grad);
+        // Parameters and other values computed once per step.
+        if (O && !P.Flow->isActivation(O)) {
+          auto [Param, ParamLayout] =
+              traceParam(O, Req == LayoutReplicated ? LayoutReplicated : Req);
+          auto Pin = Param ? P.PinnedParams.find(Param) : P.PinnedParams.end();
+          if (Pin != P.PinnedParams.end() && Pin->second != ParamLayout)
+            Valid = false;
+          double Elements = localElements(
+              *O, L ? ArrayRef<int>(L->Operands[I]) : ArrayRef<int>(), Split);
+          double Bytes = trainingElementBytes(*O, *P.Settings);
+          S.ParamElements += Elements;
+          S.Tiebreak += Elements * Bytes * SecondsPerByte;
+          if (Grad == LayoutPartial && P.Flow->needsGrad(O))
+            S.GradSync += collectiveSeconds(*P.Cl, Collective::AllReduce,
+                                            Elements * Bytes, P.Group) /
+                          std::max<int64_t>(P.MicroBatches, 1);
+        }
+      }
+      for (unsigned R = 0, E = N.getNumResults(); R != E && Valid; ++R) {
+        int Layout = LayoutReplicated;
+        if (Split.Degree > 1 && N.getResult(R)) {
+          auto Pos = find(L->Results[R], Split.Loop);
+          if (Pos != L->Results[R].end())
+            Layout = int(Pos - L->Results[R].begin());
+          else if (L->Kinds[Split.Loop] == LoopKind::Reduction)
+            Layout = LayoutPartial;
+          else
+            Valid = false;
+          if (Layout >= MaxSplitDims)
+            Valid = false;
+        }
+        S.ResultLayouts.push_back(Layout);
+      }
+      if (!Valid)
+        continue;
+      S.Cost = getNodeCost(N, L, Split, P.Cl->Device, *P.Settings, *P.Flow);
+      SmallVector<SavedTensor, 4> Saved;
+      getSavedTensors(N, L, *P.Flow, *P.Settings, Saved);
+      for (const SavedTensor &T : Saved)
+        S.Tiebreak += T.bytes(Split) * SecondsPerByte;
+      Strategies[K].push_back(std::move(S));
+    }
+  }
+}
+
+int Solver::boundaryFor(const Value *V, int B) const {
+  if (B >= 0 &&
+      (B >= int(V->getType().getRank()) || !V->getType().getDim(B).isStatic() ||
+       V->getType().getDim(B).getSize() % Degree))
+    return LayoutReplicated;
+  return B;
+}
+
+double Solver::reshard(unsigned Val, int From, int To, Breakdown &B) const {
+  if (From == To || To == LayoutPartial || From == LayoutReplicated)
+    return 0;
+  // Which collective: 0 all-reduce, 1 reduce-scatter, 2 all-gather,
+  // 3 all-to-all.
+  uint64_t Key =
+      uint64_t(Val) << 16 | uint64_t(From + 2) << 8 | uint64_t(To + 2);
+  auto It = ReshardMemo.find(Key);
+  if (It == ReshardMemo.end()) {
+    double Bytes = ValueBytes[Val];
+    std::pair<double, int> R;
+    if (From == LayoutPartial && To == LayoutReplicated)
+      R = {collectiveSeconds(*P.Cl, Collective::AllReduce, Bytes, P.Group), 0};
+    else if (From == LayoutPartial)
+      R = {collectiveSeconds(*P.Cl, Collective::ReduceScatter, Bytes, P.Group),
+           1};
+    else if (To == LayoutReplicated)
+      R = {collectiveSeconds(*P.Cl, Collective::AllGather, Bytes, P.Group), 2};
+    else
+      R = {collectiveSeconds(*P.Cl, Collective::AllToAll, Bytes / Degree,
+                             P.Group),
+           3};
+    It = ReshardMemo.insert({Key, R}).first;
+  }
+  switch (It->second.second) {
+  case 0:
+    ++B.AllReduces;
+    break;
+  case 1:
+    ++B.ReduceScatters;
+    break;
+  case 2:
+    ++B.AllGathers;
+    break;
+  default:
+    ++B.AllToAlls;
+    break;
+  }
+  return It->second.first;
+}
+
+double Solver::cheapestReshard(const Entry &E, int To, Breakdown &B) const {
+  double Best = std::numeric_limits<double>::infinity();
+  Breakdown BestB;
+  for (unsigned Bit = 0; Bit != 16; ++Bit) {
+    if (!(E.Avail >> Bit & 1))
+      continue;
+    Breakdown Try;
+    double C = reshard(E.Val, layoutOfBit(Bit), To, Try);
+    if (C < Best) {
+      Best = C;
+      BestB = Try;
+    }
+  }
+  B.AllReduces += BestB.AllReduces;
+  B.AllGathers += BestB.AllGathers;
+  B.ReduceScatters += BestB.ReduceScatters;
+  B.AllToAlls += BestB.AllToAlls;
+  return Best;
+}
+
+void Solver::closeGradient(const Entry &E, Breakdown &B) const {
+  if (!P.Flow->needsGrad(Values[E.Val]))
+    return;
+  int Target = E.Layout == LayoutPartial ? LayoutReplicated : E.Layout;
+  for (unsigned Bit = 0; Bit != 16; ++Bit)
+    if (E.Grad >> Bit & 1)
+      B.BwdComm += reshard(E.Val, layoutOfBit(Bit), Target, B);
+}
+
+Frontier Solver::initialFrontier() const {
+  Frontier F;
+  for (unsigned Id = 0; Id != Values.size(); ++Id)
+    if (Producer[Id] < 0) {
+      int L = boundaryFor(Values[Id], P.InputLayout);
+      F.push_back({Id, int8_t(L), uint16_t(layoutBit(L)), 0});
+    }
+  return F;
+}
+
+std::optional<Frontier> Solver::step(const Frontier &F, unsigned K, unsigned SI,
+                                     Breakdown &B) const {
+  const Node &N = *P.Nodes[K];
+  const Strategy &S = Strategies[K][SI];
+  Frontier Out = F;
+  auto Find = [&](unsigned Id) -> Entry * {
+    for (Entry &E : Out)
+      if (E.Val == Id)
+        return &E;
+    return nullptr;
+  };
+  for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
+    auto It = N.getOperand(I) ? Ids.find(N.getOperand(I)) : Ids.end();
+    if (It == Ids.end())
+      continue;
+    Entry *En = Find(It->second);
+    if (!En)
+      return std::nullopt;
+    int Req = S.Required[I];
+    if (!(En->Avail & layoutBit(Req))) {
+      B.FwdComm += cheapestReshard(*En, Req, B);
+      En->Avail |= layoutBit(Req);
+    }
+    En->Grad |= layoutBit(S.GradLayout[I]);
+  }
+  B.FwdCompute += S.Cost.FwdSeconds;
+  B.BwdCompute += S.Cost.BwdSeconds;
+  B.GradSync += S.GradSync;
+  B.Tiebreak += S.Tiebreak;
+  for (unsigned R = 0, E = N.getNumResults(); R != E; ++R) {
+    auto It = N.getResult(R) ? Ids.find(N.getResult(R)) : Ids.end();
+    if (It == Ids.end() || (LastUse[It->second] < 0 && !LiveOut[It->second]))
+      continue;
+    int L = S.ResultLayouts[R];
+    Out.push_back({It->second, int8_t(L), uint16_t(layoutBit(L)), 0});
+  }
+  // Values whose last user this was.
+  Frontier Kept;
+  for (const Entry &E : Out) {
+    if (LastUse[E.Val] == int(K) && !LiveOut[E.Val])
+      closeGradient(E, B);
+    else
+      Kept.push_back(E);
+  }
+  llvm::sort(Kept,
+             [](const Entry &A, const Entry &B) { return A.Val < B.Val; });
+  return Kept;
+}
+
+double Solver::lossSeconds(const Entry &E, int Layout, Breakdown &B) const {
+  const Value *V = Values[E.Val];
+  unsigned Rank = V->getType().getRank();
+  double Elements = double(V->getType().getStaticNumElements().value_or(0));
+  double Rows = Rank ? Elements / V->getType().getDim(Rank - 1).getSize() : 1;
+  double Local = Layout == LayoutReplicated ? Elements : Elements / Degree;
+  // Softmax and its gradient over fp32 logits: read, write, read.
+  double Bandwidth = P.Cl->Device.achievableHbmBytesPerSec();
+  double Seconds = Bandwidth > 0 ? 3 * 4 * Local / Bandwidth : 0;
+  if (Layout != LayoutReplicated) {
+    B.AllReduces += 3;
+    Seconds +=
+        3 * collectiveSeconds(*P.Cl, Collective::AllReduce, Rows * 4, P.Group);
+  }
+  return Seconds;
+}
+
+void Solver::finish(Frontier &F, Breakdown &B) const {
+  for (Entry &E : F) {
+    if (!LiveOut[E.Val])
+      continue;
+    const Value *V = Values[E.Val];
+    if (P.OutputsFeedLoss && V->getNumOutputUses() && V->getType().getRank()) {
+      // Replicated, or split on the vocabulary: whichever is cheaper.
+      int Last = int(V->getType().getRank()) - 1;
+      Breakdown Rep, Split;
+      double CostRep = cheapestReshard(E, LayoutReplicated, Rep) +
+                       lossSeconds(E, LayoutReplicated, Rep);
+      double CostSplit = std::numeric_limits<double>::infinity();
+      if (Last < MaxSplitDims && V->getType().getDim(Last).isStatic() &&
+          V->getType().getDim(Last).getSize() % Degree == 0)
+        CostSplit =
+            cheapestReshard(E, Last, Split) + lossSeconds(E, Last, Split);
+      Breakdown &Pick = CostSplit < CostRep ? Split : Rep;
+      int Layout = CostSplit < CostRep ? Last : LayoutReplicated;
+      B.FwdComm += std::min(CostRep, CostSplit);
+      B.AllReduces += Pick.AllReduces;
+      B.AllGathers += Pick.AllGathers;
+      B.ReduceScatters += Pick.ReduceScatters;
+      B.AllToAlls += Pick.AllToAlls;
+      E.Grad |= layoutBit(Layout);
+      closeGradient(E, B);
+      continue;
+    }
+    int Want = boundaryFor(Values[E.Val], P.OutputLayout);
+    if (!(E.Avail & layoutBit(Want)))
+      B.FwdComm += cheapestReshard(E, Want, B);
+    E.Grad |= layoutBit(Want);
+    closeGradient(E, B);
+  }
+}
+
+/// A frontier packed into words, one per live value, for hashing.
+using FrontierKey = SmallVector<uint64_t, 8>;
+
+FrontierKey keyOf(const Frontier &F) {
+  FrontierKey K;
+  for (const Entry &E : F)
+    K.push_back(uint64_t(E.Val) << 40 | uint64_t(uint8_t(E.Layout)) << 32 |
+                uint64_t(E.Avail) << 16 | uint64_t(E.Grad));
+  return K;
+}
+
+struct FrontierKeyHash {
+  size_t operator()(const FrontierKey &K) const {
+    return hash_combine_range(K.begin(), K.end());
+  }
+};
+
+Expected<ShardingSolution> Solver::solve() {
+  Degree = std::max<unsigned>(P.Group.Size, 1);
+  indexValues();
+  measureValues();
+  findTokenDims();
+  buildStrategies();
+
+  struct State {
+    Frontier F;
+    double Cost;
+    int Parent;
+    unsigned Strategy;
+  };
+  std::vector<std::vector<State>> Layers(P.Nodes.size() + 1);
+  Layers[0].push_back({initialFrontier(), 0, -1, 0});
+  for (unsigned K = 0; K != P.Nodes.size(); ++K) {
+    std::unordered_map<FrontierKey, unsigned, FrontierKeyHash> Index;
+    std::vector<State> &Next = Layers[K + 1];
+    for (unsigned SIdx = 0; SIdx != Layers[K].size(); ++SIdx) {
+      const State &St = Layers[K][SIdx];
+      for (unsigned Strat = 0; Strat != Strategies[K].size(); ++Strat) {
+        Breakdown B;
+        std::optional<Frontier> F = step(St.F, K, Strat, B);
+        if (!F)
+          continue;
+        double Cost = St.Cost + B.total();
+        auto [It, New] = Index.insert({keyOf(*F), unsigned(Next.size())});
+        if (New)
+          Next.push_back({std::move(*F), Cost, int(SIdx), Strat});
+        else if (Cost < Next[It->second].Cost)
+          Next[It->second] = {std::move(*F), Cost, int(SIdx), Strat};
+      }
+    }
+    if (Next.empty())
+      return createStringError(inconvertibleErrorCode(),
+                               "no sharding strategy applies to node " +
+                                   Twine(K));
+  }
+  // Close the live-outs and pick the best final state.
+  int Best = -1;
+  double BestCost = std::numeric_limits<double>::infinity();
+  std::vector<State> &Last = Layers.back();
+  for (unsigned I = 0; I != Last.size(); ++I) {
+    Breakdown B;
+    Frontier F = Last[I].F;
+    finish(F, B);
+    double C = Last[I].Cost + B.total();
+    if (C < BestCost) {
+      BestCost = C;
+      Best = I;
+    }
+  }
+  // Walk back to the strategies, then replay them for the breakdown.
+  std::vector<unsigned> Chosen(P.Nodes.size());
+  for (int K = P.Nodes.size(), I = Best; K > 0; --K) {
+    Chosen[K - 1] = Layers[K][I].Strategy;
+    I = Layers[K][I].Parent;
+  }
+  ShardingSolution Sol;
+  Breakdown Total;
+  Frontier F = initialFrontier();
+  SmallPtrSet<const Value *, 16> SeenParams;
+  for (unsigned K = 0; K != P.Nodes.size(); ++K) {
+    const Strategy &S = Strategies[K][Chosen[K]];
+    F = *step(F, K, Chosen[K], Total);
+    Sol.Splits.push_back(S.Split);
+    const Node &N = *P.Nodes[K];
+    for (unsigned R = 0, E = N.getNumResults(); R != E; ++R)
+      if (N.getResult(R))
+        Sol.Layouts[N.getResult(R)] = S.ResultLayouts[R];
+    std::optional<OpLoops> L = getOpLoops(N);
+    for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
+      const Value *O = N.getOperand(I);
+      if (O && O->isParam() && SeenParams.insert(O).second)
+        Sol.ParamElements += localElements(
+            *O, L ? ArrayRef<int>(L->Operands[I]) : ArrayRef<int>(), S.Split);
+      if (O && !P.Flow->isActivation(O)) {
+        auto [Param, Layout] = traceParam(O, S.Required[I]);
+        if (Param) {
+          auto [It, New] = Sol.ParamLayouts.insert({Param, Layout});
+          if (!New && Layout != LayoutReplicated)
+            It->second = Layout;
+        }
+      }
+    }
+  }
+  finish(F, Total);
+  Sol.FwdComputeSeconds = Total.FwdCompute;
+  Sol.BwdComputeSeconds = Total.BwdCompute;
+  Sol.FwdCommSeconds = Total.FwdComm;
+  Sol.BwdCommSeconds = Total.BwdComm;
+  Sol.GradSyncSeconds = Total.GradSync;
+  Sol.AllReduces = Total.AllReduces;
+  Sol.AllGathers = Total.AllGathers;
+  Sol.ReduceScatters = Total.ReduceScatters;
+  Sol.AllToAlls = Total.AllToAlls;
+  return Sol;
+}
+
+} // namespace
+
+Expected<ShardingSolution> autopar::solveSharding(const ShardingProblem &P) {
+  if (!P.Cl || !P.Settings || !P.Flow)
+    return createStringError(inconvertibleErrorCode(),
+                             "sharding problem without a cluster, settings "
+                             "or gradient flow");
+  return Solver(P).solve();
+}
+
+std::vector<int> autopar::getBoundaryLayouts(ArrayRef<const Node *> Nodes,
+                                             bool SplitTokens) {
+  std::vector<int> Out = {LayoutReplicated};
+  if (!SplitTokens)
+    return Out;
+  SmallPtrSet<const Node *, 32> Inside(Nodes.begin(), Nodes.end());
+  for (const Node *N : Nodes)
+    for (const Value *O : N->getOperands()) {
+      if (!O || O->isParam() ||
+          (O->getDefiningNode() && Inside.count(O->getDefiningNode())))
+        continue;
+      unsigned Rank = O->getType().getRank();
+      // The sequence: the token dimension next to the hidden one. (The
+      // batch could be split too, but equals it in cost and is what data
+      // parallelism splits.)
+      if (Rank >= 2 && Rank - 2 < unsigned(MaxSplitDims))
+        Out.push_back(int(Rank) - 2);
+      return Out;
+    }
+  return Out;
+}

@@ -1,0 +1,103 @@
+//===- ShardingSolver.h - Exact tensor-parallel layout of a layer -*- C++
+//-*-===//
+//
+// Chooses, for every node of a layer, which loop (ir/OpLoops.h) to split over
+// the tensor-parallel group, or none, minimizing the layer's time on one
+// rank: compute of each node under its split (cost/OpCost.h), the
+// collectives that re-lay values out between producers and users in
+// forward, the collectives that bring each value's summed gradient back to
+// its producer's layout in backward, and the all-reduce of the gradients of
+// parameters used replicated by split nodes (per step, so divided by the
+// micro-batches). docs/Planner.md ("Sharding solver") describes the
+// algorithm: a dynamic program over the nodes in order whose state is the
+// layout of every value live across the cut, exact for the model above.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_PASSES_SHARDINGSOLVER_H
+#define AUTOPAR_PASSES_SHARDINGSOLVER_H
+
+#include "cost/Collectives.h"
+#include "cost/OpCost.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Error.h"
+
+#include <vector>
+
+namespace autopar {
+
+/// How a value lies over the tensor-parallel group: replicated, a partial
+/// sum on every rank, or split along one dimension (Layout >= 0).
+constexpr int LayoutReplicated = -1;
+constexpr int LayoutPartial = -2;
+
+struct ShardingProblem {
+  /// The nodes of the layer, in graph order.
+  llvm::ArrayRef<const Node *> Nodes;
+  /// The tensor-parallel degree and the group's placement.
+  CommGroup Group;
+  /// Sequence parallelism: whether loops over tokens (the dimensions of the
+  /// layer's inputs other than the last) may be split.
+  bool SplitTokens = false;
+  /// The layout of the layer's activation inputs, and the layout its
+  /// outputs must have (the next layer's input layout). A layout that does
+  /// not divide a value's dimension falls back to replicated.
+  int InputLayout = LayoutReplicated;
+  int OutputLayout = LayoutReplicated;
+  /// The graph's outputs are logits that a cross-entropy loss reads: they
+  /// may stay split along their last (vocabulary) dimension, and the loss
+  /// then all-reduces three floats per row (the maximum, the sum of
+  /// exponentials and the target's logit; Megatron-LM's vocab-parallel
+  /// cross-entropy, Shoeybi et al. 2019 section 3).
+  bool OutputsFeedLoss = false;
+  /// Layouts some parameters must have (a weight another layer also uses,
+  /// as a tied embedding and LM head): strategies that would read them in
+  /// another layout are not considered.
+  llvm::DenseMap<const Value *, int> PinnedParams;
+  /// Micro-batches per step: parameter-gradient all-reduces run once per
+  /// step and are charged 1/MicroBatches per layer call.
+  int64_t MicroBatches = 1;
+  const Cluster *Cl = nullptr;
+  const CostSettings *Settings = nullptr;
+  const GradientFlow *Flow = nullptr;
+};
+
+struct ShardingSolution {
+  /// Per node of the problem, in order.
+  std::vector<LoopSplit> Splits;
+  /// The forward layout of every value the nodes define.
+  llvm::DenseMap<const Value *, int> Layouts;
+  /// Seconds on one rank: compute, and collectives inside the layer (forward
+  /// and backward), and the share of parameter-gradient all-reduces.
+  double FwdComputeSeconds = 0, BwdComputeSeconds = 0;
+  double FwdCommSeconds = 0, BwdCommSeconds = 0;
+  double GradSyncSeconds = 0;
+  /// Parameter elements held on one rank (each parameter once).
+  double ParamElements = 0;
+  /// The layout each parameter is read in, also through a transpose of it
+  /// (a tied LM head reads the embedding table transposed).
+  llvm::DenseMap<const Value *, int> ParamLayouts;
+  /// Collectives in the solution, by kind, for reports and tests.
+  unsigned AllReduces = 0, AllGathers = 0, ReduceScatters = 0, AllToAlls = 0;
+
+  double totalSeconds() const {
+    return FwdComputeSeconds + BwdComputeSeconds + FwdCommSeconds +
+           BwdCommSeconds + GradSyncSeconds;
+  }
+};
+
+/// Solves P exactly; fails only on a problem it cannot represent (too many
+/// live values of one rank beyond its layout masks).
+llvm::Expected<ShardingSolution> solveSharding(const ShardingProblem &P);
+
+/// The candidate boundary layouts of a layer: replicated, and with
+/// SplitTokens the sequence dimension (next to last) of its first
+/// activation input.
+std::vector<int> getBoundaryLayouts(llvm::ArrayRef<const Node *> Nodes,
+                                    bool SplitTokens);
+
+} // namespace autopar
+
+#endif // AUTOPAR_PASSES_SHARDINGSOLVER_H

@@ -1,0 +1,259 @@
+//===- ModelProfile.cpp - Per-layer costs of a model under a layout -------===//
+
+#include "planner/ModelProfile.h"
+
+#include "ir/Graph.h"
+#include "ir/OpLoops.h"
+#include "passes/ShardGraph.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+using namespace autopar;
+using namespace llvm;
+
+ModelProfile::ModelProfile(Graph &G, const Cluster &Cl,
+                           const CostSettings &Settings)
+    : G(G), Cl(Cl), Settings(Settings) {}
+
+Expected<std::unique_ptr<ModelProfile>>
+ModelProfile::create(Graph &G, const Cluster &Cl,
+                     const CostSettings &Settings) {
+  std::unique_ptr<ModelProfile> P(new ModelProfile(G, Cl, Settings));
+  if (Error E = P->init())
+    return E;
+  return P;
+}
+
+static Error error(const Twine &Message) {
+  return createStringError(inconvertibleErrorCode(), Message);
+}
+
+Error ModelProfile::init() {
+  // The batch dimension, from the first input that has one.
+  for (const std::unique_ptr<Value> &In : G.getInputs()) {
+    const Attribute *A = In->getAttrs().get("batch_dim");
+    if (!A || !A->isa(Attribute::Kind::Int))
+      continue;
+    int64_t D = A->getInt();
+    if (D < 0 || D >= int64_t(In->getType().getRank()))
+      continue;
+    const Dim &Batch = In->getType().getDim(D);
+    if (Batch.isStatic())
+      FixedBatch = Batch.getSize();
+    else if (Batch.isSymbolic() && Batch.getSymbols().size() == 1 &&
+             Batch.getCoefficient() == 1)
+      BatchSymbol = Batch.getSymbols()[0];
+    else
+      return error("graph input '%" + In->getName() +
+                   "' has a batch dimension that is not a plain symbol");
+    TokensPerSample = 1;
+    for (unsigned I = 0, E = In->getType().getRank(); I != E; ++I)
+      if (int64_t(I) != D) {
+        const Dim &X = In->getType().getDim(I);
+        if (!X.isStatic())
+          return error("graph input '%" + In->getName() + "' dimension " +
+                       Twine(I) +
+                       " is not static; bind it with --dim NAME=SIZE");
+        TokensPerSample *= X.getSize();
+      }
+    break;
+  }
+  if (BatchSymbol.empty() && !FixedBatch)
+    return error("no graph input has a batch dimension; name it with "
+                 "--batch-dim");
+  // Every type must be static once the batch is bound.
+  auto Remember = [&](Value *V) -> Error {
+    for (const Dim &D : V->getType().getShape())
+      for (const std::string &S : D.getSymbols())
+        if (S != BatchSymbol)
+          return error("value '%" + V->getName() +
+                       "' has the unbound "
+                       "dimension '" +
+                       S + "'; bind it with --dim " + S + "=SIZE");
+    for (const Dim &D : V->getType().getShape())
+      if (D.isUnknown())
+        return error("value '%" + V->getName() +
+                     "' has a dimension of unknown size");
+    SymbolicTypes.push_back({V, V->getType()});
+    return Error::success();
+  };
+  for (const std::unique_ptr<Value> &V : G.getInputs())
+    if (Error E = Remember(V.get()))
+      return E;
+  for (const std::unique_ptr<Value> &V : G.getParams())
+    if (Error E = Remember(V.get()))
+      return E;
+  for (Node &N : G.getNodes())
+    for (unsigned R = 0, E = N.getNumResults(); R != E; ++R)
+      if (Value *V = N.getResult(R))
+        if (Error Err = Remember(V))
+          return Err;
+  bindBatch(FixedBatch.value_or(1));
+  Flow = std::make_unique<GradientFlow>(G);
+  Units = getLayerUnits(G, *Flow);
+  if (Units.empty())
+    return error("the graph computes nothing from its inputs");
+  for (const std::unique_ptr<Value> &P : G.getParams())
+    if (Flow->needsGrad(P.get()))
+      TotalParams += double(P->getType().getStaticNumElements().value_or(0));
+  for (const Node &N : G.getNodes()) {
+    // Decomposed attention: the softmax over [batch, heads, q, k] scores.
+    if (N.getOp() == OpId::Softmax && !Heads) {
+      const TensorType &T = N.getOperand(0)->getType();
+      if (T.getRank() == 4 && T.getDim(1).isStatic() &&
+          T.getDim(2) == T.getDim(3))
+        Heads = T.getDim(1).getSize();
+    }
+    if (N.getOp() == OpId::Attention && !Heads) {
+      const Value *Q = N.getOperand(0);
+      if (Q->getType().getRank() == 4 && Q->getType().getDim(1).isStatic())
+        Heads = Q->getType().getDim(1).getSize();
+      else if (const Attribute *A = N.getAttr("q_num_heads"))
+        Heads = A->isa(Attribute::Kind::Int) ? A->getInt() : 0;
+    }
+  }
+  return Error::success();
+}
+
+void ModelProfile::bindBatch(int64_t Size) {
+  for (auto &[V, T] : SymbolicTypes) {
+    SmallVector<Dim, 4> Shape;
+    for (const Dim &D : T.getShape()) {
+      if (!D.isSymbolic()) {
+        Shape.push_back(D);
+        continue;
+      }
+      Dim R = Dim::get(D.getCoefficient());
+      for (const std::string &S : D.getSymbols())
+        R = R * (S == BatchSymbol ? Dim::get(Size) : Dim::getSymbol(S));
+      Shape.push_back(R);
+    }
+    V->setType(TensorType(T.getElementType(), Shape));
+  }
+}
+
+Expected<const std::vector<UnitCost> *>
+ModelProfile::getUnitCosts(unsigned TP, unsigned TPRanksPerNode, bool SP,
+                           int64_t MicroBatch) {
+  if (FixedBatch && MicroBatch != *FixedBatch)
+    return error("the model fixes the batch size to " + Twine(*FixedBatch) +
+                 "; the micro-batch size must be " + Twine(*FixedBatch));
+  auto Key = std::make_tuple(TP, TPRanksPerNode, SP, MicroBatch);
+  auto It = Cache.find(Key);
+  if (It != Cache.end())
+    return &It->second;
+  bindBatch(MicroBatch);
+  Expected<std::vector<UnitCost>> Costs = compute(TP, TPRanksPerNode, SP);
+  bindBatch(FixedBatch.value_or(1));
+  if (!Costs)
+    return Costs.takeError();
+  return &Cache.emplace(Key, std::move(*Costs)).first->second;
+}
+
+Expected<std::vector<UnitCost>>
+ModelProfile::compute(unsigned TP, unsigned TPRanksPerNode, bool SP) {
+  GraphShardingOptions O;
+  O.Group = {TP, std::min(TP, std::max(1u, TPRanksPerNode))};
+  O.SplitTokens = SP && TP > 1;
+  O.OutputsFeedLoss = true;
+  O.MicroBatches = 1;
+  O.Cl = &Cl;
+  O.Settings = &Settings;
+  O.Flow = Flow.get();
+  Expected<std::unique_ptr<GraphSharding>> Sharding = shardGraph(G, Units, O);
+  if (!Sharding)
+    return Sharding.takeError();
+  std::vector<UnitCost> Out;
+  for (unsigned I = 0; I != Units.size(); ++I) {
+    const LayerUnit &U = Units[I];
+    const ShardingSolution &Sol = *(*Sharding)->Units[I];
+    UnitCost C;
+    C.FwdSeconds = Sol.FwdComputeSeconds + Sol.FwdCommSeconds;
+    C.BwdSeconds = Sol.BwdComputeSeconds + Sol.BwdCommSeconds;
+    C.FwdCommSeconds = Sol.FwdCommSeconds;
+    C.BwdCommSeconds = Sol.BwdCommSeconds;
+    C.GradSyncSeconds = Sol.GradSyncSeconds;
+    C.ParamElements = Sol.ParamElements;
+    DenseMap<const Node *, LoopSplit> Splits;
+    for (unsigned K = 0; K != U.Nodes.size(); ++K)
+      Splits[U.Nodes[K]] = Sol.Splits[K];
+    auto SplitOf = [&](const Node &N) { return Splits.lookup(&N); };
+    for (Recompute R : {Recompute::None, Recompute::Selective, Recompute::Full})
+      C.SavedBytes[unsigned(R)] =
+          savedActivationBytes(U.Nodes, SplitOf, R, *Flow, Settings);
+    SmallPtrSet<const Node *, 32> Inside(U.Nodes.begin(), U.Nodes.end());
+    for (const Node *N : U.Nodes) {
+      std::optional<OpLoops> L = getOpLoops(*N);
+      NodeCost Whole =
+          getNodeCost(*N, L, LoopSplit(), Cl.Device, Settings, *Flow);
+      C.FwdFlops += Whole.FwdFlops;
+      C.BwdFlops += Whole.BwdFlops;
+      if (N->getOp() == OpId::Attention) {
+        C.AttentionCoreFlops += Whole.FwdFlops;
+        C.AttentionCoreSeconds +=
+            getNodeCost(*N, L, Splits.lookup(N), Cl.Device, Settings, *Flow)
+                .FwdSeconds;
+      }
+      for (unsigned R = 0, E = N->getNumResults(); R != E; ++R) {
+        const Value *V = N->getResult(R);
+        if (!V || !Flow->isActivation(V))
+          continue;
+        bool Outside = V->getNumOutputUses() != 0;
+        for (const Node *User : V->getUsers())
+          Outside |= !Inside.count(User);
+        if (!Outside)
+          continue;
+        auto Layout = Sol.Layouts.find(V);
+        double Elements =
+            double(V->getType().getStaticNumElements().value_or(0));
+        int Lay =
+            Layout == Sol.Layouts.end() ? LayoutReplicated : Layout->second;
+        double Local = Lay == LayoutReplicated ? Elements : Elements / TP;
+        if (V->getNumOutputUses()) {
+          // Logits: the loss keeps their fp32 softmax.
+          C.LossBytes += Local * 4;
+        } else {
+          // Sent at the boundary layout.
+          int B = (*Sharding)->Boundary;
+          C.OutputBytes += (B == LayoutReplicated ? Elements : Elements / TP) *
+                           trainingElementBytes(*V, Settings);
+        }
+      }
+    }
+    Out.push_back(C);
+  }
+  return Out;
+}
+
+Error ModelProfile::annotatePlan(unsigned TP, unsigned TPRanksPerNode, bool SP,
+                                 int64_t MicroBatch, unsigned PP, unsigned DP,
+                                 ArrayRef<unsigned> StageUnits) {
+  if (FixedBatch && MicroBatch != *FixedBatch)
+    return error("the model fixes the batch size to " + Twine(*FixedBatch));
+  bindBatch(MicroBatch);
+  GraphShardingOptions O;
+  O.Group = {TP, std::min(TP, std::max(1u, TPRanksPerNode))};
+  O.SplitTokens = SP && TP > 1;
+  O.OutputsFeedLoss = true;
+  O.Cl = &Cl;
+  O.Settings = &Settings;
+  O.Flow = Flow.get();
+  Expected<std::unique_ptr<GraphSharding>> Sharding = shardGraph(G, Units, O);
+  if (!Sharding)
+    return Sharding.takeError();
+  Mesh M;
+  M.Name = "cluster";
+  M.Axes = {{"pp", PP}, {"dp", DP}, {"tp", TP}};
+  if (!G.lookupMesh("cluster"))
+    G.addMesh(std::move(M));
+  annotateSharding(G, Units, **Sharding, "cluster", "tp");
+  unsigned Unit = 0;
+  for (unsigned Stage = 0; Stage != StageUnits.size(); ++Stage)
+    for (unsigned I = 0; I != StageUnits[Stage] && Unit < Units.size();
+         ++I, ++Unit)
+      for (const Node *N : Units[Unit].Nodes)
+        const_cast<Node *>(N)->getAttrs().set("stage",
+                                              Attribute::getInt(Stage));
+  return Error::success();
+}

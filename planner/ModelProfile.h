@@ -1,0 +1,116 @@
+//===- ModelProfile.h - Per-layer costs of a model under a layout -*- C++
+//-*-===//
+//
+// What the search needs to know about a model: its units (the embedding,
+// the blocks, the head: passes/LayerUnits.h) and, for a tensor-parallel
+// degree, sequence parallelism and a micro-batch size, each unit's time,
+// activation memory, parameters and boundary size on one rank. The costs
+// come from the sharding solver (passes/ShardGraph.h) over the per-op cost
+// model (cost/), so they follow the layout the solver chose. The model's
+// batch dimension stays symbolic; each micro-batch size binds it (the types
+// are rebound in place and restored, nothing is re-imported). Results are
+// cached per (tp, sp, micro-batch).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_PLANNER_MODELPROFILE_H
+#define AUTOPAR_PLANNER_MODELPROFILE_H
+
+#include "cost/ActivationMemory.h"
+#include "cost/Cluster.h"
+#include "cost/OpCost.h"
+#include "ir/Types.h"
+#include "passes/LayerUnits.h"
+
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+namespace autopar {
+
+/// One unit on one rank for one micro-batch.
+struct UnitCost {
+  /// Compute plus the tensor-parallel collectives, forward and backward.
+  double FwdSeconds = 0, BwdSeconds = 0;
+  /// Once per step: all-reducing, inside the tensor-parallel group, the
+  /// gradients of parameters it holds replicated while splitting their
+  /// users (norm weights under sequence parallelism).
+  double GradSyncSeconds = 0;
+  double FwdCommSeconds = 0, BwdCommSeconds = 0;
+  /// Forward time of the attention cores: what selective recomputation
+  /// runs again.
+  double AttentionCoreSeconds = 0;
+  /// Bytes kept for the backward, by Recompute mode.
+  double SavedBytes[3] = {0, 0, 0};
+  /// Parameter elements held on this rank.
+  double ParamElements = 0;
+  /// Bytes handed to the next unit (a pipeline send), on this rank.
+  double OutputBytes = 0;
+  /// Model FLOPs of the whole micro-batch (all ranks of the group):
+  /// forward, backward, and the attention cores' forward.
+  double FwdFlops = 0, BwdFlops = 0, AttentionCoreFlops = 0;
+  /// fp32 logits that a cross-entropy keeps (the last unit), this rank.
+  double LossBytes = 0;
+};
+
+class ModelProfile {
+public:
+  /// G must be canonical with static shapes except its batch dimension
+  /// (batch_dim on the inputs), and annotated by detect-layers.
+  static llvm::Expected<std::unique_ptr<ModelProfile>>
+  create(Graph &G, const Cluster &Cl, const CostSettings &Settings);
+
+  llvm::ArrayRef<LayerUnit> getUnits() const { return Units; }
+  /// The batch size when the model fixes it (a static batch dimension).
+  std::optional<int64_t> getFixedBatch() const { return FixedBatch; }
+  /// Tokens (non-batch elements of the first input) per sample.
+  int64_t getTokensPerSample() const { return TokensPerSample; }
+  /// Trainable parameter elements of the whole model.
+  double getTotalParams() const { return TotalParams; }
+  /// Heads of the attention ops, 0 when none (tensor parallelism should
+  /// divide them).
+  int64_t getAttentionHeads() const { return Heads; }
+
+  /// Per unit, in order.
+  llvm::Expected<const std::vector<UnitCost> *>
+  getUnitCosts(unsigned TP, unsigned TPRanksPerNode, bool SP,
+               int64_t MicroBatch);
+
+  /// Leaves the graph as the plan runs it: the batch bound to MicroBatch,
+  /// `sharding` annotations over a mesh @cluster = [pp, dp, tp] for the
+  /// tensor-parallel layout, and each unit's nodes annotated with their
+  /// virtual pipeline stage (StageUnits: units per virtual stage).
+  llvm::Error annotatePlan(unsigned TP, unsigned TPRanksPerNode, bool SP,
+                           int64_t MicroBatch, unsigned PP, unsigned DP,
+                           llvm::ArrayRef<unsigned> StageUnits);
+
+private:
+  ModelProfile(Graph &G, const Cluster &Cl, const CostSettings &Settings);
+  llvm::Error init();
+  void bindBatch(int64_t Size);
+  llvm::Expected<std::vector<UnitCost>>
+  compute(unsigned TP, unsigned TPRanksPerNode, bool SP);
+
+  Graph &G;
+  Cluster Cl;
+  CostSettings Settings;
+  std::unique_ptr<GradientFlow> Flow;
+  std::vector<LayerUnit> Units;
+  std::string BatchSymbol;
+  std::optional<int64_t> FixedBatch;
+  int64_t TokensPerSample = 1;
+  double TotalParams = 0;
+  int64_t Heads = 0;
+  /// Every value's type with the batch symbol, to rebind from.
+  std::vector<std::pair<Value *, TensorType>> SymbolicTypes;
+  std::map<std::tuple<unsigned, unsigned, bool, int64_t>, std::vector<UnitCost>>
+      Cache;
+};
+
+} // namespace autopar
+
+#endif // AUTOPAR_PLANNER_MODELPROFILE_H

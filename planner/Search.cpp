@@ -1,0 +1,777 @@
+//===- Search.cpp - One search over every parallelization choice ----------===//
+//
+// The step time of a candidate (docs/Planner.md, "Pipeline and search"):
+//   pipeline  simulated schedule of the stages' forward and backward times
+//             (compute, tensor-parallel collectives, recomputation) with
+//             point-to-point sends between stages;
+//   + the slowest rank's data-parallel gradient reduction (all-reduce, or
+//     reduce-scatter and all-gather with ZeRO), the part not hidden behind
+//     the last micro-batch's backward when overlapped, ZeRO-3's per
+//     micro-batch parameter gathers not hidden behind compute, offload
+//     transfers, and the optimizer step;
+// Memory per rank: model states (cost/ModelState.h) of its units, the
+// activations of its units times the micro-batches in flight (from the
+// simulation), the working set of recomputation, the loss's logits, and a
+// fixed framework allowance.
+//
+//===----------------------------------------------------------------------===//
+
+#include "planner/Search.h"
+
+#include "cost/Collectives.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+
+using namespace autopar;
+using namespace llvm;
+
+static Error error(const Twine &Message) {
+  return createStringError(inconvertibleErrorCode(), Message);
+}
+
+//===----------------------------------------------------------------------===//
+// Fixes and configurations
+//===----------------------------------------------------------------------===//
+
+Expected<PlanFixes> PlanFixes::parse(StringRef Text) {
+  PlanFixes F;
+  SmallVector<StringRef, 8> Items;
+  Text.split(Items, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef Item : Items) {
+    auto [Key, Val] = Item.split('=');
+    Key = Key.trim();
+    Val = Val.trim();
+    auto Uint = [&](std::optional<unsigned> &Out) -> Error {
+      unsigned V;
+      if (Val.getAsInteger(10, V) || V < 1)
+        return error("--fix " + Key + "=" + Val +
+                     ": expected a positive integer");
+      Out = V;
+      return Error::success();
+    };
+    Error E = Error::success();
+    if (Key == "tp")
+      E = Uint(F.TP);
+    else if (Key == "pp")
+      E = Uint(F.PP);
+    else if (Key == "dp")
+      E = Uint(F.DP);
+    else if (Key == "vpp")
+      E = Uint(F.VPP);
+    else if (Key == "mbs") {
+      std::optional<unsigned> V;
+      E = Uint(V);
+      if (V)
+        F.MicroBatch = *V;
+    } else if (Key == "zero") {
+      unsigned V;
+      if (Val.getAsInteger(10, V) || V > 3)
+        E = error("--fix zero=" + Val + ": expected 0, 1, 2 or 3");
+      else
+        F.Zero = V;
+    } else if (Key == "schedule") {
+      F.Schedule = parseScheduleName(Val);
+      if (!F.Schedule)
+        E = error("--fix schedule=" + Val +
+                  ": expected gpipe, 1f1b or interleaved");
+    } else if (Key == "recompute") {
+      F.Recomputation = parseRecompute(Val);
+      if (!F.Recomputation)
+        E = error("--fix recompute=" + Val +
+                  ": expected none, selective or full");
+    } else if (Key == "sp") {
+      if (Val == "on" || Val == "true" || Val == "1")
+        F.SequenceParallel = true;
+      else if (Val == "off" || Val == "false" || Val == "0")
+        F.SequenceParallel = false;
+      else
+        E = error("--fix sp=" + Val + ": expected on or off");
+    } else if (Key == "offload") {
+      F.Offload = parseOffloadName(Val);
+      if (!F.Offload)
+        E = error("--fix offload=" + Val +
+                  ": expected none, optimizer-cpu, optimizer-nvme, cpu or "
+                  "nvme");
+    } else {
+      E = error("--fix: unknown key '" + Key +
+                "' (keys: tp, pp, dp, vpp, mbs, schedule, zero, recompute, "
+                "sp, offload)");
+    }
+    if (E)
+      return E;
+  }
+  return F;
+}
+
+std::string PlanConfig::str() const {
+  std::string S;
+  raw_string_ostream OS(S);
+  OS << "tp=" << TP << ",pp=" << PP << ",dp=" << DP << ",mbs=" << MicroBatch
+     << ",schedule=" << getScheduleName(Schedule) << ",vpp=" << VPP
+     << ",zero=" << Zero << ",recompute=" << getRecomputeName(Recomputation)
+     << ",sp=" << (SequenceParallel ? "on" : "off")
+     << ",offload=" << getOffloadName(Offload);
+  return OS.str();
+}
+
+double autopar::frameworkOverheadBytes(const Cluster &Cl) {
+  // 1 GiB for the CUDA context, cuBLAS workspaces and NCCL buffers, plus 5%
+  // of the device for allocator fragmentation: an allowance.
+  return double(1ull << 30) + 0.05 * double(Cl.Device.MemoryBytes);
+}
+
+//===----------------------------------------------------------------------===//
+// Evaluation
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A candidate's pipeline: the cut, the per-chunk times and the simulation.
+struct PipelineCandidate {
+  std::vector<unsigned> StageUnits;
+  std::vector<double> Fwd, Bwd; // per chunk, one micro-batch
+  PipelineResult Sim;
+};
+
+class Evaluator {
+public:
+  Evaluator(ModelProfile &Profile, const Cluster &Cl, const SearchOptions &O)
+      : Profile(Profile), Cl(Cl), O(O) {}
+
+  /// Evaluates C (all fields set but StageUnits, which may be empty).
+  /// Returns nullopt when pruned by Bound or when it does not fit (then
+  /// LeastMemory is lowered to what it needed).
+  Expected<std::optional<Plan>> evaluate(const PlanConfig &C, double Bound);
+
+  double LeastMemory = std::numeric_limits<double>::infinity();
+  uint64_t Evaluated = 0;
+
+private:
+  bool recomputes(unsigned Unit, unsigned NumUnits) const {
+    return NumUnits <= 2 || (Unit != 0 && Unit + 1 != NumUnits);
+  }
+  double recomputeSeconds(const UnitCost &U, Recompute R) const {
+    if (R == Recompute::Full)
+      return U.FwdSeconds;
+    if (R == Recompute::Selective)
+      return U.AttentionCoreSeconds;
+    return 0;
+  }
+  std::optional<std::vector<unsigned>>
+  partition(const std::vector<double> &Time, unsigned Chunks,
+            function_ref<bool(unsigned Chunk, unsigned Begin, unsigned End)>
+                Fits) const;
+  /// Memory of a rank that holds the units of Ranges (begin, end).
+  RankPrediction rankMemory(const PlanConfig &C,
+                            const std::vector<UnitCost> &Costs,
+                            ArrayRef<std::pair<unsigned, unsigned>> Ranges,
+                            unsigned InFlight) const;
+  /// The unit ranges of pipeline rank Rank under a cut.
+  static std::vector<std::pair<unsigned, unsigned>>
+  rangesOf(const PlanConfig &C, const std::vector<unsigned> &StageUnits,
+           unsigned Rank);
+
+  ModelProfile &Profile;
+  const Cluster &Cl;
+  const SearchOptions &O;
+  std::map<std::tuple<unsigned, bool, int64_t, unsigned, unsigned, unsigned,
+                      unsigned, int64_t>,
+           std::optional<PipelineCandidate>>
+      PipeMemo;
+};
+
+std::optional<std::vector<unsigned>> Evaluator::partition(
+    const std::vector<double> &Time, unsigned Chunks,
+    function_ref<bool(unsigned, unsigned, unsigned)> Fits) const {
+  unsigned U = Time.size();
+  if (U < Chunks || Chunks == 0)
+    return std::nullopt;
+  // Greedy: each chunk as long as the threshold and its memory allow.
+  auto Pack = [&](double T) -> std::optional<std::vector<unsigned>> {
+    std::vector<unsigned> Sizes;
+    unsigned Begin = 0;
+    double Sum = 0;
+    for (unsigned I = 0; I != U; ++I) {
+      if (Time[I] > T || !Fits(Sizes.size(), I, I + 1))
+        return std::nullopt;
+      if (I != Begin &&
+          (Sum + Time[I] > T || !Fits(Sizes.size(), Begin, I + 1) ||
+           U - I < Chunks - Sizes.size())) {
+        Sizes.push_back(I - Begin);
+        Begin = I;
+        Sum = 0;
+        if (Sizes.size() >= Chunks)
+          return std::nullopt;
+      }
+      Sum += Time[I];
+    }
+    Sizes.push_back(U - Begin);
+    if (Sizes.size() > Chunks)
+      return std::nullopt;
+    // Fewer chunks than needed: split the last ones (smaller chunks fit).
+    while (Sizes.size() < Chunks) {
+      unsigned Last = Sizes.size() - 1;
+      unsigned Widest = Last;
+      for (unsigned J = 0; J != Sizes.size(); ++J)
+        if (Sizes[J] > Sizes[Widest])
+          Widest = J;
+      if (Sizes[Widest] < 2)
+        return std::nullopt;
+      unsigned Half = Sizes[Widest] / 2;
+      Sizes[Widest] -= Half;
+      Sizes.insert(Sizes.begin() + Widest + 1, Half);
+    }
+    return Sizes;
+  };
+  double Lo = *std::max_element(Time.begin(), Time.end());
+  double Hi = 0;
+  for (double T : Time)
+    Hi += T;
+  std::optional<std::vector<unsigned>> Best = Pack(Hi);
+  if (!Best)
+    return std::nullopt;
+  for (unsigned Iter = 0; Iter != 60 && Hi - Lo > 1e-12 * Hi; ++Iter) {
+    double Mid = (Lo + Hi) / 2;
+    if (std::optional<std::vector<unsigned>> P = Pack(Mid)) {
+      Best = std::move(P);
+      Hi = Mid;
+    } else {
+      Lo = Mid;
+    }
+  }
+  return Best;
+}
+
+std::vector<std::pair<unsigned, unsigned>>
+Evaluator::rangesOf(const PlanConfig &C, const std::vector<unsigned> &Cut,
+                    unsigned Rank) {
+  std::vector<std::pair<unsigned, unsigned>> Ranges;
+  unsigned First = 0;
+  for (unsigned J = 0; J != Cut.size(); ++J) {
+    if (J % C.PP == Rank)
+      Ranges.push_back({First, First + Cut[J]});
+    First += Cut[J];
+  }
+  return Ranges;
+}
+
+RankPrediction
+Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
+                      ArrayRef<std::pair<unsigned, unsigned>> Ranges,
+                      unsigned InFlight) const {
+  RankPrediction R;
+  double Params = 0, Largest = 0, Saved = 0, Working = 0, Loss = 0;
+  for (auto [Begin, End] : Ranges)
+    for (unsigned U = Begin; U != End; ++U) {
+      const UnitCost &Cost = Costs[U];
+      Params += Cost.ParamElements;
+      Largest = std::max(Largest, Cost.ParamElements);
+      Recompute Mode =
+          recomputes(U, Costs.size()) ? C.Recomputation : Recompute::None;
+      Saved += Cost.SavedBytes[unsigned(Mode)];
+      // Recomputing a unit holds its whole activations for a moment.
+      if (Mode != Recompute::None)
+        Working = std::max(Working, Cost.SavedBytes[0] -
+                                        Cost.SavedBytes[unsigned(Mode)]);
+      Loss += Cost.LossBytes;
+    }
+  ModelStateConfig MS;
+  MS.Params = Params;
+  MS.DataParallel = C.DP;
+  MS.ZeroStage = C.Zero;
+  MS.Optimizer = O.Optimizer;
+  MS.Offload = C.Offload;
+  MS.LargestLayerParams = Largest;
+  R.ModelStateBytes = getModelStateMemory(MS).deviceBytes();
+  // InFlight counts chunk activations; Saved covers all of the rank's
+  // chunks for one micro-batch.
+  R.ActivationBytes = Saved / C.VPP * InFlight + Working + Loss;
+  R.MemoryBytes =
+      R.ModelStateBytes + R.ActivationBytes + frameworkOverheadBytes(Cl);
+  return R;
+}
+
+Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
+                                                  double Bound) {
+  Expected<const std::vector<UnitCost> *> CostsOr =
+      Profile.getUnitCosts(C.TP, std::min<unsigned>(C.TP, Cl.GpusPerNode),
+                           C.SequenceParallel, C.MicroBatch);
+  if (!CostsOr)
+    return CostsOr.takeError();
+  const std::vector<UnitCost> &Costs = **CostsOr;
+  unsigned NumUnits = Costs.size();
+  unsigned Chunks = C.PP * C.VPP;
+  if (NumUnits < Chunks)
+    return std::nullopt;
+  std::vector<double> Fwd(NumUnits), Bwd(NumUnits), Time(NumUnits);
+  double Total = 0;
+  for (unsigned U = 0; U != NumUnits; ++U) {
+    Recompute Mode =
+        recomputes(U, NumUnits) ? C.Recomputation : Recompute::None;
+    Fwd[U] = Costs[U].FwdSeconds;
+    Bwd[U] = Costs[U].BwdSeconds + recomputeSeconds(Costs[U], Mode);
+    Time[U] = Fwd[U] + Bwd[U];
+    Total += Time[U];
+  }
+  // No rank can finish before its share of the work.
+  if (double(C.MicroBatches) * Total / C.PP > Bound)
+    return std::nullopt;
+  ++Evaluated;
+
+  // Neighbouring stages are TP x DP ranks apart (tensor-parallel ranks
+  // innermost, then data-parallel, then pipeline, as Megatron-LM orders
+  // them).
+  bool StagesShareNode = C.TP * C.DP < Cl.GpusPerNode;
+  CommGroup P2P{2, StagesShareNode ? 2u : 1u};
+  auto Simulate = [&](const std::vector<unsigned> &StageUnits)
+      -> Expected<PipelineCandidate> {
+    PipelineCandidate P;
+    P.StageUnits = StageUnits;
+    double P2PSeconds = 0;
+    unsigned First = 0;
+    for (unsigned J = 0; J != StageUnits.size(); ++J) {
+      unsigned Size = StageUnits[J];
+      double F = 0, B = 0;
+      for (unsigned U = First; U != First + Size; ++U) {
+        F += Fwd[U];
+        B += Bwd[U];
+      }
+      // Megatron-LM's sends and receives between stages block both ranks
+      // (send_forward_recv_backward and friends) unless
+      // --overlap-p2p-communication: each chunk's forward ends with sending
+      // its output, each backward with sending the input's gradient.
+      double Send =
+          C.PP > 1 ? collectiveSeconds(Cl, Collective::SendRecv,
+                                       Costs[First + Size - 1].OutputBytes, P2P)
+                   : 0;
+      if (!O.OverlapP2P) {
+        if (J + 1 != StageUnits.size())
+          F += Send;
+        if (J != 0)
+          B += Send;
+      }
+      P.Fwd.push_back(F);
+      P.Bwd.push_back(B);
+      P2PSeconds = std::max(P2PSeconds, Send);
+      First += Size;
+    }
+    PipelineSpec Spec;
+    Spec.Kind = C.Schedule;
+    Spec.Stages = C.PP;
+    Spec.VirtualStages = C.VPP;
+    Spec.MicroBatches = C.MicroBatches;
+    Spec.Forward = P.Fwd;
+    Spec.Backward = P.Bwd;
+    // Overlapped sends still delay their receiver.
+    Spec.P2PSeconds = O.OverlapP2P ? P2PSeconds : 0;
+    Expected<PipelineResult> Sim = simulatePipeline(Spec);
+    if (!Sim)
+      return Sim.takeError();
+    P.Sim = std::move(*Sim);
+    return P;
+  };
+
+  // The pipeline does not depend on ZeRO or offload: the balanced cut and
+  // its simulation are shared by those candidates.
+  auto Key = std::make_tuple(C.TP, C.SequenceParallel, C.MicroBatch, C.PP,
+                             C.VPP, unsigned(C.Schedule),
+                             unsigned(C.Recomputation), C.MicroBatches);
+  std::vector<unsigned> Cut = C.StageUnits;
+  std::optional<PipelineCandidate> Balanced;
+  if (Cut.empty()) {
+    auto Memo = PipeMemo.find(Key);
+    if (Memo == PipeMemo.end()) {
+      std::optional<PipelineCandidate> Entry;
+      if (std::optional<std::vector<unsigned>> Part =
+              partition(Time, Chunks,
+                        [](unsigned, unsigned, unsigned) { return true; })) {
+        Expected<PipelineCandidate> P = Simulate(*Part);
+        if (!P)
+          return P.takeError();
+        Entry = std::move(*P);
+      }
+      Memo = PipeMemo.emplace(Key, std::move(Entry)).first;
+    }
+    if (!Memo->second)
+      return std::nullopt;
+    Balanced = Memo->second;
+  } else if (Cut.size() != Chunks ||
+             std::accumulate(Cut.begin(), Cut.end(), 0u) != NumUnits) {
+    return error("the stage cut has " + Twine(Cut.size()) + " stages over " +
+                 Twine(std::accumulate(Cut.begin(), Cut.end(), 0u)) +
+                 " units; the plan needs " + Twine(Chunks) + " over " +
+                 Twine(NumUnits));
+  }
+  Expected<PipelineCandidate> Pipe =
+      Balanced ? Expected<PipelineCandidate>(std::move(*Balanced))
+               : Simulate(Cut);
+  if (!Pipe)
+    return Pipe.takeError();
+
+  double Capacity = double(Cl.Device.MemoryBytes);
+  auto MemoryOf = [&](const PipelineCandidate &P) {
+    std::vector<RankPrediction> Ranks;
+    for (unsigned R = 0; R != C.PP; ++R)
+      Ranks.push_back(rankMemory(C, Costs, rangesOf(C, P.StageUnits, R),
+                                 P.Sim.PeakInFlight[R]));
+    return Ranks;
+  };
+  std::vector<RankPrediction> Ranks = MemoryOf(*Pipe);
+  auto Peak = [](const std::vector<RankPrediction> &Rs) {
+    double M = 0;
+    for (const RankPrediction &R : Rs)
+      M = std::max(M, R.MemoryBytes);
+    return M;
+  };
+  if (Peak(Ranks) > Capacity && C.StageUnits.empty() && C.PP > 1) {
+    // Cut again under each rank's memory, with the in-flight counts of the
+    // balanced schedule.
+    std::vector<unsigned> InFlight = Pipe->Sim.PeakInFlight;
+    // A chunk may use its rank's share of the memory beyond the allowance.
+    double Overhead = frameworkOverheadBytes(Cl);
+    double Budget = (Capacity - Overhead) / C.VPP;
+    auto Fits = [&](unsigned Chunk, unsigned Begin, unsigned End) {
+      std::pair<unsigned, unsigned> Range{Begin, End};
+      RankPrediction R = rankMemory(C, Costs, Range, InFlight[Chunk % C.PP]);
+      return R.MemoryBytes - Overhead <= Budget;
+    };
+    std::optional<std::vector<unsigned>> Tight = partition(Time, Chunks, Fits);
+    if (Tight) {
+      Expected<PipelineCandidate> Again = Simulate(*Tight);
+      if (!Again)
+        return Again.takeError();
+      std::vector<RankPrediction> AgainRanks = MemoryOf(*Again);
+      if (Peak(AgainRanks) <= Capacity) {
+        Pipe = std::move(Again);
+        Ranks = std::move(AgainRanks);
+      }
+    }
+  }
+  double PeakMemory = Peak(Ranks);
+  if (PeakMemory > Capacity) {
+    LeastMemory = std::min(LeastMemory, PeakMemory);
+    return std::nullopt;
+  }
+
+  // Data-parallel synchronization, ZeRO gathers, offload and optimizer per
+  // rank; the slowest rank finishes the step.
+  CommGroup DpGroup{
+      C.DP, std::max(1u, std::min(C.DP, Cl.GpusPerNode / std::max(1u, C.TP)))};
+  double After = 0, WorstSync = 0, WorstOpt = 0, WorstOffload = 0;
+  double GradSync = 0;
+  unsigned First = 0;
+  std::vector<double> RankParams(C.PP, 0), RankGradSync(C.PP, 0);
+  // ZeRO-3 gathers and reduce-scatters layer by layer: one collective per
+  // unit, each paying its latency.
+  std::vector<double> RankGathers(C.PP, 0), RankScatters(C.PP, 0);
+  for (unsigned J = 0; J != Pipe->StageUnits.size(); ++J) {
+    for (unsigned U = First; U != First + Pipe->StageUnits[J]; ++U) {
+      RankParams[J % C.PP] += Costs[U].ParamElements;
+      RankGradSync[J % C.PP] += Costs[U].GradSyncSeconds;
+      if (C.Zero == 3 && C.DP > 1 && Costs[U].ParamElements > 0) {
+        RankGathers[J % C.PP] += collectiveSeconds(
+            Cl, Collective::AllGather, Costs[U].ParamElements * 2, DpGroup);
+        RankScatters[J % C.PP] += collectiveSeconds(
+            Cl, Collective::ReduceScatter, Costs[U].ParamElements * 2, DpGroup);
+      }
+    }
+    First += Pipe->StageUnits[J];
+  }
+  for (unsigned R = 0; R != C.PP; ++R) {
+    double GradBytes = RankParams[R] * 2, WeightBytes = RankParams[R] * 2;
+    // The rank's compute per micro-batch, forward and backward: what
+    // per-micro-batch transfers can hide behind.
+    double RankFwd = 0, RankBwd = 0;
+    for (unsigned J = R; J < Pipe->Fwd.size(); J += C.PP) {
+      RankFwd += Pipe->Fwd[J];
+      RankBwd += Pipe->Bwd[J];
+    }
+    double Exposed = 0;
+    if (C.DP > 1 && C.Zero < 3) {
+      double Sync =
+          C.Zero == 0
+              ? collectiveSeconds(Cl, Collective::AllReduce, GradBytes, DpGroup)
+              : collectiveSeconds(Cl, Collective::ReduceScatter, GradBytes,
+                                  DpGroup) +
+                    collectiveSeconds(Cl, Collective::AllGather, WeightBytes,
+                                      DpGroup);
+      // Buckets reduce while the last micro-batch's backward runs.
+      Exposed = O.OverlapGradReduce ? std::max(0.0, Sync - RankBwd) : Sync;
+    }
+    // ZeRO-3 (Rajbhandari et al. 2020, section 5.3): each micro-batch
+    // gathers the weights before its forward and again before its
+    // backward, and reduce-scatters its gradients; prefetching hides them
+    // behind compute as far as the compute lasts. Weights offloaded to the
+    // host (ZeRO-Infinity) are fetched over PCIe first, and gradients go
+    // back down.
+    double Offload = 0;
+    if (C.Zero == 3) {
+      double Gather = RankGathers[R], Scatter = RankScatters[R];
+      double Fetch = 0, Down = 0;
+      if (C.Offload == OffloadKind::AllCpu ||
+          C.Offload == OffloadKind::AllNvme) {
+        double Link = C.Offload == OffloadKind::AllNvme
+                          ? Cl.nvmeBytesPerSecPerGpu()
+                          : Cl.HostLink.BytesPerSec;
+        Fetch = Link > 0 ? WeightBytes / C.DP / Link : 0;
+        Down = Link > 0 ? GradBytes / C.DP / Link : 0;
+      }
+      double FwdExposed = std::max(0.0, Gather + Fetch - RankFwd);
+      double BwdExposed =
+          std::max(0.0, Gather + Scatter + Fetch + Down - RankBwd);
+      Exposed += C.MicroBatches * (std::max(0.0, Gather - RankFwd) +
+                                   std::max(0.0, Gather + Scatter - RankBwd));
+      Offload = C.MicroBatches * (FwdExposed + BwdExposed) - Exposed;
+    }
+    ModelStateConfig MS;
+    MS.Params = RankParams[R];
+    MS.DataParallel = C.DP;
+    MS.ZeroStage = C.Zero;
+    MS.Optimizer = O.Optimizer;
+    MS.Offload = C.Offload;
+    double Opt = optimizerStepSeconds(MS, Cl);
+    double Tail = Exposed + Opt + Offload + RankGradSync[R];
+    if (Tail > After) {
+      After = Tail;
+      WorstSync = Exposed;
+      WorstOpt = Opt;
+      WorstOffload = Offload;
+      GradSync = RankGradSync[R];
+    }
+  }
+
+  Plan Out;
+  Out.Config = C;
+  Out.Config.StageUnits = Pipe->StageUnits;
+  PlanPrediction &P = Out.Prediction;
+  P.PipelineSeconds = Pipe->Sim.StepSeconds;
+  P.BubbleFraction = Pipe->Sim.BubbleFraction;
+  P.StepSeconds = P.PipelineSeconds + After;
+  P.DpSyncSeconds = WorstSync + GradSync;
+  P.OptimizerSeconds = WorstOpt;
+  P.OffloadSeconds = WorstOffload;
+  double ModelFlops = 0, Extra = 0, Comm = 0;
+  for (unsigned U = 0; U != NumUnits; ++U) {
+    ModelFlops += Costs[U].FwdFlops + Costs[U].BwdFlops;
+    Recompute Mode =
+        recomputes(U, NumUnits) ? C.Recomputation : Recompute::None;
+    if (Mode == Recompute::Full)
+      Extra += Costs[U].FwdFlops;
+    else if (Mode == Recompute::Selective)
+      Extra += Costs[U].AttentionCoreFlops;
+    Comm = std::max(Comm, Costs[U].FwdCommSeconds + Costs[U].BwdCommSeconds);
+  }
+  double Samples = double(C.MicroBatch) * C.MicroBatches * C.DP;
+  double Steps = double(C.MicroBatches) * C.DP;
+  double Gpus = double(C.TP) * C.PP * C.DP;
+  double Peak16 = Cl.Device.PeakFlops(Precision::BF16);
+  P.TokensPerSecond = Samples * Profile.getTokensPerSample() / P.StepSeconds;
+  P.ModelTflopsPerGpu = ModelFlops * Steps / Gpus / P.StepSeconds / 1e12;
+  P.HardwareTflopsPerGpu =
+      (ModelFlops + Extra) * Steps / Gpus / P.StepSeconds / 1e12;
+  P.Mfu = Peak16 > 0 ? P.ModelTflopsPerGpu * 1e12 / Peak16 : 0;
+  P.Hfu = Peak16 > 0 ? P.HardwareTflopsPerGpu * 1e12 / Peak16 : 0;
+  P.PeakMemoryBytes = PeakMemory;
+  P.MemoryCapacityBytes = Capacity;
+  for (unsigned R = 0; R != C.PP; ++R) {
+    Ranks[R].BusySeconds = Pipe->Sim.BusySeconds[R];
+    P.TpCommSeconds = Comm;
+  }
+  P.Ranks = std::move(Ranks);
+  return std::optional<Plan>(std::move(Out));
+}
+
+/// Strict order of plans: faster first, then the configuration tuple.
+bool betterPlan(const Plan &A, const Plan &B) {
+  if (A.Prediction.StepSeconds != B.Prediction.StepSeconds)
+    return A.Prediction.StepSeconds < B.Prediction.StepSeconds;
+  return A.Config.str() < B.Config.str();
+}
+
+std::vector<unsigned> divisorsOf(unsigned N) {
+  std::vector<unsigned> D;
+  for (unsigned I = 1; I <= N; ++I)
+    if (N % I == 0)
+      D.push_back(I);
+  return D;
+}
+
+} // namespace
+
+Expected<Plan> autopar::evaluatePlan(ModelProfile &Profile, const Cluster &Cl,
+                                     const SearchOptions &Options,
+                                     const PlanConfig &Config) {
+  Evaluator E(Profile, Cl, Options);
+  Expected<std::optional<Plan>> P =
+      E.evaluate(Config, std::numeric_limits<double>::infinity());
+  if (!P)
+    return P.takeError();
+  if (!*P)
+    return error("the plan " + Config.str() + " does not fit: it needs " +
+                 formatv("{0:f1}", E.LeastMemory / double(1ull << 30)) +
+                 " GiB per GPU of " +
+                 formatv("{0:f1}", Cl.Device.MemoryBytes / double(1ull << 30)) +
+                 " GiB");
+  return std::move(**P);
+}
+
+Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
+                                            const Cluster &Cl,
+                                            const SearchOptions &O) {
+  const PlanFixes &F = O.Fixed;
+  unsigned N = Cl.NumGpus;
+  if (O.GlobalBatch < 1)
+    return error("--global-batch must be at least 1");
+  SearchResult Result;
+  Evaluator E(Profile, Cl, O);
+  std::vector<Plan> Best;
+  unsigned K = std::max(1u, O.TopK);
+  auto Bound = [&]() {
+    return Best.size() < K ? std::numeric_limits<double>::infinity()
+                           : Best.back().Prediction.StepSeconds;
+  };
+  unsigned MaxTP = O.TpAcrossNodes ? N : std::min(N, Cl.GpusPerNode);
+  int64_t Heads = Profile.getAttentionHeads();
+  if (F.TP) {
+    std::string Valid;
+    for (unsigned TP : divisorsOf(N))
+      if (TP <= MaxTP && !(Heads && Heads % TP))
+        Valid += (Valid.empty() ? "" : ", ") + std::to_string(TP);
+    if (Heads && Heads % *F.TP)
+      return error("--fix tp=" + Twine(*F.TP) + " does not divide the " +
+                   Twine(Heads) +
+                   " attention heads; valid tensor-parallel "
+                   "degrees here: " +
+                   Valid);
+    if (*F.TP > MaxTP || N % *F.TP)
+      return error("--fix tp=" + Twine(*F.TP) + " does not fit " + Twine(N) +
+                   " GPUs with " + Twine(Cl.GpusPerNode) +
+                   " per node (--tp-across-nodes allows more than a node); "
+                   "valid tensor-parallel degrees here: " +
+                   Valid);
+  }
+  unsigned NumUnits = Profile.getUnits().size();
+  for (unsigned TP : divisorsOf(N)) {
+    if (TP > MaxTP || (F.TP && TP != *F.TP) || (Heads && Heads % TP))
+      continue;
+    for (bool SP : {false, true}) {
+      if ((SP && TP == 1) || (F.SequenceParallel && SP != *F.SequenceParallel))
+        continue;
+      for (unsigned PP : divisorsOf(N / TP)) {
+        if ((F.PP && PP != *F.PP) || PP > NumUnits)
+          continue;
+        unsigned DP = N / TP / PP;
+        if ((F.DP && DP != *F.DP) || O.GlobalBatch % DP)
+          continue;
+        for (int64_t MBS = 1; MBS <= O.GlobalBatch / DP; MBS *= 2) {
+          if (Profile.getFixedBatch() && MBS != *Profile.getFixedBatch())
+            continue;
+          if ((F.MicroBatch && MBS != *F.MicroBatch) ||
+              (O.GlobalBatch / DP) % MBS)
+            continue;
+          int64_t M = O.GlobalBatch / DP / MBS;
+          for (ScheduleKind S :
+               {ScheduleKind::OneFOneB, ScheduleKind::Interleaved,
+                ScheduleKind::GPipe}) {
+            if (F.Schedule ? S != *F.Schedule : S == ScheduleKind::GPipe)
+              continue;
+            if (S == ScheduleKind::Interleaved && (PP == 1 || M % PP))
+              continue;
+            for (unsigned VPP : {1u, 2u, 3u, 4u, 6u, 8u}) {
+              if ((S == ScheduleKind::Interleaved) != (VPP > 1) ||
+                  (F.VPP && VPP != *F.VPP) || PP * VPP > NumUnits)
+                continue;
+              for (Recompute R :
+                   {Recompute::None, Recompute::Selective, Recompute::Full}) {
+                if (F.Recomputation && R != *F.Recomputation)
+                  continue;
+                for (unsigned Z = 0; Z != 4; ++Z) {
+                  if ((F.Zero && Z != *F.Zero) || (!F.Zero && DP == 1 && Z))
+                    continue;
+                  for (OffloadKind Off :
+                       {OffloadKind::None, OffloadKind::OptimizerCpu,
+                        OffloadKind::AllCpu, OffloadKind::OptimizerNvme,
+                        OffloadKind::AllNvme}) {
+                    if (F.Offload ? Off != *F.Offload
+                                  : Off == OffloadKind::OptimizerNvme ||
+                                        Off == OffloadKind::AllNvme)
+                      continue;
+                    if ((Off == OffloadKind::AllCpu ||
+                         Off == OffloadKind::AllNvme) &&
+                        Z != 3)
+                      continue;
+                    PlanConfig C;
+                    C.TP = TP;
+                    C.PP = PP;
+                    C.DP = DP;
+                    C.VPP = VPP;
+                    C.MicroBatch = MBS;
+                    C.MicroBatches = M;
+                    C.Schedule = S;
+                    C.Zero = Z;
+                    C.Recomputation = R;
+                    C.SequenceParallel = SP;
+                    C.Offload = Off;
+                    Expected<std::optional<Plan>> P = E.evaluate(C, Bound());
+                    if (!P)
+                      return P.takeError();
+                    if (!*P)
+                      continue;
+                    Best.push_back(std::move(**P));
+                    llvm::sort(Best, betterPlan);
+                    if (Best.size() > K)
+                      Best.pop_back();
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  Result.Plans = std::move(Best);
+  Result.ConfigsEvaluated = E.Evaluated;
+  Result.LeastMemoryNeeded = std::isinf(E.LeastMemory) ? 0 : E.LeastMemory;
+  return Result;
+}
+
+json::Object autopar::planToJSON(const Plan &P) {
+  const PlanConfig &C = P.Config;
+  const PlanPrediction &R = P.Prediction;
+  json::Array Stages;
+  for (unsigned S : C.StageUnits)
+    Stages.push_back(int64_t(S));
+  return json::Object{
+      {"tp", int64_t(C.TP)},
+      {"pp", int64_t(C.PP)},
+      {"dp", int64_t(C.DP)},
+      {"vpp", int64_t(C.VPP)},
+      {"mbs", C.MicroBatch},
+      {"num_microbatches", C.MicroBatches},
+      {"schedule", getScheduleName(C.Schedule)},
+      {"zero_stage", int64_t(C.Zero)},
+      {"offload", getOffloadName(C.Offload)},
+      {"recompute", getRecomputeName(C.Recomputation)},
+      {"sequence_parallel", C.SequenceParallel},
+      {"stage_layers", std::move(Stages)},
+      {"step_time_s", R.StepSeconds},
+      {"tokens_per_s", R.TokensPerSecond},
+      {"model_tflops_per_gpu", R.ModelTflopsPerGpu},
+      {"hw_tflops_per_gpu", R.HardwareTflopsPerGpu},
+      {"mfu", R.Mfu},
+      {"hfu", R.Hfu},
+      {"bubble_fraction", R.BubbleFraction},
+      {"peak_memory_per_gpu_bytes", R.PeakMemoryBytes},
+      {"memory_capacity_bytes", R.MemoryCapacityBytes},
+  };
+}

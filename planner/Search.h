@@ -1,0 +1,131 @@
+//===- Search.h - One search over every parallelization choice --*- C++ -*-===//
+//
+// Enumerates tensor parallelism (dividing the heads, inside a node unless
+// allowed across), sequence parallelism, micro-batch size, pipeline depth,
+// virtual stages and schedule, recomputation, ZeRO stage and offload, under
+// global batch = micro-batch x micro-batches x data parallelism. For each
+// candidate it cuts the units into stages (balancing time under each rank's
+// memory), simulates the schedule (planner/Schedule.h), and adds the
+// data-parallel gradient synchronization and the optimizer step. A lower
+// bound (the busiest rank's compute with no bubble) prunes candidates that
+// cannot beat the K-th best, so the search is exact over its space; ties are
+// broken by the configuration tuple, so the result is deterministic.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_PLANNER_SEARCH_H
+#define AUTOPAR_PLANNER_SEARCH_H
+
+#include "cost/ActivationMemory.h"
+#include "cost/ModelState.h"
+#include "planner/ModelProfile.h"
+#include "planner/Schedule.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace autopar {
+
+/// `--fix tp=8,pp=64,...`: the choices pinned; the rest is searched.
+struct PlanFixes {
+  std::optional<unsigned> TP, PP, DP, VPP;
+  std::optional<int64_t> MicroBatch;
+  std::optional<ScheduleKind> Schedule;
+  std::optional<unsigned> Zero;
+  std::optional<Recompute> Recomputation;
+  std::optional<bool> SequenceParallel;
+  std::optional<OffloadKind> Offload;
+
+  /// Parses `key=value` pairs separated by commas; errors name the key and
+  /// list the valid values.
+  static llvm::Expected<PlanFixes> parse(llvm::StringRef Text);
+};
+
+struct SearchOptions {
+  /// Samples per step (required).
+  int64_t GlobalBatch = 0;
+  PlanFixes Fixed;
+  /// Allow tensor-parallel groups larger than a node.
+  bool TpAcrossNodes = false;
+  /// How many of the best plans to keep.
+  unsigned TopK = 1;
+  OptimizerKind Optimizer = OptimizerKind::AdamW;
+  /// Overlap the data-parallel gradient reduction with the backward of the
+  /// last micro-batch (Megatron-LM --overlap-grad-reduce, DeepSpeed
+  /// overlap_comm).
+  bool OverlapGradReduce = true;
+  /// Overlap sends between pipeline stages with compute (Megatron-LM
+  /// --overlap-p2p-communication); otherwise they block both ranks.
+  bool OverlapP2P = false;
+};
+
+struct PlanConfig {
+  unsigned TP = 1, PP = 1, DP = 1, VPP = 1;
+  int64_t MicroBatch = 1, MicroBatches = 1;
+  ScheduleKind Schedule = ScheduleKind::OneFOneB;
+  unsigned Zero = 0;
+  Recompute Recomputation = Recompute::None;
+  bool SequenceParallel = false;
+  OffloadKind Offload = OffloadKind::None;
+  /// Units per virtual stage, in model order (PP * VPP entries).
+  std::vector<unsigned> StageUnits;
+
+  /// `tp=8,pp=64,...`: the --fix spelling of every choice.
+  std::string str() const;
+};
+
+struct RankPrediction {
+  double BusySeconds = 0;
+  double MemoryBytes = 0;
+  double ModelStateBytes = 0, ActivationBytes = 0;
+};
+
+struct PlanPrediction {
+  double StepSeconds = 0;
+  double PipelineSeconds = 0, BubbleFraction = 0;
+  double DpSyncSeconds = 0, OptimizerSeconds = 0, OffloadSeconds = 0;
+  double TpCommSeconds = 0;
+  double TokensPerSecond = 0;
+  double ModelTflopsPerGpu = 0, HardwareTflopsPerGpu = 0;
+  double Mfu = 0, Hfu = 0;
+  double PeakMemoryBytes = 0, MemoryCapacityBytes = 0;
+  std::vector<RankPrediction> Ranks; // per pipeline rank
+};
+
+struct Plan {
+  PlanConfig Config;
+  PlanPrediction Prediction;
+};
+
+struct SearchResult {
+  /// The best plans, best first.
+  std::vector<Plan> Plans;
+  uint64_t ConfigsEvaluated = 0;
+  /// When no plan fits: the least memory any candidate needed per GPU.
+  double LeastMemoryNeeded = 0;
+};
+
+/// Fixed memory every rank keeps outside the model: CUDA context, NCCL
+/// buffers and allocator slack. An allowance, not a measurement
+/// (docs/Planner.md, "Memory").
+double frameworkOverheadBytes(const Cluster &Cl);
+
+llvm::Expected<SearchResult> searchPlans(ModelProfile &Profile,
+                                         const Cluster &Cl,
+                                         const SearchOptions &Options);
+
+/// Predictions of one given configuration (its StageUnits may be empty: the
+/// cut is then chosen).
+llvm::Expected<Plan> evaluatePlan(ModelProfile &Profile, const Cluster &Cl,
+                                  const SearchOptions &Options,
+                                  const PlanConfig &Config);
+
+llvm::json::Object planToJSON(const Plan &P);
+
+} // namespace autopar
+
+#endif // AUTOPAR_PLANNER_SEARCH_H

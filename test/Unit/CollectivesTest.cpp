@@ -1,0 +1,159 @@
+//===- CollectivesTest.cpp - The alpha-beta collective model --------------===//
+
+#include "cost/Collectives.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+
+using namespace autopar;
+
+namespace {
+
+const Collective AllCollectives[] = {
+    Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+    Collective::AllToAll,  Collective::SendRecv,  Collective::Broadcast};
+
+Cluster cluster(llvm::StringRef Device, unsigned Gpus) {
+  auto C = makeCluster(Device, Gpus, 0);
+  EXPECT_TRUE(bool(C));
+  return *C;
+}
+
+/// A group of the collective's usual shape: send/recv is a pair.
+CommGroup groupFor(Collective C, CommGroup G) {
+  if (C != Collective::SendRecv)
+    return G;
+  return G.numNodes() > 1 ? CommGroup{2, 1} : CommGroup{2, 2};
+}
+
+TEST(CollectivesTest, SizeOneGroupsAreFree) {
+  Cluster Cl = cluster("a100-80gb", 64);
+  for (Collective C : AllCollectives) {
+    EXPECT_EQ(collectiveSeconds(Cl, C, 1e9, {1, 1}), 0)
+        << getCollectiveName(C).str();
+    EXPECT_EQ(collectiveSeconds(Cl, C, 1e9, {1, 1}, CollectiveAlgorithm::Ring),
+              0);
+  }
+}
+
+TEST(CollectivesTest, BusBandwidthFactorsAreNcclTests) {
+  EXPECT_EQ(getBusBandwidthFactor(Collective::AllReduce, 8), 2.0 * 7 / 8);
+  EXPECT_EQ(getBusBandwidthFactor(Collective::AllGather, 8), 7.0 / 8);
+  EXPECT_EQ(getBusBandwidthFactor(Collective::ReduceScatter, 8), 7.0 / 8);
+  EXPECT_EQ(getBusBandwidthFactor(Collective::AllToAll, 8), 7.0 / 8);
+  EXPECT_EQ(getBusBandwidthFactor(Collective::SendRecv, 2), 1);
+  EXPECT_EQ(getBusBandwidthFactor(Collective::Broadcast, 8), 1);
+}
+
+TEST(CollectivesTest, LargeMessagesReachTheLinkBandwidth) {
+  // On a large message inside one node, busbw = factor * size / time is
+  // the link's bandwidth: the model's factors are nccl-tests'.
+  for (const char *Device : {"a100-80gb", "h100", "cpu"}) {
+    Cluster Cl = cluster(Device, 64);
+    unsigned K = Cl.GpusPerNode;
+    const double Bytes = 64e9;
+    for (Collective C : AllCollectives) {
+      CommGroup G = groupFor(C, {K, K});
+      double T = collectiveSeconds(Cl, C, Bytes, G);
+      double BusBw = getBusBandwidthFactor(C, G.Size) * Bytes / T;
+      EXPECT_NEAR(BusBw / Cl.IntraNode.BytesPerSec, 1, 1e-3)
+          << Device << " " << getCollectiveName(C).str();
+    }
+    // Across nodes with one rank per node: the NIC's bandwidth.
+    CommGroup Rails{8, 1};
+    double T = collectiveSeconds(Cl, Collective::AllReduce, Bytes, Rails);
+    EXPECT_NEAR(getBusBandwidthFactor(Collective::AllReduce, 8) * Bytes / T /
+                    Cl.InterNode.BytesPerSec,
+                1, 1e-3)
+        << Device;
+  }
+}
+
+TEST(CollectivesTest, MonotonicInBytes) {
+  Cluster Cl = cluster("h100", 1024);
+  for (Collective C : AllCollectives)
+    for (CommGroup G : {CommGroup{8, 8}, CommGroup{4, 4}, CommGroup{64, 8},
+                        CommGroup{1024, 8}, CommGroup{16, 1}}) {
+      G = groupFor(C, G);
+      double Last = 0;
+      for (double Bytes = 1; Bytes < 1e11; Bytes *= 1.7) {
+        double T = collectiveSeconds(Cl, C, Bytes, G);
+        EXPECT_GE(T, Last) << getCollectiveName(C).str() << " " << G.Size << "/"
+                           << G.RanksPerNode << " " << Bytes;
+        Last = T;
+      }
+    }
+}
+
+TEST(CollectivesTest, InsideANodeIsFasterThanAcross) {
+  Cluster Cl = cluster("a100-80gb", 64);
+  for (Collective C : AllCollectives) {
+    CommGroup Inside = groupFor(C, {8, 8}), Across = groupFor(C, {8, 1});
+    for (double Bytes : {1e3, 1e6, 1e9})
+      EXPECT_LT(collectiveSeconds(Cl, C, Bytes, Inside),
+                collectiveSeconds(Cl, C, Bytes, Across))
+          << getCollectiveName(C).str() << " " << Bytes;
+  }
+}
+
+TEST(CollectivesTest, HierarchicalBeatsAFlatRingOverTheSlowLevel) {
+  Cluster Cl = cluster("a100-80gb", 64);
+  CommGroup G{32, 8}; // 4 nodes of 8
+  for (Collective C : {Collective::AllReduce, Collective::AllGather,
+                       Collective::ReduceScatter, Collective::Broadcast}) {
+    double Ring = collectiveSeconds(Cl, C, 1e9, G, CollectiveAlgorithm::Ring);
+    double Hier =
+        collectiveSeconds(Cl, C, 1e9, G, CollectiveAlgorithm::Hierarchical);
+    // The flat ring runs at one NIC's speed; the hierarchy uses all 8.
+    EXPECT_LT(Hier * 4, Ring) << getCollectiveName(C).str();
+    EXPECT_EQ(estimateCollective(Cl, C, 1e9, G).Algorithm,
+              CollectiveAlgorithm::Hierarchical)
+        << getCollectiveName(C).str();
+  }
+  // Inside one node there is no hierarchy.
+  EXPECT_TRUE(
+      std::isinf(collectiveSeconds(Cl, Collective::AllReduce, 1e9, {8, 8},
+                                   CollectiveAlgorithm::Hierarchical)));
+}
+
+TEST(CollectivesTest, TreeBeatsRingOnTinyMessagesAcrossManyNodes) {
+  Cluster Cl = cluster("h100", 1024);
+  for (CommGroup G : {CommGroup{1024, 8}, CommGroup{128, 1}}) {
+    double Ring = collectiveSeconds(Cl, Collective::AllReduce, 8, G,
+                                    CollectiveAlgorithm::Ring);
+    double Tree = collectiveSeconds(Cl, Collective::AllReduce, 8, G,
+                                    CollectiveAlgorithm::Tree);
+    EXPECT_LT(Tree * 10, Ring) << G.Size;
+    EXPECT_EQ(estimateCollective(Cl, Collective::AllReduce, 8, G).Algorithm,
+              CollectiveAlgorithm::Tree);
+  }
+  // Inside one node a large all-reduce takes the ring.
+  EXPECT_EQ(
+      estimateCollective(Cl, Collective::AllReduce, 1e9, {8, 8}).Algorithm,
+      CollectiveAlgorithm::Ring);
+  // Trees are for all-reduce only.
+  EXPECT_TRUE(std::isinf(collectiveSeconds(
+      Cl, Collective::AllGather, 8, {1024, 8}, CollectiveAlgorithm::Tree)));
+}
+
+TEST(CollectivesTest, SmallMessagesCostTheirLatency) {
+  Cluster Cl = cluster("a100-80gb", 8);
+  // 14 ring steps of NVLink latency plus NCCL's base latency.
+  double T = collectiveSeconds(Cl, Collective::AllReduce, 8, {8, 8});
+  EXPECT_NEAR(T, Cl.CollectiveLatencySec + 14 * Cl.IntraNode.LatencySec, 1e-9);
+  EXPECT_NEAR(collectiveSeconds(Cl, Collective::SendRecv, 0, {2, 2}),
+              Cl.CollectiveLatencySec + Cl.IntraNode.LatencySec, 1e-12);
+}
+
+TEST(CollectivesTest, AllToAllAcrossNodesIsLimitedByTheNics) {
+  Cluster Cl = cluster("h100", 64);
+  // 64 ranks over 8 nodes: 56/64 of each rank's buffer leaves the node.
+  double Bytes = 1e10;
+  double T = collectiveSeconds(Cl, Collective::AllToAll, Bytes, {64, 8});
+  double Nic = 56.0 / 64 * Bytes / Cl.InterNode.BytesPerSec;
+  EXPECT_GT(T, Nic);
+  EXPECT_LT(T, Nic * 1.01);
+}
+
+} // namespace

@@ -1,0 +1,370 @@
+//===- TrainingCostTest.cpp - The per-op model against published formulas -===//
+//
+// A GPT graph written the way exporters spell it (LayerNorm, fused QKV
+// Linear and Split, heads by Reshape/Transpose, MatMul scores, scale, mask,
+// Softmax, Dropout, MatMul, projection, Dropout, residual; MLP with GELU)
+// must give, from the per-op rules alone:
+// - Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
+//   Transformer Models"), Table 2: activation bytes per layer sbh(34 +
+//   5as/h) without parallelism, sbh(10 + 24/t + 5as/(ht)) with tensor
+//   parallelism, sbh(34/t + 5as/(ht)) with sequence parallelism too,
+//   34sbh/t with selective recomputation, 2sbh (2sbh/t) with full.
+// - Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training
+//   on GPU Clusters Using Megatron-LM"), section 5.1: 96Bslh^2(1 + s/6h +
+//   V/16lh) FLOPs per iteration with full recomputation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cost/ActivationMemory.h"
+#include "cost/OpCost.h"
+#include "ir/Graph.h"
+#include "ir/OpLoops.h"
+#include "ir/Parser.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include "gtest/gtest.h"
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+struct GptShape {
+  int64_t B, S, H, A, V, L;
+  bool FusedAttention = false;
+};
+
+/// One layer in the text form; %x{I} in, %x{I+1} out.
+std::string layerText(const GptShape &G, int I) {
+  int64_t D = G.H / G.A;
+  std::string T = R"(
+  %ln1_{0} = LayerNormalization(%x{0}, %g1_{0}, %be1_{0}) {axis = -1} : f32[{B}, {S}, {H}]
+  %qkv_{0} = Linear(%ln1_{0}, %wqkv_{0}, %bqkv_{0}) : f32[{B}, {S}, {H3}]
+  %q_{0}, %k_{0}, %v_{0} = Split(%qkv_{0}, %sizes) {axis = 2} : f32[{B}, {S}, {H}], f32[{B}, {S}, {H}], f32[{B}, {S}, {H}]
+  %qr_{0} = Reshape(%q_{0}, %heads) : f32[{B}, {S}, {A}, {D}]
+  %kr_{0} = Reshape(%k_{0}, %heads) : f32[{B}, {S}, {A}, {D}]
+  %vr_{0} = Reshape(%v_{0}, %heads) : f32[{B}, {S}, {A}, {D}]
+  %qt_{0} = Transpose(%qr_{0}) {perm = [0, 2, 1, 3]} : f32[{B}, {A}, {S}, {D}]
+  %kt_{0} = Transpose(%kr_{0}) {perm = [0, 2, 1, 3]} : f32[{B}, {A}, {S}, {D}]
+  %vt_{0} = Transpose(%vr_{0}) {perm = [0, 2, 1, 3]} : f32[{B}, {A}, {S}, {D}]
+)";
+  if (G.FusedAttention)
+    T +=
+        R"(  %ctx_{0} = Attention(%qt_{0}, %kt_{0}, %vt_{0}) {is_causal = 1} : f32[{B}, {A}, {S}, {D}]
+)";
+  else
+    T +=
+        R"(  %ktt_{0} = Transpose(%kt_{0}) {perm = [0, 1, 3, 2]} : f32[{B}, {A}, {D}, {S}]
+  %sc_{0} = MatMul(%qt_{0}, %ktt_{0}) : f32[{B}, {A}, {S}, {S}]
+  %scd_{0} = Div(%sc_{0}, %scale) : f32[{B}, {A}, {S}, {S}]
+  %scm_{0} = Add(%scd_{0}, %mask) : f32[{B}, {A}, {S}, {S}]
+  %p_{0} = Softmax(%scm_{0}) {axis = -1} : f32[{B}, {A}, {S}, {S}]
+  %pd_{0} = Dropout(%p_{0}, %ratio) : f32[{B}, {A}, {S}, {S}]
+  %ctx_{0} = MatMul(%pd_{0}, %vt_{0}) : f32[{B}, {A}, {S}, {D}]
+)";
+  T +=
+      R"(  %ct_{0} = Transpose(%ctx_{0}) {perm = [0, 2, 1, 3]} : f32[{B}, {S}, {A}, {D}]
+  %cm_{0} = Reshape(%ct_{0}, %merged) : f32[{B}, {S}, {H}]
+  %o_{0} = Linear(%cm_{0}, %wo_{0}, %bo_{0}) : f32[{B}, {S}, {H}]
+  %od_{0} = Dropout(%o_{0}, %ratio) : f32[{B}, {S}, {H}]
+  %r_{0} = Add(%x{0}, %od_{0}) : f32[{B}, {S}, {H}]
+  %ln2_{0} = LayerNormalization(%r_{0}, %g2_{0}, %be2_{0}) {axis = -1} : f32[{B}, {S}, {H}]
+  %f1_{0} = Linear(%ln2_{0}, %w1_{0}, %bf1_{0}) : f32[{B}, {S}, {H4}]
+  %ge_{0} = Gelu(%f1_{0}) : f32[{B}, {S}, {H4}]
+  %f2_{0} = Linear(%ge_{0}, %w2_{0}, %bf2_{0}) : f32[{B}, {S}, {H}]
+  %fd_{0} = Dropout(%f2_{0}, %ratio) : f32[{B}, {S}, {H}]
+  %x{1} = Add(%r_{0}, %fd_{0}) : f32[{B}, {S}, {H}]
+)";
+  std::string Params = R"(  param %g1_{0}: f32[{H}]
+  param %be1_{0}: f32[{H}]
+  param %wqkv_{0}: f32[{H}, {H3}]
+  param %bqkv_{0}: f32[{H3}]
+  param %wo_{0}: f32[{H}, {H}]
+  param %bo_{0}: f32[{H}]
+  param %g2_{0}: f32[{H}]
+  param %be2_{0}: f32[{H}]
+  param %w1_{0}: f32[{H}, {H4}]
+  param %bf1_{0}: f32[{H4}]
+  param %w2_{0}: f32[{H4}, {H}]
+  param %bf2_{0}: f32[{H}]
+)";
+  std::string All = Params + T;
+  // Substitute the names (formatv would need every brace escaped).
+  StringMap<std::string> Subst = {
+      {"{0}", std::to_string(I)},        {"{1}", std::to_string(I + 1)},
+      {"{B}", std::to_string(G.B)},      {"{S}", std::to_string(G.S)},
+      {"{H}", std::to_string(G.H)},      {"{H3}", std::to_string(3 * G.H)},
+      {"{H4}", std::to_string(4 * G.H)}, {"{A}", std::to_string(G.A)},
+      {"{D}", std::to_string(D)}};
+  std::string Out;
+  for (size_t P = 0; P < All.size();) {
+    bool Done = false;
+    if (All[P] == '{')
+      for (const auto &E : Subst)
+        if (StringRef(All).substr(P).startswith(E.getKey())) {
+          Out += E.getValue();
+          P += E.getKey().size();
+          Done = true;
+          break;
+        }
+    if (!Done)
+      Out += All[P++];
+  }
+  return Out;
+}
+
+/// Pattern with {N} replaced by Args[N] and {{ by {.
+std::string fillList(StringRef Pattern, const std::vector<int64_t> &A) {
+  std::string Out;
+  for (size_t P = 0; P < Pattern.size(); ++P) {
+    if (Pattern.substr(P).startswith("{{")) {
+      Out += '{';
+      ++P;
+    } else if (Pattern[P] == '{' && P + 2 < Pattern.size() &&
+               Pattern[P + 2] == '}' && isdigit(Pattern[P + 1])) {
+      Out += std::to_string(A[Pattern[P + 1] - '0']);
+      P += 2;
+    } else {
+      Out += Pattern[P];
+    }
+  }
+  return Out;
+}
+
+template <typename... Ts> std::string fill(StringRef Pattern, Ts... Args) {
+  return fillList(Pattern, {int64_t(Args)...});
+}
+
+std::string gptText(const GptShape &G) {
+  int64_t D = G.H / G.A;
+  std::string T = fill("graph @gpt(%ids: i64[{0}, {1}]) {{\n", G.B, G.S);
+  T += fill("  param %wte: f32[{0}, {1}]\n  param %wpe: f32[{2}, {1}]\n"
+            "  param %mask: f32[{2}, {2}]\n  param %gf: f32[{1}]\n"
+            "  param %bf: f32[{1}]\n",
+            G.V, G.H, G.S);
+  T += fill("  %sizes = Constant() {{value = dense<i64[3], [{0}, {0}, "
+            "{0}]>} : i64[3]\n",
+            G.H);
+  T += fill("  %heads = Constant() {{value = dense<i64[4], [{0}, {1}, {2}, "
+            "{3}]>} : i64[4]\n",
+            G.B, G.S, G.A, D);
+  T += fill("  %merged = Constant() {{value = dense<i64[3], [{0}, {1}, "
+            "{2}]>} : i64[3]\n",
+            G.B, G.S, G.H);
+  T += "  %scale = Constant() {value = dense<f32[], [8.0]>} : f32[]\n";
+  T += "  %ratio = Constant() {value = dense<f32[], [0.1]>} : f32[]\n";
+  T +=
+      fill("  %emb = Gather(%wte, %ids) : f32[{0}, {1}, {2}]\n", G.B, G.S, G.H);
+  T += fill("  %x0 = Add(%emb, %wpe) : f32[{0}, {1}, {2}]\n", G.B, G.S, G.H);
+  for (int I = 0; I != G.L; ++I)
+    T += layerText(G, I);
+  T += fill("  %lnf = LayerNormalization(%x{0}, %gf, %bf) {{axis = -1} : "
+            "f32[{1}, {2}, {3}]\n",
+            G.L, G.B, G.S, G.H);
+  T += fill("  %wt = Transpose(%wte) {{perm = [1, 0]} : f32[{0}, {1}]\n", G.H,
+            G.V);
+  T += fill("  %logits = MatMul(%lnf, %wt) : f32[{0}, {1}, {2}]\n", G.B, G.S,
+            G.V);
+  T += "  return %logits\n}\n";
+  return T;
+}
+
+class GptModel {
+public:
+  explicit GptModel(const GptShape &G) : Shape(G) {
+    auto Buf = MemoryBuffer::getMemBufferCopy(gptText(G), "gpt.air");
+    SM.AddNewSourceBuffer(std::move(Buf), SMLoc());
+    DiagnosticEngine Diag(&SM, "gpt.air", errs());
+    M = parseModule(SM, Diag);
+  }
+  bool ok() const { return M && M->getGraphs().size() == 1; }
+  Graph &graph() { return *M->getGraphs().front(); }
+
+  /// The nodes of layer I: results named with the suffix _I, plus the add
+  /// that defines %x{I+1}.
+  std::vector<const Node *> layer(int I) {
+    std::vector<const Node *> Out;
+    std::string Suffix = "_" + std::to_string(I);
+    std::string Next = "x" + std::to_string(I + 1);
+    for (const Node &N : graph().getNodes()) {
+      StringRef Name = N.getResult(0)->getName();
+      if (Name.endswith(Suffix) || Name == Next)
+        Out.push_back(&N);
+    }
+    return Out;
+  }
+
+  GptShape Shape;
+
+private:
+  SourceMgr SM;
+  std::unique_ptr<Module> M;
+};
+
+/// Megatron-LM's layout: QKV and the first MLP product split their output
+/// columns, the projections their contraction, heads in between; with
+/// sequence parallelism the norms, dropouts and residual adds split the
+/// sequence.
+LoopSplit megatronSplit(const Node &N, int64_t T, bool SequenceParallel) {
+  StringRef Name = N.getResult(0)->getName().split('_').first;
+  static const StringMap<int> HeadLoop = {
+      {"qkv", 2}, {"q", 2},  {"qr", 2},  {"kr", 2}, {"vr", 2},  {"qt", 2},
+      {"kt", 2},  {"vt", 2}, {"ktt", 1}, {"sc", 1}, {"scd", 1}, {"scm", 1},
+      {"p", 1},   {"pd", 1}, {"ctx", 1}, {"ct", 1}, {"cm", 2},  {"f1", 2},
+      {"ge", 2},  {"o", 3},  {"f2", 3}};
+  auto It = HeadLoop.find(Name);
+  if (It != HeadLoop.end())
+    return {It->second, T};
+  bool IsSeqOp = Name == "ln1" || Name == "ln2" || Name == "od" ||
+                 Name == "fd" || Name == "r" || Name.startswith("x");
+  if (SequenceParallel && IsSeqOp)
+    return {1, T};
+  return {};
+}
+
+double layerActivationBytes(GptModel &M, int64_t T, bool SP, Recompute R,
+                            const CostSettings &Settings) {
+  GradientFlow Flow(M.graph());
+  std::vector<const Node *> Nodes = M.layer(0);
+  // Check that every chosen split is legal.
+  for (const Node *N : Nodes) {
+    LoopSplit Split = megatronSplit(*N, T, SP);
+    if (Split.Degree > 1) {
+      std::optional<OpLoops> Loops = getOpLoops(*N);
+      EXPECT_TRUE(Loops && canSplitLoop(*N, *Loops, Split.Loop, T))
+          << N->getResult(0)->getName().str();
+    }
+  }
+  return savedActivationBytes(
+      Nodes, [&](const Node &N) { return megatronSplit(N, T, SP); }, R, Flow,
+      Settings);
+}
+
+// s=2048, b=2, h=1536, a=16: the LayerNorm statistics (8 bytes per row for
+// two norms) are the only bytes the formulas leave out, 16sb against
+// 34sbh: 0.03%.
+constexpr double Tolerance = 1e-3;
+
+TEST(TrainingCost, KorthikantiActivationsPerLayer) {
+  GptShape G{/*B=*/2,  /*S=*/2048, /*H=*/1536,
+             /*A=*/16, /*V=*/1024, /*L=*/1};
+  GptModel M(G);
+  ASSERT_TRUE(M.ok());
+  CostSettings Bf16;
+  double sbh = double(G.S) * G.B * G.H, as_h = double(G.A) * G.S / G.H;
+
+  double None = layerActivationBytes(M, 1, false, Recompute::None, Bf16);
+  EXPECT_NEAR(None / (sbh * (34 + 5 * as_h)), 1.0, Tolerance);
+
+  for (int64_t T : {2, 4, 8}) {
+    double Tp = layerActivationBytes(M, T, false, Recompute::None, Bf16);
+    EXPECT_NEAR(Tp / (sbh * (10 + 24.0 / T + 5 * as_h / T)), 1.0, Tolerance)
+        << "t=" << T;
+    double Sp = layerActivationBytes(M, T, true, Recompute::None, Bf16);
+    EXPECT_NEAR(Sp / (sbh * (34.0 / T + 5 * as_h / T)), 1.0, Tolerance)
+        << "t=" << T;
+    double Full = layerActivationBytes(M, T, true, Recompute::Full, Bf16);
+    EXPECT_NEAR(Full / (2 * sbh / T), 1.0, Tolerance) << "t=" << T;
+  }
+  double Full = layerActivationBytes(M, 1, false, Recompute::Full, Bf16);
+  EXPECT_NEAR(Full / (2 * sbh), 1.0, Tolerance);
+}
+
+TEST(TrainingCost, SelectiveRecomputationDropsTheAttentionCore) {
+  // With the fused Attention op: the core's probabilities are the 2as^2b
+  // term (no attention dropout); selective recomputation removes it.
+  GptShape G{2, 2048, 1536, 16, 1024, 1, /*FusedAttention=*/true};
+  GptModel M(G);
+  ASSERT_TRUE(M.ok());
+  CostSettings Bf16;
+  double sbh = double(G.S) * G.B * G.H, as_h = double(G.A) * G.S / G.H;
+  double None = layerActivationBytes(M, 1, false, Recompute::None, Bf16);
+  EXPECT_NEAR(None / (sbh * (34 + 2 * as_h)), 1.0, Tolerance);
+  for (int64_t T : {1, 4, 8}) {
+    double Sel = layerActivationBytes(M, T, true, Recompute::Selective, Bf16);
+    EXPECT_NEAR(Sel / (34 * sbh / T), 1.0, Tolerance) << "t=" << T;
+  }
+  // A fused kernel keeps the output and the log-sum-exp, not the scores.
+  CostSettings Flash;
+  Flash.FusedAttention = true;
+  double Fused = layerActivationBytes(M, 1, false, Recompute::None, Flash);
+  EXPECT_NEAR(Fused / (36 * sbh), 1.0, 2e-3);
+}
+
+TEST(TrainingCost, NarayananFlopsPerIteration) {
+  // 1.7B-like, scaled down in vocabulary and layers to keep the test fast.
+  GptShape G{/*B=*/1, /*S=*/2048, /*H=*/2304, /*A=*/24, /*V=*/51200,
+             /*L=*/4};
+  GptModel M(G);
+  ASSERT_TRUE(M.ok());
+  GradientFlow Flow(M.graph());
+  DeviceSpec Device = *lookupDevice("a100-80gb");
+  CostSettings Settings;
+  double ProductFlops = 0, AllFlops = 0;
+  for (const Node &N : M.graph().getNodes()) {
+    NodeCost C =
+        getNodeCost(N, getOpLoops(N), LoopSplit(), Device, Settings, Flow);
+    // Full recomputation runs each layer's forward twice; the head's once.
+    bool InLayer = N.getResult(0)->getName() != "logits";
+    double Iteration = C.FwdFlops * (InLayer ? 2 : 1) + C.BwdFlops;
+    AllFlops += Iteration;
+    if (N.getOp() == OpId::MatMul || N.getOp() == OpId::Linear)
+      ProductFlops += Iteration;
+  }
+  double B = G.B, s = G.S, l = G.L, h = G.H, V = G.V;
+  double Formula =
+      96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  // The formula counts the products; the per-op model must agree on them
+  // exactly and add little for the rest (norms, softmax, GELU, dropout).
+  EXPECT_NEAR(ProductFlops / Formula, 1.0, 1e-9);
+  EXPECT_GT(AllFlops, ProductFlops);
+  EXPECT_LT(AllFlops / Formula, 1.03);
+}
+
+TEST(TrainingCost, TensorParallelSplitDividesTime) {
+  GptShape G{1, 2048, 4096, 32, 1024, 1};
+  GptModel M(G);
+  ASSERT_TRUE(M.ok());
+  GradientFlow Flow(M.graph());
+  DeviceSpec Device = *lookupDevice("a100-80gb");
+  CostSettings Settings;
+  for (const Node *N : M.layer(0)) {
+    if (N->getOp() != OpId::Linear)
+      continue;
+    std::optional<OpLoops> Loops = getOpLoops(*N);
+    NodeCost Whole = getNodeCost(*N, Loops, {}, Device, Settings, Flow);
+    NodeCost Half = getNodeCost(*N, Loops, megatronSplit(*N, 2, false), Device,
+                                Settings, Flow);
+    EXPECT_DOUBLE_EQ(Half.FwdFlops * 2, Whole.FwdFlops);
+    EXPECT_LT(Half.FwdSeconds, Whole.FwdSeconds);
+    EXPECT_GT(Half.FwdSeconds, Whole.FwdSeconds / 2.5);
+    EXPECT_GT(Whole.BwdSeconds, 1.5 * Whole.FwdSeconds);
+  }
+}
+
+TEST(TrainingCost, GradientFlowSkipsDataAndIntegers) {
+  GptModel M({1, 16, 64, 4, 32, 1});
+  ASSERT_TRUE(M.ok());
+  GradientFlow Flow(M.graph());
+  for (const Node &N : M.graph().getNodes()) {
+    StringRef Name = N.getResult(0)->getName();
+    if (Name == "sizes" || Name == "scale") {
+      EXPECT_FALSE(Flow.needsGrad(N.getResult(0)) ||
+                   Flow.isActivation(N.getResult(0)));
+    }
+    if (Name == "emb" || Name == "logits") {
+      EXPECT_TRUE(Flow.needsGrad(N.getResult(0)) &&
+                  Flow.isActivation(N.getResult(0)));
+    }
+    if (Name == "wt") {
+      // The tied head's weight transpose is computed once, not per step.
+      EXPECT_TRUE(Flow.needsGrad(N.getResult(0)));
+      EXPECT_FALSE(Flow.isActivation(N.getResult(0)));
+    }
+  }
+  EXPECT_FALSE(Flow.needsGrad(M.graph().getInputs()[0].get()));
+}
+
+} // namespace

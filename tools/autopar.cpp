@@ -1,0 +1,105 @@
+//===- autopar.cpp - Plans the parallel training of a model ---------------===//
+//
+// `autopar MODEL.onnx --gpus N [-o DIR]` finds the best tensor, pipeline and
+// data parallel plan for MODEL on N GPUs and writes it. All the work is in
+// driver/PlanDriver; this file only reads the command line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "driver/OptDriver.h"
+#include "driver/PlanDriver.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+static cl::OptionCategory Category("autopar options");
+
+static cl::opt<std::string> ModelFile(cl::Positional,
+                                      cl::desc("<model .onnx or .pbtxt>"),
+                                      cl::cat(Category));
+static cl::opt<int64_t> Gpus("gpus", cl::desc("Number of GPUs"),
+                             cl::value_desc("N"), cl::init(0),
+                             cl::cat(Category));
+static cl::opt<std::string>
+    Gpu("gpu",
+        cl::desc("Device: a100-40gb, a100-80gb, h100, h200, cpu (default "
+                 "a100-80gb)"),
+        cl::value_desc("name"), cl::init("a100-80gb"), cl::cat(Category));
+static cl::opt<int64_t>
+    GpusPerNode("gpus-per-node",
+                cl::desc("GPUs per node (default: the device's usual node)"),
+                cl::value_desc("K"), cl::init(0), cl::cat(Category));
+static cl::opt<std::string>
+    ClusterFile("cluster",
+                cl::desc("Cluster description file, instead of --gpu"),
+                cl::value_desc("file.json"), cl::cat(Category));
+static cl::opt<int64_t>
+    GlobalBatch("global-batch",
+                cl::desc("Samples per training step (default: one per GPU)"),
+                cl::value_desc("N"), cl::init(0), cl::cat(Category));
+static cl::opt<std::string>
+    Fix("fix",
+        cl::desc("Pin choices, e.g. tp=8,pp=4,mbs=1,schedule=interleaved,"
+                 "vpp=2,zero=1,recompute=full,sp=on,offload=none"),
+        cl::value_desc("key=value,..."), cl::cat(Category));
+static cl::opt<unsigned> Top("top",
+                             cl::desc("Show the K best plans (default 1)"),
+                             cl::value_desc("K"), cl::init(1),
+                             cl::cat(Category));
+static cl::opt<unsigned> Threads("threads",
+                                 cl::desc("Search threads (the result does "
+                                          "not depend on it)"),
+                                 cl::value_desc("N"), cl::init(1),
+                                 cl::cat(Category));
+static cl::opt<bool>
+    TpAcrossNodes("tp-across-nodes",
+                  cl::desc("Allow tensor-parallel groups larger than a node"),
+                  cl::cat(Category));
+static cl::opt<std::string> Format("format",
+                                   cl::desc("Summary format: text or json"),
+                                   cl::value_desc("format"), cl::init("text"),
+                                   cl::cat(Category));
+static cl::opt<std::string>
+    OutputDir("o", cl::desc("Write plan.air and plan.json into this folder"),
+              cl::value_desc("dir"), cl::cat(Category));
+static cl::list<std::string>
+    DimBindings("dim",
+                cl::desc("Size of a symbolic dimension other than the batch, "
+                         "e.g. --dim sequence=2048 (repeatable)"),
+                cl::value_desc("name=size"), cl::cat(Category));
+static cl::opt<std::string>
+    BatchDim("batch-dim",
+             cl::desc("The symbol that is the batch dimension (found from "
+                      "the inputs by default)"),
+             cl::value_desc("name"), cl::cat(Category));
+
+int main(int argc, char **argv) {
+  InitLLVM X(argc, argv);
+  cl::HideUnrelatedOptions(Category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "autopar: plans parallel training of a model\n");
+  autopar::PlanDriverOptions Options;
+  Options.ModelFile = ModelFile;
+  Options.Gpus = Gpus;
+  Options.Gpu = Gpu;
+  Options.GpusPerNode = GpusPerNode;
+  Options.ClusterFile = ClusterFile;
+  Options.GlobalBatch = GlobalBatch;
+  Options.Fix = Fix;
+  Options.TopK = Top;
+  Options.Threads = Threads;
+  Options.TpAcrossNodes = TpAcrossNodes;
+  Options.Format = Format;
+  Options.OutputDir = OutputDir;
+  for (const std::string &Binding : DimBindings)
+    if (Error E = Options.Import.addDimBinding(Binding)) {
+      WithColor::error(errs(), "autopar") << toString(std::move(E)) << '\n';
+      return autopar::ExitBadOptions;
+    }
+  Options.Import.BatchDim = BatchDim;
+  return autopar::runPlanDriver(Options);
+}
