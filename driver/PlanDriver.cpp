@@ -16,10 +16,12 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -49,6 +51,29 @@ static std::string sha256Of(StringRef Path) {
   SHA256 H;
   H.update((*Buf)->getBuffer());
   return toHex(H.final(), /*LowerCase=*/true);
+}
+
+/// The part of the step where Alt loses most against Best.
+static std::string whyLost(const PlanPrediction &Alt,
+                           const PlanPrediction &Best) {
+  auto Parts = [](const PlanPrediction &P) {
+    double Bubble = P.PipelineSeconds * P.BubbleFraction;
+    return std::array<double, 5>{P.PipelineSeconds - Bubble, Bubble,
+                                 P.DpSyncSeconds, P.OptimizerSeconds,
+                                 P.OffloadSeconds};
+  };
+  static const char *Names[] = {"compute and tensor-parallel communication",
+                                "pipeline bubble", "data-parallel sync",
+                                "optimizer step", "offload transfers"};
+  std::array<double, 5> A = Parts(Alt), B = Parts(Best);
+  unsigned Worst = 0;
+  for (unsigned I = 1; I != A.size(); ++I)
+    if (A[I] - B[I] > A[Worst] - B[Worst])
+      Worst = I;
+  double Delta = A[Worst] - B[Worst];
+  if (Delta <= 0)
+    return "; ties on time, ordered by configuration";
+  return formatv("; loses {0:f3} s on {1}", Delta, Names[Worst]).str();
 }
 
 static void printSummary(raw_ostream &OS, const PlanDriverOptions &O,
@@ -83,10 +108,11 @@ static void printSummary(raw_ostream &OS, const PlanDriverOptions &O,
     OS << format("  #%u %+.1f%%: ", I + 1,
                  100 * (Alt.Prediction.StepSeconds / P.StepSeconds - 1))
        << Alt.Config.str()
-       << format(" (bubble %.1f%%, sync %.3f s, memory %.1f GiB)\n",
+       << format(" (bubble %.1f%%, sync %.3f s, memory %.1f GiB)",
                  100 * Alt.Prediction.BubbleFraction,
                  Alt.Prediction.DpSyncSeconds,
-                 Alt.Prediction.PeakMemoryBytes / GiB);
+                 Alt.Prediction.PeakMemoryBytes / GiB)
+       << whyLost(Alt.Prediction, P) << "\n";
   }
 }
 
@@ -202,7 +228,21 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   SO.Fixed = *Fixes;
   SO.TopK = O.TopK;
   SO.TpAcrossNodes = O.TpAcrossNodes;
+  // A progress line on a terminal, at most a few times a second.
+  bool ShowProgress = sys::Process::StandardErrIsDisplayed();
+  auto LastShown = Start;
+  if (ShowProgress)
+    SO.Progress = [&](uint64_t Evaluated) {
+      auto Now = std::chrono::steady_clock::now();
+      if (Now - LastShown < std::chrono::milliseconds(200))
+        return;
+      LastShown = Now;
+      errs() << "\rautopar: searching, " << Evaluated
+             << " configurations evaluated";
+    };
   Expected<SearchResult> Result = searchPlans(**Profile, *Cl, SO);
+  if (ShowProgress && LastShown != Start)
+    errs() << "\r\x1b[K";
   if (!Result) {
     error() << O.ModelFile << ": " << toString(Result.takeError()) << "\n";
     return ExitBadOptions;
@@ -246,6 +286,11 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
     error() << toString(std::move(E)) << "\n";
     return ExitPassFailure;
   }
+  // The communication the layout and the stages imply, as nodes.
+  PassManager Lower;
+  cantFail(Lower.addPipeline("insert-collectives"));
+  if (failed(Lower.run(*M, Diag)))
+    return ExitPassFailure;
   std::string Sha = sha256Of(O.ModelFile);
   std::string ClusterText = formatv("{0}", clusterToJSON(*Cl)).str();
   std::string Air;

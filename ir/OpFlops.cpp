@@ -23,7 +23,8 @@
 //   data movement         0: Constant ConstantOfShape Range Shape Size
 //                         Reshape Flatten Transpose Concat Split Slice Gather
 //                         GatherElements ScatterElements Squeeze Unsqueeze
-//                         Expand Tile Identity Cast Trilu
+//                         Expand Tile Identity Cast Trilu; communication
+//                         (its cost is the collective model's)
 //   unknown               Opaque, MsGroupQueryAttention
 //
 //===----------------------------------------------------------------------===//
@@ -326,6 +327,11 @@ std::optional<int64_t> autopar::getForwardFlops(const Node &N) {
   case OpId::Identity:
   case OpId::Cast:
   case OpId::Trilu:
+  case OpId::AllReduce:
+  case OpId::AllGather:
+  case OpId::ReduceScatter:
+  case OpId::AllToAll:
+  case OpId::SendRecv:
     return 0;
 
   default:

@@ -18,6 +18,7 @@ namespace autopar {
 using InferResult = llvm::Expected<llvm::SmallVector<TensorType, 1>>;
 
 llvm::Error verifyReduce(const ShapeContext &Ctx);
+llvm::Error verifyCollective(const ShapeContext &Ctx);
 llvm::Error verifyTranspose(const ShapeContext &Ctx);
 
 InferResult inferBroadcast(const ShapeContext &Ctx);

@@ -87,10 +87,17 @@ Error GraphSharder::chooseBoundary() {
     for (unsigned I = 1; I + 1 < Units.size(); ++I) {
       if (!Done.insert({Units[I].Signature, true}).second)
         continue;
-      Expected<ShardingSolution> S = solveSharding(problem(Units[I], B, B));
-      if (!S)
-        return S.takeError();
-      Total += S->totalSeconds() * Count[Units[I].Signature];
+      // Cached under the key solve() uses for a block with this boundary.
+      std::string Key = Units[I].Signature + "|" + std::to_string(B) + "|" +
+                        std::to_string(B);
+      auto It = Out.Solved.find(Key);
+      if (It == Out.Solved.end()) {
+        Expected<ShardingSolution> S = solveSharding(problem(Units[I], B, B));
+        if (!S)
+          return S.takeError();
+        It = Out.Solved.emplace(Key, std::move(*S)).first;
+      }
+      Total += It->second.totalSeconds() * Count[Units[I].Signature];
     }
     if (Total < Best) {
       Best = Total;
@@ -173,18 +180,6 @@ autopar::shardGraph(const Graph &G, ArrayRef<LayerUnit> Units,
   return Out;
 }
 
-static Attribute shardingAttr(int Layout, unsigned Rank, StringRef Mesh,
-                              StringRef Axis) {
-  Sharding S;
-  S.Mesh = Mesh.str();
-  S.DimAxes.resize(Rank);
-  if (Layout >= 0 && unsigned(Layout) < Rank)
-    S.DimAxes[Layout] = {Axis.str()};
-  if (Layout == LayoutPartial)
-    S.PartialAxes = {Axis.str()};
-  return Attribute::getSharding(std::move(S));
-}
-
 void autopar::annotateSharding(Graph &G, ArrayRef<LayerUnit> Units,
                                const GraphSharding &Sharding, StringRef Mesh,
                                StringRef Axis) {
@@ -207,7 +202,7 @@ void autopar::annotateSharding(Graph &G, ArrayRef<LayerUnit> Units,
         }
         unsigned Rank =
             N.getResult(R) ? N.getResult(R)->getType().getRank() : 0;
-        Results.push_back(shardingAttr(Layout, Rank, Mesh, Axis));
+        Results.push_back(makeSharding(Layout, Rank, Mesh, Axis));
       }
       if (Results.size() == 1)
         N.getAttrs().set("sharding", Results[0]);
@@ -235,6 +230,56 @@ void autopar::annotateSharding(Graph &G, ArrayRef<LayerUnit> Units,
     if (It != ParamLayouts.end())
       P->getAttrs().set(
           "sharding",
-          shardingAttr(It->second, P->getType().getRank(), Mesh, Axis));
+          makeSharding(It->second, P->getType().getRank(), Mesh, Axis));
   }
+}
+
+int autopar::getAnnotatedLayout(const Attribute *A, unsigned Result,
+                                StringRef Axis, std::string &Mesh) {
+  if (!A)
+    return LayoutReplicated;
+  if (A->isa(Attribute::Kind::List)) {
+    ArrayRef<Attribute> L = A->getList();
+    if (Result >= L.size())
+      return LayoutReplicated;
+    A = &L[Result];
+  }
+  if (!A->isa(Attribute::Kind::Sharding))
+    return LayoutReplicated;
+  const Sharding &S = A->getSharding();
+  Mesh = S.Mesh;
+  if (is_contained(S.PartialAxes, Axis))
+    return LayoutPartial;
+  for (unsigned D = 0; D != S.DimAxes.size(); ++D)
+    if (is_contained(S.DimAxes[D], Axis))
+      return int(D);
+  return LayoutReplicated;
+}
+
+Attribute autopar::makeSharding(int Layout, unsigned Rank, StringRef Mesh,
+                                StringRef Axis) {
+  Sharding S;
+  S.Mesh = Mesh.str();
+  S.DimAxes.resize(Rank);
+  if (Layout >= 0)
+    S.DimAxes[Layout] = {Axis.str()};
+  if (Layout == LayoutPartial)
+    S.PartialAxes = {Axis.str()};
+  return Attribute::getSharding(std::move(S));
+}
+
+int autopar::getAnnotatedSplitLoop(const Node &N, const OpLoops &L,
+                                   StringRef Axis) {
+  std::string Mesh;
+  for (unsigned R = 0, E = N.getNumResults(); R != E; ++R) {
+    int Layout = getAnnotatedLayout(N.getAttr("sharding"), R, Axis, Mesh);
+    if (Layout >= 0 && unsigned(Layout) < L.Results[R].size())
+      return L.Results[R][Layout];
+    if (Layout == LayoutPartial)
+      for (unsigned Loop = 0; Loop != L.getNumLoops(); ++Loop)
+        if (L.Kinds[Loop] == LoopKind::Reduction &&
+            !is_contained(L.Results[R], int(Loop)))
+          return int(Loop);
+  }
+  return OpLoops::NoLoop;
 }

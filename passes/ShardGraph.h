@@ -17,6 +17,9 @@
 #include "passes/LayerUnits.h"
 #include "passes/ShardingSolver.h"
 
+#include "ir/Attributes.h"
+#include "ir/OpLoops.h"
+
 #include <map>
 #include <memory>
 
@@ -52,6 +55,20 @@ shardGraph(const Graph &G, llvm::ArrayRef<LayerUnit> Units,
 void annotateSharding(Graph &G, llvm::ArrayRef<LayerUnit> Units,
                       const GraphSharding &Sharding, llvm::StringRef Mesh,
                       llvm::StringRef Axis);
+
+/// The layout that result Result's sharding annotation A records over mesh
+/// axis Axis (a split dimension, LayoutPartial or LayoutReplicated); Mesh
+/// receives the mesh's name.
+int getAnnotatedLayout(const Attribute *A, unsigned Result,
+                       llvm::StringRef Axis, std::string &Mesh);
+/// The sharding annotation of a value of rank Rank in Layout.
+Attribute makeSharding(int Layout, unsigned Rank, llvm::StringRef Mesh,
+                       llvm::StringRef Axis);
+/// The loop a node splits, read from its results' annotations: the loop a
+/// split result maps, or the reduction loop a partial result leaves;
+/// OpLoops::NoLoop when none.
+int getAnnotatedSplitLoop(const Node &N, const OpLoops &L,
+                          llvm::StringRef Axis);
 
 } // namespace autopar
 

@@ -165,9 +165,17 @@ ModelProfile::compute(unsigned TP, unsigned TPRanksPerNode, bool SP) {
   if (!Sharding)
     return Sharding.takeError();
   std::vector<UnitCost> Out;
+  // Units of one class that share a solution cost the same.
+  DenseMap<const ShardingSolution *, unsigned> Done;
   for (unsigned I = 0; I != Units.size(); ++I) {
     const LayerUnit &U = Units[I];
     const ShardingSolution &Sol = *(*Sharding)->Units[I];
+    auto Seen = Done.find(&Sol);
+    if (Seen != Done.end() && Units[Seen->second].Class == U.Class) {
+      Out.push_back(Out[Seen->second]);
+      continue;
+    }
+    Done.insert({&Sol, I});
     UnitCost C;
     C.FwdSeconds = Sol.FwdComputeSeconds + Sol.FwdCommSeconds;
     C.BwdSeconds = Sol.BwdComputeSeconds + Sol.BwdCommSeconds;

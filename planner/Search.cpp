@@ -641,6 +641,7 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
   };
   unsigned MaxTP = O.TpAcrossNodes ? N : std::min(N, Cl.GpusPerNode);
   int64_t Heads = Profile.getAttentionHeads();
+  uint64_t Tried = 0;
   if (F.TP) {
     std::string Valid;
     for (unsigned TP : divisorsOf(N))
@@ -722,6 +723,8 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                     C.SequenceParallel = SP;
                     C.Offload = Off;
                     Expected<std::optional<Plan>> P = E.evaluate(C, Bound());
+                    if (O.Progress && (++Tried & 255) == 0)
+                      O.Progress(E.Evaluated);
                     if (!P)
                       return P.takeError();
                     if (!*P)

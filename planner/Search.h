@@ -24,6 +24,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,6 +62,9 @@ struct SearchOptions {
   /// Overlap sends between pipeline stages with compute (Megatron-LM
   /// --overlap-p2p-communication); otherwise they block both ranks.
   bool OverlapP2P = false;
+  /// Called now and then with the candidates evaluated so far (a progress
+  /// line for a terminal); never changes the result.
+  std::function<void(uint64_t)> Progress;
 };
 
 struct PlanConfig {

@@ -63,4 +63,5 @@ void autopar::registerTestPasses() {
                [] { return std::make_unique<TestBreakIRPass>(); });
   registerTestPrintLayerStatsPass();
   registerTestPrintOpLoopsPass();
+  registerTestPrintCostPass();
 }

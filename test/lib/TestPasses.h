@@ -15,6 +15,9 @@ void registerTestPrintLayerStatsPass();
 /// Adds test-print-op-loops (TestPrintOpLoops.cpp).
 void registerTestPrintOpLoopsPass();
 
+/// Adds test-print-cost (TestPrintCost.cpp).
+void registerTestPrintCostPass();
+
 } // namespace autopar
 
 #endif // AUTOPAR_TEST_LIB_TESTPASSES_H
