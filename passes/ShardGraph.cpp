@@ -283,3 +283,18 @@ int autopar::getAnnotatedSplitLoop(const Node &N, const OpLoops &L,
   }
   return OpLoops::NoLoop;
 }
+
+LoopSplit autopar::getAnnotatedSplit(const Node &N,
+                                     const std::optional<OpLoops> &L,
+                                     StringRef Axis) {
+  if (!L || !N.getNumResults())
+    return {};
+  int Loop = getAnnotatedSplitLoop(N, *L, Axis);
+  std::string MeshName;
+  getAnnotatedLayout(N.getAttr("sharding"), 0, Axis, MeshName);
+  const Mesh *M = N.getGraph()->lookupMesh(MeshName);
+  std::optional<int64_t> Degree = M ? M->getAxisSize(Axis) : std::nullopt;
+  if (Loop == OpLoops::NoLoop || !Degree)
+    return {};
+  return {Loop, *Degree};
+}

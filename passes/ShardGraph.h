@@ -69,6 +69,10 @@ Attribute makeSharding(int Layout, unsigned Rank, llvm::StringRef Mesh,
 /// OpLoops::NoLoop when none.
 int getAnnotatedSplitLoop(const Node &N, const OpLoops &L,
                           llvm::StringRef Axis);
+/// The split a node's annotations record: its loop and the size of Axis in
+/// the annotation's mesh; unsplit when there is none.
+LoopSplit getAnnotatedSplit(const Node &N, const std::optional<OpLoops> &L,
+                            llvm::StringRef Axis);
 
 } // namespace autopar
 

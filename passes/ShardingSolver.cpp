@@ -516,6 +516,49 @@ struct FrontierKeyHash {
   }
 };
 
+/// True when every future of B costs at least as much from A's frontier:
+/// the same values in the same layouts, at least the layouts B has
+/// materialized, at most the gradient layouts B must bring back.
+bool dominates(const Frontier &A, const Frontier &B) {
+  for (unsigned I = 0; I != A.size(); ++I)
+    if ((A[I].Avail & B[I].Avail) != B[I].Avail ||
+        (A[I].Grad & B[I].Grad) != A[I].Grad)
+      return false;
+  return true;
+}
+
+/// Drops states another state of the same layouts dominates at no more
+/// cost (exact: it cannot lead to a cheaper solution). Keeps order.
+template <typename StateT> void pruneDominated(std::vector<StateT> &States) {
+  std::unordered_map<FrontierKey, SmallVector<unsigned, 4>, FrontierKeyHash>
+      Groups;
+  for (unsigned I = 0; I != States.size(); ++I) {
+    FrontierKey K;
+    for (const Entry &E : States[I].F)
+      K.push_back(uint64_t(E.Val) << 8 | uint64_t(uint8_t(E.Layout)));
+    Groups[K].push_back(I);
+  }
+  std::vector<bool> Dead(States.size(), false);
+  for (auto &[Key, Members] : Groups) {
+    if (Members.size() < 2)
+      continue;
+    for (unsigned A : Members)
+      for (unsigned B : Members)
+        if (A != B && !Dead[A] && !Dead[B] &&
+            States[A].Cost <= States[B].Cost &&
+            dominates(States[A].F, States[B].F))
+          Dead[B] = true;
+  }
+  unsigned Out = 0;
+  for (unsigned I = 0; I != States.size(); ++I)
+    if (!Dead[I]) {
+      if (Out != I)
+        States[Out] = std::move(States[I]);
+      ++Out;
+    }
+  States.resize(Out);
+}
+
 Expected<ShardingSolution> Solver::solve() {
   Degree = std::max<unsigned>(P.Group.Size, 1);
   indexValues();
@@ -553,6 +596,7 @@ Expected<ShardingSolution> Solver::solve() {
       return createStringError(inconvertibleErrorCode(),
                                "no sharding strategy applies to node " +
                                    Twine(K));
+    pruneDominated(Next);
   }
   // Close the live-outs and pick the best final state.
   int Best = -1;

@@ -19,6 +19,7 @@
 #include "planner/Search.h"
 
 #include "cost/Collectives.h"
+#include "passes/StageCut.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -166,10 +167,6 @@ private:
       return U.AttentionCoreSeconds;
     return 0;
   }
-  std::optional<std::vector<unsigned>>
-  partition(const std::vector<double> &Time, unsigned Chunks,
-            function_ref<bool(unsigned Chunk, unsigned Begin, unsigned End)>
-                Fits) const;
   /// Memory of a rank that holds the units of Ranges (begin, end).
   RankPrediction rankMemory(const PlanConfig &C,
                             const std::vector<UnitCost> &Costs,
@@ -188,68 +185,6 @@ private:
            std::optional<PipelineCandidate>>
       PipeMemo;
 };
-
-std::optional<std::vector<unsigned>> Evaluator::partition(
-    const std::vector<double> &Time, unsigned Chunks,
-    function_ref<bool(unsigned, unsigned, unsigned)> Fits) const {
-  unsigned U = Time.size();
-  if (U < Chunks || Chunks == 0)
-    return std::nullopt;
-  // Greedy: each chunk as long as the threshold and its memory allow.
-  auto Pack = [&](double T) -> std::optional<std::vector<unsigned>> {
-    std::vector<unsigned> Sizes;
-    unsigned Begin = 0;
-    double Sum = 0;
-    for (unsigned I = 0; I != U; ++I) {
-      if (Time[I] > T || !Fits(Sizes.size(), I, I + 1))
-        return std::nullopt;
-      if (I != Begin &&
-          (Sum + Time[I] > T || !Fits(Sizes.size(), Begin, I + 1) ||
-           U - I < Chunks - Sizes.size())) {
-        Sizes.push_back(I - Begin);
-        Begin = I;
-        Sum = 0;
-        if (Sizes.size() >= Chunks)
-          return std::nullopt;
-      }
-      Sum += Time[I];
-    }
-    Sizes.push_back(U - Begin);
-    if (Sizes.size() > Chunks)
-      return std::nullopt;
-    // Fewer chunks than needed: split the last ones (smaller chunks fit).
-    while (Sizes.size() < Chunks) {
-      unsigned Last = Sizes.size() - 1;
-      unsigned Widest = Last;
-      for (unsigned J = 0; J != Sizes.size(); ++J)
-        if (Sizes[J] > Sizes[Widest])
-          Widest = J;
-      if (Sizes[Widest] < 2)
-        return std::nullopt;
-      unsigned Half = Sizes[Widest] / 2;
-      Sizes[Widest] -= Half;
-      Sizes.insert(Sizes.begin() + Widest + 1, Half);
-    }
-    return Sizes;
-  };
-  double Lo = *std::max_element(Time.begin(), Time.end());
-  double Hi = 0;
-  for (double T : Time)
-    Hi += T;
-  std::optional<std::vector<unsigned>> Best = Pack(Hi);
-  if (!Best)
-    return std::nullopt;
-  for (unsigned Iter = 0; Iter != 60 && Hi - Lo > 1e-12 * Hi; ++Iter) {
-    double Mid = (Lo + Hi) / 2;
-    if (std::optional<std::vector<unsigned>> P = Pack(Mid)) {
-      Best = std::move(P);
-      Hi = Mid;
-    } else {
-      Lo = Mid;
-    }
-  }
-  return Best;
-}
 
 std::vector<std::pair<unsigned, unsigned>>
 Evaluator::rangesOf(const PlanConfig &C, const std::vector<unsigned> &Cut,
@@ -392,7 +327,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
     if (Memo == PipeMemo.end()) {
       std::optional<PipelineCandidate> Entry;
       if (std::optional<std::vector<unsigned>> Part =
-              partition(Time, Chunks,
+              cutStages(Time, Chunks,
                         [](unsigned, unsigned, unsigned) { return true; })) {
         Expected<PipelineCandidate> P = Simulate(*Part);
         if (!P)
@@ -444,7 +379,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
       RankPrediction R = rankMemory(C, Costs, Range, InFlight[Chunk % C.PP]);
       return R.MemoryBytes - Overhead <= Budget;
     };
-    std::optional<std::vector<unsigned>> Tight = partition(Time, Chunks, Fits);
+    std::optional<std::vector<unsigned>> Tight = cutStages(Time, Chunks, Fits);
     if (Tight) {
       Expected<PipelineCandidate> Again = Simulate(*Tight);
       if (!Again)

@@ -67,16 +67,7 @@ private:
 
 LoopSplit TestPrintCostPass::splitOf(const Node &N,
                                      const std::optional<OpLoops> &L) const {
-  if (!L || !N.getNumResults())
-    return {};
-  int Loop = getAnnotatedSplitLoop(N, *L, Axis);
-  std::string MeshName;
-  getAnnotatedLayout(N.getAttr("sharding"), 0, Axis, MeshName);
-  const Mesh *M = N.getGraph()->lookupMesh(MeshName);
-  std::optional<int64_t> Degree = M ? M->getAxisSize(Axis) : std::nullopt;
-  if (Loop == OpLoops::NoLoop || !Degree)
-    return {};
-  return {Loop, *Degree};
+  return getAnnotatedSplit(N, L, Axis);
 }
 
 LogicalResult TestPrintCostPass::print(const Graph &G, DiagnosticEngine &Diag,

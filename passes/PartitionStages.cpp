@@ -1,0 +1,174 @@
+//===- PartitionStages.cpp - Cut the layers into pipeline stages ----------===//
+//
+// partition-stages cuts the units (passes/LayerUnits.h: the embedding, the
+// blocks, the head, in layer order) into `stages` x `vpp` contiguous
+// virtual stages that minimize the slowest one's forward plus backward time
+// on one rank (cost/OpCost.h for `gpu`, under the nodes' `sharding`
+// annotations), and annotates every node of a unit with its virtual stage
+// (`stage`; virtual stage j runs on pipeline rank j mod `stages`). With
+// `memory-gib`, each rank must also hold its units' model states
+// (mixed-precision Adam, 16 bytes per parameter element) and activations
+// for the micro-batches a 1F1B schedule keeps in flight (stages - rank;
+// with vpp > 1 each virtual stage gets 1/vpp of the memory). The search
+// (planner/Search.cpp) uses the same cut (passes/StageCut.h) with its full
+// memory model. Assumes static shapes and detect-layers' annotations.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/LayerUnits.h"
+#include "passes/Passes.h"
+#include "passes/ShardGraph.h"
+#include "passes/StageCut.h"
+
+#include "cost/ActivationMemory.h"
+#include "ir/Graph.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+class PartitionStagesPass : public Pass {
+public:
+  PartitionStagesPass() {
+    Options.bind("stages", &Stages, "Pipeline stages (ranks)");
+    Options.bind("vpp", &Vpp, "Virtual stages per rank (interleaving)");
+    Options.bind("gpu", &Gpu, "Device of the cost model");
+    Options.bind("memory-gib", &MemoryGiB,
+                 "Memory cap per rank in GiB (0: none)");
+    Options.bind("axis", &Axis, "Mesh axis of the tensor-parallel group");
+    Options.bind("print-summary", &PrintSummary,
+                 "Print each stage's units and time to stdout");
+  }
+  StringRef getArgument() const override { return "partition-stages"; }
+
+  Error validateOptions() override {
+    if (Stages < 1 || Vpp < 1)
+      return createStringError(inconvertibleErrorCode(),
+                               "stages and vpp must be at least 1");
+    if (MemoryGiB < 0)
+      return createStringError(inconvertibleErrorCode(),
+                               "memory-gib must not be negative");
+    if (!lookupDevice(Gpu))
+      return createStringError(inconvertibleErrorCode(),
+                               "unknown gpu '" + Gpu + "'");
+    return Error::success();
+  }
+
+  LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
+    for (const std::unique_ptr<Graph> &G : M.getGraphs())
+      if (failed(partition(*G, Diag)))
+        return failure();
+    return success();
+  }
+
+private:
+  LogicalResult partition(Graph &G, DiagnosticEngine &Diag);
+
+  int64_t Stages = 1, Vpp = 1;
+  std::string Gpu = "a100-80gb";
+  double MemoryGiB = 0;
+  std::string Axis = "tp";
+  bool PrintSummary = false;
+};
+
+/// One unit's time and memory on one rank, for one micro-batch.
+struct UnitFigures {
+  double Seconds = 0;
+  double ParamElements = 0;
+  double ActivationBytes = 0;
+};
+
+LogicalResult PartitionStagesPass::partition(Graph &G, DiagnosticEngine &Diag) {
+  for (const Node &N : G.getNodes())
+    for (unsigned R = 0, E = N.getNumResults(); R != E; ++R)
+      if (N.getResult(R) && !N.getResult(R)->getType().hasStaticShape()) {
+        Diag.error(N, "partition-stages needs static shapes; run "
+                      "require-static-shapes first");
+        return failure();
+      }
+  GradientFlow Flow(G);
+  std::vector<LayerUnit> Units = getLayerUnits(G, Flow);
+  unsigned Chunks = unsigned(Stages * Vpp);
+  if (Units.size() < Chunks) {
+    Diag.error(SMLoc(), "partition-stages: stages=" + Twine(Stages) +
+                            " x vpp=" + Twine(Vpp) + " needs " + Twine(Chunks) +
+                            " layers; '@" + G.getName() + "' has " +
+                            Twine(Units.size()) + " (run detect-layers first)");
+    return failure();
+  }
+  const DeviceSpec &Device = *lookupDevice(Gpu);
+  CostSettings Settings;
+  std::vector<UnitFigures> Figures;
+  std::vector<double> Time;
+  for (const LayerUnit &U : Units) {
+    UnitFigures F;
+    SmallPtrSet<const Value *, 16> Seen;
+    for (const Node *N : U.Nodes) {
+      std::optional<OpLoops> L = getOpLoops(*N);
+      LoopSplit Split = getAnnotatedSplit(*N, L, Axis);
+      NodeCost C = getNodeCost(*N, L, Split, Device, Settings, Flow);
+      F.Seconds += C.FwdSeconds + C.BwdSeconds;
+      for (unsigned I = 0, E = N->getNumOperands(); I != E; ++I) {
+        const Value *O = N->getOperand(I);
+        if (O && O->isParam() && Seen.insert(O).second)
+          F.ParamElements += localElements(
+              *O, L ? ArrayRef<int>(L->Operands[I]) : ArrayRef<int>(), Split);
+      }
+    }
+    F.ActivationBytes = savedActivationBytes(
+        U.Nodes,
+        [&](const Node &N) {
+          return getAnnotatedSplit(N, getOpLoops(N), Axis);
+        },
+        Recompute::None, Flow, Settings);
+    Time.push_back(F.Seconds);
+    Figures.push_back(F);
+  }
+  double Cap = MemoryGiB * double(1ull << 30) / Vpp;
+  auto Fits = [&](unsigned Chunk, unsigned Begin, unsigned End) {
+    if (MemoryGiB <= 0)
+      return true;
+    unsigned InFlight = unsigned(Stages) - Chunk % unsigned(Stages);
+    double Bytes = 0;
+    for (unsigned U = Begin; U != End; ++U)
+      Bytes +=
+          16 * Figures[U].ParamElements + InFlight * Figures[U].ActivationBytes;
+    return Bytes <= Cap;
+  };
+  std::optional<std::vector<unsigned>> Cut = cutStages(Time, Chunks, Fits);
+  if (!Cut) {
+    Diag.error(SMLoc(),
+               "partition-stages: no cut of '@" + G.getName() + "' into " +
+                   Twine(Chunks) +
+                   " stages fits memory-gib=" + formatv("{0}", MemoryGiB) +
+                   " per rank; add stages or memory");
+    return failure();
+  }
+  unsigned First = 0;
+  for (unsigned J = 0; J != Cut->size(); ++J) {
+    double Seconds = 0;
+    for (unsigned U = First; U != First + (*Cut)[J]; ++U) {
+      Seconds += Time[U];
+      for (const Node *N : Units[U].Nodes)
+        const_cast<Node *>(N)->getAttrs().set("stage", Attribute::getInt(J));
+    }
+    if (PrintSummary)
+      outs() << "stage " << J << " (rank " << J % Stages << "): layers "
+             << Units[First].Layer << ".." << Units[First + (*Cut)[J] - 1].Layer
+             << format(" time=%.3es\n", Seconds);
+    First += (*Cut)[J];
+  }
+  return success();
+}
+
+} // namespace
+
+std::unique_ptr<Pass> autopar::createPartitionStagesPass() {
+  return std::make_unique<PartitionStagesPass>();
+}
