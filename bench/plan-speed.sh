@@ -36,5 +36,9 @@ run() {
 }
 
 printf '%-28s %10s %11s\n' case wall "peak RSS"
-run "175B on 1024 a100-80gb" "$dir/gpt-175b.onnx" --gpus 1024 --global-batch 1536
-run "1T on 16384 h100" "$dir/gpt-1t.onnx" --gpu h100 --gpus 16384 --global-batch 8192
+for threads in 1 2; do
+  run "175B on 1024 a100-80gb, $threads thr" "$dir/gpt-175b.onnx" --gpus 1024 \
+    --global-batch 1536 --threads "$threads"
+  run "1T on 16384 h100, $threads thr" "$dir/gpt-1t.onnx" --gpu h100 \
+    --gpus 16384 --global-batch 8192 --threads "$threads"
+done

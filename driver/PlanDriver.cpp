@@ -5,6 +5,7 @@
 #include "driver/OptDriver.h"
 #include "driver/OutputFiles.h"
 #include "ir/Graph.h"
+#include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "passes/PassManager.h"
 #include "planner/ModelProfile.h"
@@ -26,6 +27,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 using namespace autopar;
 using namespace llvm;
@@ -125,6 +127,63 @@ static json::Object roundedPlan(const Plan &P) {
   return O;
 }
 
+/// searchPlans split over Threads threads by (tp, sp) pairs; thread 0 uses
+/// Profile, the others their own copy of the graph parsed from GraphText.
+/// The merged result does not depend on Threads.
+static Expected<SearchResult>
+searchInThreads(ModelProfile &Profile, StringRef GraphText, const Cluster &Cl,
+                const CostSettings &Settings, const SearchOptions &SO,
+                unsigned Threads) {
+  std::vector<SearchResult> Parts(Threads);
+  std::vector<std::string> Errors(Threads);
+  auto Work = [&](unsigned I) {
+    SearchOptions Mine = SO;
+    Mine.ShardIndex = I;
+    Mine.ShardCount = Threads;
+    if (I != 0)
+      Mine.Progress = nullptr;
+    ModelProfile *P = &Profile;
+    SourceMgr SM;
+    std::unique_ptr<Module> Copy;
+    std::unique_ptr<ModelProfile> Own;
+    if (I != 0) {
+      SM.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(GraphText, "plan"),
+                            SMLoc());
+      std::string Ignored;
+      raw_string_ostream Sink(Ignored);
+      DiagnosticEngine Diag(&SM, "plan", Sink);
+      Copy = parseModule(SM, Diag);
+      if (!Copy || Copy->getGraphs().size() != 1) {
+        Errors[I] = "internal error: the graph does not parse again";
+        return;
+      }
+      Expected<std::unique_ptr<ModelProfile>> Made =
+          ModelProfile::create(*Copy->getGraphs().front(), Cl, Settings);
+      if (!Made) {
+        Errors[I] = toString(Made.takeError());
+        return;
+      }
+      Own = std::move(*Made);
+      P = Own.get();
+    }
+    Expected<SearchResult> R = searchPlans(*P, Cl, Mine);
+    if (!R)
+      Errors[I] = toString(R.takeError());
+    else
+      Parts[I] = std::move(*R);
+  };
+  std::vector<std::thread> Pool;
+  for (unsigned I = 1; I != Threads; ++I)
+    Pool.emplace_back(Work, I);
+  Work(0);
+  for (std::thread &T : Pool)
+    T.join();
+  for (const std::string &E : Errors)
+    if (!E.empty())
+      return createStringError(inconvertibleErrorCode(), E);
+  return mergeSearchResults(std::move(Parts), SO.TopK);
+}
+
 /// When nothing fits: the smallest multiple of the GPU count that does.
 static std::string suggestGpus(ModelProfile &Profile, const Cluster &Cl,
                                const SearchOptions &SO) {
@@ -216,6 +275,13 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   Graph &G = *M->getGraphs().front();
 
   auto Start = std::chrono::steady_clock::now();
+  // Worker threads plan from their own copy of the graph (a profile rebinds
+  // the graph's types as it goes).
+  std::string GraphText;
+  if (O.Threads > 1) {
+    raw_string_ostream OS(GraphText);
+    printModule(OS, *M);
+  }
   CostSettings Settings;
   Expected<std::unique_ptr<ModelProfile>> Profile =
       ModelProfile::create(G, *Cl, Settings);
@@ -240,7 +306,10 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
       errs() << "\rautopar: searching, " << Evaluated
              << " configurations evaluated";
     };
-  Expected<SearchResult> Result = searchPlans(**Profile, *Cl, SO);
+  Expected<SearchResult> Result =
+      O.Threads > 1
+          ? searchInThreads(**Profile, GraphText, *Cl, Settings, SO, O.Threads)
+          : searchPlans(**Profile, *Cl, SO);
   if (ShowProgress && LastShown != Start)
     errs() << "\r\x1b[K";
   if (!Result) {

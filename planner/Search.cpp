@@ -577,6 +577,7 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
   unsigned MaxTP = O.TpAcrossNodes ? N : std::min(N, Cl.GpusPerNode);
   int64_t Heads = Profile.getAttentionHeads();
   uint64_t Tried = 0;
+  unsigned PairIndex = 0;
   if (F.TP) {
     std::string Valid;
     for (unsigned TP : divisorsOf(N))
@@ -601,6 +602,8 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
       continue;
     for (bool SP : {false, true}) {
       if ((SP && TP == 1) || (F.SequenceParallel && SP != *F.SequenceParallel))
+        continue;
+      if (PairIndex++ % std::max(1u, O.ShardCount) != O.ShardIndex)
         continue;
       for (unsigned PP : divisorsOf(N / TP)) {
         if ((F.PP && PP != *F.PP) || PP > NumUnits)
@@ -681,6 +684,24 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
   Result.ConfigsEvaluated = E.Evaluated;
   Result.LeastMemoryNeeded = std::isinf(E.LeastMemory) ? 0 : E.LeastMemory;
   return Result;
+}
+
+SearchResult autopar::mergeSearchResults(std::vector<SearchResult> Parts,
+                                         unsigned TopK) {
+  SearchResult Out;
+  double Least = 0;
+  for (SearchResult &P : Parts) {
+    for (Plan &Pl : P.Plans)
+      Out.Plans.push_back(std::move(Pl));
+    Out.ConfigsEvaluated += P.ConfigsEvaluated;
+    if (P.LeastMemoryNeeded > 0 && (Least == 0 || P.LeastMemoryNeeded < Least))
+      Least = P.LeastMemoryNeeded;
+  }
+  llvm::sort(Out.Plans, betterPlan);
+  if (Out.Plans.size() > std::max(1u, TopK))
+    Out.Plans.resize(std::max(1u, TopK));
+  Out.LeastMemoryNeeded = Least;
+  return Out;
 }
 
 json::Object autopar::planToJSON(const Plan &P) {

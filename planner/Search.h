@@ -65,6 +65,10 @@ struct SearchOptions {
   /// Called now and then with the candidates evaluated so far (a progress
   /// line for a terminal); never changes the result.
   std::function<void(uint64_t)> Progress;
+  /// Search only the (tp, sp) pairs whose index modulo ShardCount is
+  /// ShardIndex: threads split the space this way and mergeSearchResults
+  /// joins their results into what one search would give.
+  unsigned ShardIndex = 0, ShardCount = 1;
 };
 
 struct PlanConfig {
@@ -121,6 +125,10 @@ double frameworkOverheadBytes(const Cluster &Cl);
 llvm::Expected<SearchResult> searchPlans(ModelProfile &Profile,
                                          const Cluster &Cl,
                                          const SearchOptions &Options);
+
+/// The best TopK plans of several searches over disjoint parts of one
+/// space, in the order one search would give them.
+SearchResult mergeSearchResults(std::vector<SearchResult> Parts, unsigned TopK);
 
 /// Predictions of one given configuration (its StageUnits may be empty: the
 /// cut is then chosen).
