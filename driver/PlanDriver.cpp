@@ -385,7 +385,41 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
                  rounded(P.PeakMemoryBytes / GiB, 4),
                  rounded(P.MemoryCapacityBytes / GiB, 4));
   printModule(AOS, *M);
+  // What launch files need to know of the model: transformer blocks (the
+  // units between the embedding and the head), their width, heads,
+  // sequence, and the blocks in each virtual stage.
+  ArrayRef<LayerUnit> Units = (*Profile)->getUnits();
+  bool HasEnds = Units.size() > 2;
+  int64_t Blocks = HasEnds ? int64_t(Units.size()) - 2 : int64_t(Units.size());
+  int64_t Hidden = 0, Vocab = 0;
+  if (HasEnds)
+    for (const Value *V : Units[1].Nodes.front()->getOperands())
+      if (V && V->getType().getRank() && !V->isParam()) {
+        const Dim &D = V->getType().getDim(V->getType().getRank() - 1);
+        Hidden = D.isStatic() ? D.getSize() : 0;
+        break;
+      }
+  if (!G.getOutputs().empty() && G.getOutputs()[0]->getType().getRank()) {
+    const TensorType &T = G.getOutputs()[0]->getType();
+    const Dim &D = T.getDim(T.getRank() - 1);
+    Vocab = D.isStatic() ? D.getSize() : 0;
+  }
+  json::Array BlocksPerStage;
+  unsigned Unit = 0;
+  for (unsigned S : C.StageUnits) {
+    int64_t N = 0;
+    for (unsigned I = 0; I != S; ++I, ++Unit)
+      N += !HasEnds || (Unit != 0 && Unit + 1 != Units.size());
+    BlocksPerStage.push_back(N);
+  }
+  json::Object ModelShape{{"layers", Blocks},
+                          {"hidden", Hidden},
+                          {"heads", (*Profile)->getAttentionHeads()},
+                          {"seq_length", (*Profile)->getTokensPerSample()},
+                          {"vocab", Vocab},
+                          {"layers_per_stage", std::move(BlocksPerStage)}};
   json::Object Doc{{"autopar_version", AutoparVersion},
+                   {"model_shape", std::move(ModelShape)},
                    {"model", sys::path::filename(O.ModelFile).str()},
                    {"model_sha256", Sha},
                    {"global_batch", C.MicroBatch * C.MicroBatches * C.DP},
