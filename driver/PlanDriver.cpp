@@ -2,6 +2,8 @@
 
 #include "driver/PlanDriver.h"
 
+#include "codegen/LaunchFiles.h"
+#include "codegen/PlanRecord.h"
 #include "driver/OptDriver.h"
 #include "driver/OutputFiles.h"
 #include "ir/Graph.h"
@@ -426,16 +428,33 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
                    {"cluster", clusterToJSON(*Cl)},
                    {"plan", roundedPlan(Best)}};
   std::string Json = formatv("{0:2}", json::Value(std::move(Doc))).str() + "\n";
-  if (std::error_code EC = sys::fs::create_directories(O.OutputDir)) {
-    error() << "cannot create '" << O.OutputDir << "': " << EC.message()
-            << "\n";
-    return ExitIOError;
-  }
-  SmallString<256> AirPath(O.OutputDir), JsonPath(O.OutputDir);
+  // The launch files, from the plan as written (the same reader that
+  // autopar-codegen uses), so that they always agree with plan.json.
+  SmallString<256> AirPath(O.OutputDir), JsonPath(O.OutputDir),
+      LaunchDir(O.OutputDir);
   sys::path::append(AirPath, "plan.air");
   sys::path::append(JsonPath, "plan.json");
-  if (Error E = writeOutputFiles(
-          {{AirPath.str().str(), AOS.str()}, {JsonPath.str().str(), Json}})) {
+  sys::path::append(LaunchDir, "launch");
+  Expected<PlanRecord> Record = parsePlanJSON(Json, "plan.json");
+  if (!Record) {
+    error() << "internal error: " << toString(Record.takeError()) << "\n";
+    return ExitPassFailure;
+  }
+  Expected<std::vector<std::pair<std::string, std::string>>> Launch =
+      renderLaunchFiles(*Record, LaunchDir);
+  if (!Launch) {
+    error() << "the launch files: " << toString(Launch.takeError()) << "\n";
+    return ExitPassFailure;
+  }
+  if (std::error_code EC = sys::fs::create_directories(LaunchDir)) {
+    error() << "cannot create '" << LaunchDir << "': " << EC.message() << "\n";
+    return ExitIOError;
+  }
+  std::vector<std::pair<std::string, std::string>> Files = {
+      {AirPath.str().str(), AOS.str()}, {JsonPath.str().str(), Json}};
+  for (auto &F : *Launch)
+    Files.push_back(std::move(F));
+  if (Error E = writeOutputFiles(Files)) {
     error() << toString(std::move(E)) << "\n";
     return ExitIOError;
   }

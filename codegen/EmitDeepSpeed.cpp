@@ -1,0 +1,56 @@
+//===- EmitDeepSpeed.cpp - deepspeed.json ---------------------------------===//
+//
+// DeepSpeed's configuration for the plan: batch sizes (train_batch_size =
+// micro-batch * gradient accumulation * data-parallel degree), the ZeRO
+// stage with optimizer and parameter offload, bf16, and a "pipeline"
+// section when the plan pipelines. Keys are written in a fixed order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/LaunchFiles.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace autopar;
+using namespace llvm;
+
+static void writeOffload(json::OStream &J, StringRef Key, OffloadKind K) {
+  StringRef Device = getOffloadDevice(K);
+  J.attributeObject(Key, [&] {
+    J.attribute("device", Device);
+    if (Device == "nvme")
+      J.attribute("nvme_path", "/local_nvme");
+    J.attribute("pin_memory", true);
+  });
+}
+
+std::string autopar::renderDeepSpeedConfig(const PlanRecord &R) {
+  const auto &P = R.Plan;
+  std::string S;
+  raw_string_ostream OS(S);
+  {
+    json::OStream J(OS, 2);
+    J.object([&] {
+      J.attribute("train_batch_size", R.GlobalBatch);
+      J.attribute("train_micro_batch_size_per_gpu", P.MicroBatchSize);
+      J.attribute("gradient_accumulation_steps", P.NumMicroBatches);
+      J.attributeObject("bf16", [&] { J.attribute("enabled", true); });
+      J.attributeObject("zero_optimization", [&] {
+        J.attribute("stage", P.ZeroStage);
+        if (P.Offload != OffloadKind::None)
+          writeOffload(J, "offload_optimizer", P.Offload);
+        if (offloadsParameters(P.Offload))
+          writeOffload(J, "offload_param", P.Offload);
+      });
+      if (P.PP > 1)
+        J.attributeObject("pipeline", [&] {
+          J.attribute("stages", P.PP);
+          J.attribute("activation_checkpoint_interval",
+                      P.Recomputation == Recompute::Full ? 1 : 0);
+        });
+    });
+  }
+  OS << "\n";
+  return OS.str();
+}

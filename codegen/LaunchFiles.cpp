@@ -1,0 +1,59 @@
+//===- LaunchFiles.cpp - Launch scripts and framework configs -------------===//
+//
+// The shared pieces of the emitters and renderLaunchFiles, which checks the
+// plan and collects every emitter's file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/LaunchFiles.h"
+
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace autopar;
+using namespace llvm;
+
+std::string autopar::describePlan(const PlanRecord &R) {
+  const auto &P = R.Plan;
+  std::string S;
+  raw_string_ostream OS(S);
+  OS << "tp" << P.TP << " pp" << P.PP << " dp" << P.DP << " vpp" << P.VPP << " "
+     << getScheduleName(P.Schedule) << " mbs" << P.MicroBatchSize << " x"
+     << P.NumMicroBatches << " zero" << P.ZeroStage
+     << (P.SequenceParallel ? " sp" : "")
+     << " recompute=" << getRecomputeName(P.Recomputation)
+     << " offload=" << getOffloadName(P.Offload);
+  return OS.str();
+}
+
+int64_t autopar::getNumNodes(const PlanRecord &R) {
+  if (R.Cluster.NumGpus <= R.Cluster.GpusPerNode)
+    return 1;
+  return R.Cluster.NumGpus / R.Cluster.GpusPerNode;
+}
+
+int64_t autopar::getTasksPerNode(const PlanRecord &R) {
+  return R.Cluster.NumGpus / getNumNodes(R);
+}
+
+Expected<std::vector<std::pair<std::string, std::string>>>
+autopar::renderLaunchFiles(const PlanRecord &R, StringRef LaunchDir) {
+  if (Error E = checkBatchInvariants(R))
+    return E;
+  Expected<std::string> Schedule = renderScheduleCSV(R);
+  if (!Schedule)
+    return Schedule.takeError();
+  auto PathOf = [&](StringRef Name) {
+    SmallString<128> Path(LaunchDir);
+    sys::path::append(Path, Name);
+    return std::string(Path);
+  };
+  std::vector<std::pair<std::string, std::string>> Files;
+  Files.emplace_back(PathOf("slurm.sbatch"), renderSlurm(R));
+  Files.emplace_back(PathOf("mpirun.sh"), renderMpirun(R));
+  Files.emplace_back(PathOf("megatron_args.txt"), renderMegatronArgs(R));
+  Files.emplace_back(PathOf("deepspeed.json"), renderDeepSpeedConfig(R));
+  Files.emplace_back(PathOf("torchtitan.args"), renderTorchtitanArgs(R));
+  Files.emplace_back(PathOf("schedule.csv"), std::move(*Schedule));
+  return Files;
+}
