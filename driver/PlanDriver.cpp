@@ -213,6 +213,97 @@ static std::string suggestGpus(ModelProfile &Profile, const Cluster &Cl,
          "memory (--gpu) or offload (--fix offload=cpu,zero=3)";
 }
 
+/// `autopar check`'s comparison: 0 when every file is there with the same
+/// bytes; else 1, naming each file that differs and showing the first
+/// lines that do.
+static int compareFiles(ArrayRef<std::pair<std::string, std::string>> Files,
+                        StringRef Dir) {
+  unsigned Differ = 0;
+  for (const auto &[Path, Want] : Files) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> Have = MemoryBuffer::getFile(Path);
+    if (!Have) {
+      outs() << Path << ": missing (re-derived plan has it)\n";
+      ++Differ;
+      continue;
+    }
+    StringRef Old = (*Have)->getBuffer();
+    if (Old == Want)
+      continue;
+    ++Differ;
+    SmallVector<StringRef, 64> A, B;
+    Old.split(A, '\n');
+    StringRef(Want).split(B, '\n');
+    unsigned I = 0;
+    while (I < A.size() && I < B.size() && A[I] == B[I])
+      ++I;
+    outs() << "--- " << Path << " (checked in)\n+++ " << Path
+           << " (re-derived)\n@@ line " << I + 1 << " @@\n";
+    for (unsigned K = I; K < A.size() && K < I + 6; ++K)
+      outs() << '-' << A[K] << '\n';
+    for (unsigned K = I; K < B.size() && K < I + 6; ++K)
+      outs() << '+' << B[K] << '\n';
+  }
+  if (Differ) {
+    outs() << "autopar check: " << Differ << " of " << Files.size()
+           << " files in " << Dir
+           << " differ from the plan the model and inputs give now; "
+              "re-plan and commit the result\n";
+    return 1;
+  }
+  outs() << "autopar check: the plan in " << Dir << " holds (" << Files.size()
+         << " files)\n";
+  return ExitSuccess;
+}
+
+int autopar::runCheckDriver(StringRef ModelFile, StringRef PlanDir,
+                            unsigned Threads) {
+  SmallString<256> JsonPath(PlanDir);
+  sys::path::append(JsonPath, "plan.json");
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(JsonPath);
+  if (!Buf) {
+    error() << "cannot read '" << JsonPath << "': " << Buf.getError().message()
+            << "\n";
+    return ExitIOError;
+  }
+  Expected<json::Value> Doc = json::parse((*Buf)->getBuffer());
+  if (!Doc) {
+    error() << JsonPath << ": not valid JSON: " << toString(Doc.takeError())
+            << "\n";
+    return ExitInvalidInput;
+  }
+  const json::Object *Root = Doc->getAsObject();
+  const json::Object *Inputs = Root ? Root->getObject("inputs") : nullptr;
+  const json::Value *ClusterV = Root ? Root->get("cluster") : nullptr;
+  if (!Inputs || !ClusterV) {
+    error() << JsonPath
+            << ": no 'inputs' or 'cluster' (written by another autopar "
+               "version?); re-plan it\n";
+    return ExitInvalidInput;
+  }
+  PlanDriverOptions O;
+  O.ModelFile = ModelFile.str();
+  O.OutputDir = PlanDir.str();
+  O.CheckOnly = true;
+  O.Threads = Threads;
+  O.ClusterJSON = formatv("{0}", *ClusterV).str();
+  if (Optional<int64_t> B = Inputs->getInteger("global_batch"))
+    O.GlobalBatch = *B;
+  if (Optional<StringRef> F = Inputs->getString("fix"))
+    O.Fix = F->str();
+  if (Optional<StringRef> B = Inputs->getString("batch_dim"))
+    O.Import.BatchDim = B->str();
+  if (Optional<bool> T = Inputs->getBoolean("tp_across_nodes"))
+    O.TpAcrossNodes = *T;
+  if (const json::Array *Dims = Inputs->getArray("dims"))
+    for (const json::Value &D : *Dims)
+      if (Optional<StringRef> Text = D.getAsString())
+        if (Error E = O.Import.addDimBinding(*Text)) {
+          error() << JsonPath << ": " << toString(std::move(E)) << "\n";
+          return ExitInvalidInput;
+        }
+  return runPlanDriver(O);
+}
+
 int autopar::runPlanDriver(const PlanDriverOptions &O) {
   if (O.ModelFile.empty()) {
     error() << "no model given; usage: autopar MODEL.onnx --gpus N\n";
@@ -235,12 +326,13 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
     error() << toString(Fixes.takeError()) << "\n";
     return ExitBadOptions;
   }
-  if (O.ClusterFile.empty() && O.Gpus < 1) {
+  if (O.ClusterFile.empty() && O.ClusterJSON.empty() && O.Gpus < 1) {
     error() << "--gpus N is required (or --cluster FILE.json)\n";
     return ExitBadOptions;
   }
   Expected<Cluster> Cl =
-      O.ClusterFile.empty()
+      !O.ClusterJSON.empty() ? parseClusterJSON(O.ClusterJSON, "plan.json")
+      : O.ClusterFile.empty()
           ? makeCluster(O.Gpu, O.Gpus, O.GpusPerNode)
           : loadClusterFile(O.ClusterFile, O.Gpus, O.GpusPerNode);
   if (!Cl) {
@@ -332,12 +424,19 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
       errs() << " the pinned choices (--fix " << O.Fix
              << ") with --global-batch " << SO.GlobalBatch << " on "
              << Cl->NumGpus << " GPUs";
+    if (O.CheckOnly) {
+      errs() << "\n  the plan in " << O.OutputDir
+             << " no longer fits; re-plan it\n";
+      return 1;
+    }
     errs() << "\n  " << suggestGpus(**Profile, *Cl, SO) << "\n";
     return ExitBadOptions;
   }
 
   const Plan &Best = Result->Plans.front();
-  if (O.Format == "json") {
+  if (O.CheckOnly) {
+    // Quiet: only the verdict.
+  } else if (O.Format == "json") {
     json::Object Summary = roundedPlan(Best);
     Summary["configs_evaluated"] = int64_t(Result->ConfigsEvaluated);
     Summary["search_time_s"] = rounded(SearchSeconds, 3);
@@ -378,14 +477,14 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   for (unsigned S : C.StageUnits)
     AOS << ' ' << S;
   AOS << "\n"
-      << formatv("// predicted: step {0} s, {1} tokens/s, {2} TFLOP/s per "
-                 "GPU (MFU {3}), bubble {4}, peak memory {5} GiB of {6} "
-                 "GiB\n",
-                 rounded(P.StepSeconds, 4), rounded(P.TokensPerSecond, 4),
-                 rounded(P.ModelTflopsPerGpu, 4), rounded(P.Mfu, 3),
-                 rounded(P.BubbleFraction, 3),
-                 rounded(P.PeakMemoryBytes / GiB, 4),
-                 rounded(P.MemoryCapacityBytes / GiB, 4));
+      << format("// predicted: step %.4g s, %.4g tokens/s, %.4g TFLOP/s per "
+                "GPU (MFU %.3g), bubble %.3g, peak memory %.4g GiB of %.4g "
+                "GiB\n",
+                rounded(P.StepSeconds, 4), rounded(P.TokensPerSecond, 4),
+                rounded(P.ModelTflopsPerGpu, 4), rounded(P.Mfu, 3),
+                rounded(P.BubbleFraction, 3),
+                rounded(P.PeakMemoryBytes / GiB, 4),
+                rounded(P.MemoryCapacityBytes / GiB, 4));
   printModule(AOS, *M);
   // What launch files need to know of the model: transformer blocks (the
   // units between the embedding and the head), their width, heads,
@@ -420,7 +519,18 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
                           {"seq_length", (*Profile)->getTokensPerSample()},
                           {"vocab", Vocab},
                           {"layers_per_stage", std::move(BlocksPerStage)}};
+  // The inputs that, with the model, determine the plan: what `autopar
+  // check` re-plans with.
+  json::Array Dims;
+  for (const auto &[Name, Size] : O.Import.DimBindings)
+    Dims.push_back(Name + "=" + std::to_string(Size));
+  json::Object Inputs{{"global_batch", SO.GlobalBatch},
+                      {"fix", O.Fix},
+                      {"dims", std::move(Dims)},
+                      {"batch_dim", O.Import.BatchDim},
+                      {"tp_across_nodes", O.TpAcrossNodes}};
   json::Object Doc{{"autopar_version", AutoparVersion},
+                   {"inputs", std::move(Inputs)},
                    {"model_shape", std::move(ModelShape)},
                    {"model", sys::path::filename(O.ModelFile).str()},
                    {"model_sha256", Sha},
@@ -446,14 +556,16 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
     error() << "the launch files: " << toString(Launch.takeError()) << "\n";
     return ExitPassFailure;
   }
-  if (std::error_code EC = sys::fs::create_directories(LaunchDir)) {
-    error() << "cannot create '" << LaunchDir << "': " << EC.message() << "\n";
-    return ExitIOError;
-  }
   std::vector<std::pair<std::string, std::string>> Files = {
       {AirPath.str().str(), AOS.str()}, {JsonPath.str().str(), Json}};
   for (auto &F : *Launch)
     Files.push_back(std::move(F));
+  if (O.CheckOnly)
+    return compareFiles(Files, O.OutputDir);
+  if (std::error_code EC = sys::fs::create_directories(LaunchDir)) {
+    error() << "cannot create '" << LaunchDir << "': " << EC.message() << "\n";
+    return ExitIOError;
+  }
   if (Error E = writeOutputFiles(Files)) {
     error() << toString(std::move(E)) << "\n";
     return ExitIOError;

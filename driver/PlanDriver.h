@@ -41,12 +41,25 @@ struct PlanDriverOptions {
   std::string Format = "text";
   /// Folder to write plan.air and plan.json into; none when empty.
   std::string OutputDir;
+  /// `autopar check`: instead of writing OutputDir, compare what would be
+  /// written with what is there. The cluster comes from ClusterJSON (the
+  /// plan's own description) when it is not empty.
+  bool CheckOnly = false;
+  std::string ClusterJSON;
 };
 
 /// Runs the driver; returns an ExitCode (driver/OptDriver.h). No plan that
 /// fits, or a pin the model contradicts, is ExitBadOptions with a message
 /// that says what would fit.
 int runPlanDriver(const PlanDriverOptions &Options);
+
+/// `autopar check MODEL DIR`: re-derives the plan in DIR from MODEL with the
+/// inputs recorded in DIR/plan.json (cluster, global batch, pins,
+/// dimensions) and compares every file. Returns 0 when they all match, 1
+/// with a diff of the first difference when they do not or when no plan
+/// fits any more, and the usual codes for unreadable input.
+int runCheckDriver(llvm::StringRef ModelFile, llvm::StringRef PlanDir,
+                   unsigned Threads);
 
 } // namespace autopar
 

@@ -1,8 +1,9 @@
 //===- autopar.cpp - Plans the parallel training of a model ---------------===//
 //
 // `autopar MODEL.onnx --gpus N [-o DIR]` finds the best tensor, pipeline and
-// data parallel plan for MODEL on N GPUs and writes it. All the work is in
-// driver/PlanDriver; this file only reads the command line.
+// data parallel plan for MODEL on N GPUs and writes it; `autopar check MODEL
+// DIR` says whether the plan in DIR still is what MODEL gives. All the work is
+// in driver/PlanDriver; this file only reads the command line.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,9 +19,10 @@ using namespace llvm;
 
 static cl::OptionCategory Category("autopar options");
 
-static cl::opt<std::string> ModelFile(cl::Positional,
-                                      cl::desc("<model .onnx or .pbtxt>"),
-                                      cl::cat(Category));
+static cl::list<std::string>
+    Positionals(cl::Positional,
+                cl::desc("<model .onnx or .pbtxt> | check <model> <plan dir>"),
+                cl::cat(Category));
 static cl::opt<int64_t> Gpus("gpus", cl::desc("Number of GPUs"),
                              cl::value_desc("N"), cl::init(0),
                              cl::cat(Category));
@@ -82,8 +84,23 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(Category);
   cl::ParseCommandLineOptions(argc, argv,
                               "autopar: plans parallel training of a model\n");
+  // `autopar check MODEL DIR`: re-derive the plan in DIR and compare.
+  if (!Positionals.empty() && Positionals[0] == "check") {
+    if (Positionals.size() != 3) {
+      WithColor::error(errs(), "autopar")
+          << "usage: autopar check MODEL.onnx PLAN_DIR\n";
+      return autopar::ExitBadOptions;
+    }
+    return autopar::runCheckDriver(Positionals[1], Positionals[2], Threads);
+  }
+  if (Positionals.size() > 1) {
+    WithColor::error(errs(), "autopar")
+        << "one model expected, got " << Positionals.size()
+        << " arguments; usage: autopar MODEL.onnx --gpus N\n";
+    return autopar::ExitBadOptions;
+  }
   autopar::PlanDriverOptions Options;
-  Options.ModelFile = ModelFile;
+  Options.ModelFile = Positionals.empty() ? "" : Positionals[0];
   Options.Gpus = Gpus;
   Options.Gpu = Gpu;
   Options.GpusPerNode = GpusPerNode;
