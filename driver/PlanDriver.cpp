@@ -186,6 +186,58 @@ searchInThreads(ModelProfile &Profile, StringRef GraphText, const Cluster &Cl,
   return mergeSearchResults(std::move(Parts), SO.TopK);
 }
 
+/// The configuration, cut and global batch of a plan.json (or of the
+/// plan.json in a folder).
+static Expected<std::pair<PlanConfig, int64_t>> readGivenPlan(StringRef Path) {
+  SmallString<256> File(Path);
+  if (sys::fs::is_directory(File))
+    sys::path::append(File, "plan.json");
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(File);
+  if (!Buf)
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot read '" + File +
+                                 "': " + Buf.getError().message());
+  Expected<PlanRecord> R = parsePlanJSON((*Buf)->getBuffer(), File);
+  if (!R)
+    return R.takeError();
+  const PlanRecord::PlanInfo &P = R->Plan;
+  PlanConfig C;
+  C.TP = P.TP;
+  C.PP = P.PP;
+  C.DP = P.DP;
+  C.VPP = P.VPP;
+  C.MicroBatch = P.MicroBatchSize;
+  C.MicroBatches = P.NumMicroBatches;
+  C.Schedule = P.Schedule;
+  C.Zero = P.ZeroStage;
+  C.Recomputation = P.Recomputation;
+  C.SequenceParallel = P.SequenceParallel;
+  C.Offload = P.Offload;
+  for (int64_t U : P.StageLayers)
+    C.StageUnits.push_back(unsigned(U));
+  return std::make_pair(C, R->GlobalBatch);
+}
+
+/// A given plan's predictions, as a search result of one plan.
+static Expected<SearchResult> evaluateGiven(ModelProfile &Profile,
+                                            const Cluster &Cl,
+                                            const SearchOptions &SO,
+                                            const PlanConfig &C) {
+  if (C.TP * C.PP * C.DP != Cl.NumGpus)
+    return createStringError(
+        inconvertibleErrorCode(),
+        "the given plan uses tp x pp x dp = " + Twine(C.TP * C.PP * C.DP) +
+            " GPUs, the cluster has " + Twine(Cl.NumGpus) +
+            "; pass --gpus to match");
+  Expected<Plan> P = evaluatePlan(Profile, Cl, SO, C);
+  if (!P)
+    return P.takeError();
+  SearchResult R;
+  R.Plans.push_back(std::move(*P));
+  R.ConfigsEvaluated = 1;
+  return R;
+}
+
 /// When nothing fits: the smallest multiple of the GPU count that does.
 static std::string suggestGpus(ModelProfile &Profile, const Cluster &Cl,
                                const SearchOptions &SO) {
@@ -383,8 +435,26 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
     error() << O.ModelFile << ": " << toString(Profile.takeError()) << "\n";
     return ExitBadOptions;
   }
+  // A given plan: its configuration and cut, on the cluster the options
+  // describe.
+  int64_t GlobalBatch = O.GlobalBatch;
+  std::optional<PlanConfig> Given;
+  if (!O.GivenPlan.empty()) {
+    Expected<std::pair<PlanConfig, int64_t>> G = readGivenPlan(O.GivenPlan);
+    if (!G) {
+      error() << toString(G.takeError()) << "\n";
+      return ExitInvalidInput;
+    }
+    Given = G->first;
+    if (!GlobalBatch)
+      GlobalBatch = G->second;
+  }
+  if (O.ScaleDp < 1 || O.ScaleDp > 1024) {
+    error() << "--scale-dp " << O.ScaleDp << ": expected 1 to 1024\n";
+    return ExitBadOptions;
+  }
   SearchOptions SO;
-  SO.GlobalBatch = O.GlobalBatch ? O.GlobalBatch : Cl->NumGpus;
+  SO.GlobalBatch = GlobalBatch ? GlobalBatch : Cl->NumGpus;
   SO.Fixed = *Fixes;
   SO.TopK = O.TopK;
   SO.TpAcrossNodes = O.TpAcrossNodes;
@@ -401,9 +471,28 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
              << " configurations evaluated";
     };
   Expected<SearchResult> Result =
-      O.Threads > 1
+      Given ? evaluateGiven(**Profile, *Cl, SO, *Given)
+      : O.Threads > 1
           ? searchInThreads(**Profile, GraphText, *Cl, Settings, SO, O.Threads)
           : searchPlans(**Profile, *Cl, SO);
+  // Re-target to K times the GPUs by data parallelism.
+  if (Result && O.ScaleDp > 1 && !Result->Plans.empty()) {
+    Cluster Bigger = *Cl;
+    Bigger.NumGpus *= O.ScaleDp;
+    SearchOptions More = SO;
+    More.GlobalBatch *= O.ScaleDp;
+    PlanConfig C = Result->Plans.front().Config;
+    C.DP *= O.ScaleDp;
+    Expected<Plan> Scaled = evaluatePlan(**Profile, Bigger, More, C);
+    if (!Scaled) {
+      error() << O.ModelFile << ": --scale-dp " << O.ScaleDp << ": "
+              << toString(Scaled.takeError()) << "\n";
+      return ExitBadOptions;
+    }
+    *Cl = Bigger;
+    SO = More;
+    Result->Plans = {std::move(*Scaled)};
+  }
   if (ShowProgress && LastShown != Start)
     errs() << "\r\x1b[K";
   if (!Result) {

@@ -46,6 +46,13 @@ struct PlanDriverOptions {
   /// plan's own description) when it is not empty.
   bool CheckOnly = false;
   std::string ClusterJSON;
+  /// `--plan FILE`: evaluate the plan in FILE (a plan.json, or the folder
+  /// holding one; possibly hand-edited) on the cluster the options describe
+  /// instead of searching; its global batch unless --global-batch.
+  std::string GivenPlan;
+  /// `--scale-dp K`: run the plan on K times the GPUs by data parallelism
+  /// (K times the global batch), without a new search.
+  unsigned ScaleDp = 1;
 };
 
 /// Runs the driver; returns an ExitCode (driver/OptDriver.h). No plan that

@@ -66,6 +66,16 @@ static cl::opt<std::string> Format("format",
                                    cl::value_desc("format"), cl::init("text"),
                                    cl::cat(Category));
 static cl::opt<std::string>
+    GivenPlan("plan",
+              cl::desc("Evaluate this plan.json (or plan folder) instead of "
+                       "searching"),
+              cl::value_desc("file"), cl::cat(Category));
+static cl::opt<unsigned>
+    ScaleDp("scale-dp",
+            cl::desc("Run the plan on K times the GPUs by data parallelism "
+                     "(K times the global batch), without a new search"),
+            cl::value_desc("K"), cl::init(1), cl::cat(Category));
+static cl::opt<std::string>
     OutputDir("o", cl::desc("Write plan.air and plan.json into this folder"),
               cl::value_desc("dir"), cl::cat(Category));
 static cl::list<std::string>
@@ -112,6 +122,8 @@ int main(int argc, char **argv) {
   Options.TpAcrossNodes = TpAcrossNodes;
   Options.Format = Format;
   Options.OutputDir = OutputDir;
+  Options.GivenPlan = GivenPlan;
+  Options.ScaleDp = ScaleDp;
   for (const std::string &Binding : DimBindings)
     if (Error E = Options.Import.addDimBinding(Binding)) {
       WithColor::error(errs(), "autopar") << toString(std::move(E)) << '\n';
