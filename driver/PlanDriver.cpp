@@ -4,6 +4,7 @@
 
 #include "codegen/LaunchFiles.h"
 #include "codegen/PlanRecord.h"
+#include "driver/Explain.h"
 #include "driver/OptDriver.h"
 #include "driver/OutputFiles.h"
 #include "ir/Graph.h"
@@ -307,8 +308,10 @@ static int compareFiles(ArrayRef<std::pair<std::string, std::string>> Files,
   return ExitSuccess;
 }
 
-int autopar::runCheckDriver(StringRef ModelFile, StringRef PlanDir,
-                            unsigned Threads) {
+/// The options that re-plan what DIR/plan.json records; returns an exit
+/// code other than ExitSuccess on failure.
+static int optionsFromPlan(StringRef ModelFile, StringRef PlanDir,
+                           PlanDriverOptions &O) {
   SmallString<256> JsonPath(PlanDir);
   sys::path::append(JsonPath, "plan.json");
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(JsonPath);
@@ -332,11 +335,8 @@ int autopar::runCheckDriver(StringRef ModelFile, StringRef PlanDir,
                "version?); re-plan it\n";
     return ExitInvalidInput;
   }
-  PlanDriverOptions O;
   O.ModelFile = ModelFile.str();
   O.OutputDir = PlanDir.str();
-  O.CheckOnly = true;
-  O.Threads = Threads;
   O.ClusterJSON = formatv("{0}", *ClusterV).str();
   if (Optional<int64_t> B = Inputs->getInteger("global_batch"))
     O.GlobalBatch = *B;
@@ -353,6 +353,28 @@ int autopar::runCheckDriver(StringRef ModelFile, StringRef PlanDir,
           error() << JsonPath << ": " << toString(std::move(E)) << "\n";
           return ExitInvalidInput;
         }
+  return ExitSuccess;
+}
+
+int autopar::runCheckDriver(StringRef ModelFile, StringRef PlanDir,
+                            unsigned Threads) {
+  PlanDriverOptions O;
+  if (int Code = optionsFromPlan(ModelFile, PlanDir, O))
+    return Code;
+  O.CheckOnly = true;
+  O.Threads = Threads;
+  return runPlanDriver(O);
+}
+
+int autopar::runExplainDriver(StringRef ModelFile, StringRef PlanDir,
+                              StringRef WhatIf) {
+  PlanDriverOptions O;
+  if (int Code = optionsFromPlan(ModelFile, PlanDir, O))
+    return Code;
+  O.Explain = true;
+  O.WhatIf = WhatIf.str();
+  O.GivenPlan = PlanDir.str();
+  O.OutputDir.clear();
   return runPlanDriver(O);
 }
 
@@ -448,6 +470,11 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
     Given = G->first;
     if (!GlobalBatch)
       GlobalBatch = G->second;
+    if (!O.WhatIf.empty())
+      if (Error E = applyWhatIf(*Given, O.WhatIf, Cl->NumGpus, GlobalBatch)) {
+        error() << toString(std::move(E)) << "\n";
+        return ExitBadOptions;
+      }
   }
   if (O.ScaleDp < 1 || O.ScaleDp > 1024) {
     error() << "--scale-dp " << O.ScaleDp << ": expected 1 to 1024\n";
@@ -523,6 +550,10 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   }
 
   const Plan &Best = Result->Plans.front();
+  if (O.Explain) {
+    printExplanation(outs(), Best, **Profile, *Cl);
+    return ExitSuccess;
+  }
   if (O.CheckOnly) {
     // Quiet: only the verdict.
   } else if (O.Format == "json") {

@@ -53,6 +53,10 @@ struct PlanDriverOptions {
   /// `--scale-dp K`: run the plan on K times the GPUs by data parallelism
   /// (K times the global batch), without a new search.
   unsigned ScaleDp = 1;
+  /// `autopar explain`: print where the (given) plan's time and memory go
+  /// instead of writing it; WhatIf (`k=v,...`) changes the plan first.
+  bool Explain = false;
+  std::string WhatIf;
 };
 
 /// Runs the driver; returns an ExitCode (driver/OptDriver.h). No plan that
@@ -67,6 +71,11 @@ int runPlanDriver(const PlanDriverOptions &Options);
 /// fits any more, and the usual codes for unreadable input.
 int runCheckDriver(llvm::StringRef ModelFile, llvm::StringRef PlanDir,
                    unsigned Threads);
+
+/// `autopar explain MODEL DIR [--what-if k=v,...]`: the plan in DIR (with
+/// the inputs its plan.json records), changed by WhatIf, explained.
+int runExplainDriver(llvm::StringRef ModelFile, llvm::StringRef PlanDir,
+                     llvm::StringRef WhatIf);
 
 } // namespace autopar
 

@@ -70,6 +70,11 @@ static cl::opt<std::string>
               cl::desc("Evaluate this plan.json (or plan folder) instead of "
                        "searching"),
               cl::value_desc("file"), cl::cat(Category));
+static cl::opt<std::string>
+    WhatIf("what-if",
+           cl::desc("With explain: change the plan first, e.g. tp=4,pp=8 "
+                    "(the --fix keys)"),
+           cl::value_desc("k=v,..."), cl::cat(Category));
 static cl::opt<unsigned>
     ScaleDp("scale-dp",
             cl::desc("Run the plan on K times the GPUs by data parallelism "
@@ -102,6 +107,15 @@ int main(int argc, char **argv) {
       return autopar::ExitBadOptions;
     }
     return autopar::runCheckDriver(Positionals[1], Positionals[2], Threads);
+  }
+  if (!Positionals.empty() && Positionals[0] == "explain") {
+    if (Positionals.size() != 3) {
+      WithColor::error(errs(), "autopar")
+          << "usage: autopar explain MODEL.onnx PLAN_DIR [--what-if "
+             "k=v,...]\n";
+      return autopar::ExitBadOptions;
+    }
+    return autopar::runExplainDriver(Positionals[1], Positionals[2], WhatIf);
   }
   if (Positionals.size() > 1) {
     WithColor::error(errs(), "autopar")
