@@ -224,6 +224,7 @@ ModelProfile::compute(unsigned TP, unsigned TPRanksPerNode, bool SP) {
         } else {
           // Sent at the boundary layout.
           int B = (*Sharding)->Boundary;
+          C.OutputReplicated = B == LayoutReplicated;
           C.OutputBytes += (B == LayoutReplicated ? Elements : Elements / TP) *
                            trainingElementBytes(*V, Settings);
         }

@@ -50,6 +50,9 @@ struct UnitCost {
   double ParamElements = 0;
   /// Bytes handed to the next unit (a pipeline send), on this rank.
   double OutputBytes = 0;
+  /// Whether that output is replicated over the tensor-parallel group (then
+  /// each rank can send a 1/tp slice and the receivers all-gather it).
+  bool OutputReplicated = true;
   /// Model FLOPs of the whole micro-batch (all ranks of the group):
   /// forward, backward, and the attention cores' forward.
   double FwdFlops = 0, BwdFlops = 0, AttentionCoreFlops = 0;

@@ -267,6 +267,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   // them).
   bool StagesShareNode = C.TP * C.DP < Cl.GpusPerNode;
   CommGroup P2P{2, StagesShareNode ? 2u : 1u};
+  CommGroup TpGroup{C.TP, std::min<unsigned>(C.TP, Cl.GpusPerNode)};
   auto Simulate = [&](const std::vector<unsigned> &StageUnits)
       -> Expected<PipelineCandidate> {
     PipelineCandidate P;
@@ -284,10 +285,21 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
       // (send_forward_recv_backward and friends) unless
       // --overlap-p2p-communication: each chunk's forward ends with sending
       // its output, each backward with sending the input's gradient.
-      double Send =
-          C.PP > 1 ? collectiveSeconds(Cl, Collective::SendRecv,
-                                       Costs[First + Size - 1].OutputBytes, P2P)
-                   : 0;
+      const UnitCost &Out = Costs[First + Size - 1];
+      double Send = 0;
+      if (C.PP > 1) {
+        Send =
+            collectiveSeconds(Cl, Collective::SendRecv, Out.OutputBytes, P2P);
+        // Megatron-LM's scatter/gather (Narayanan et al. 2021, section
+        // 4.1): a replicated activation goes as 1/tp per rank and is
+        // all-gathered over NVLink on arrival.
+        if (Out.OutputReplicated && C.TP > 1)
+          Send =
+              std::min(Send, collectiveSeconds(Cl, Collective::SendRecv,
+                                               Out.OutputBytes / C.TP, P2P) +
+                                 collectiveSeconds(Cl, Collective::AllGather,
+                                                   Out.OutputBytes, TpGroup));
+      }
       if (!O.OverlapP2P) {
         if (J + 1 != StageUnits.size())
           F += Send;
