@@ -4,6 +4,7 @@
 
 #include "codegen/LaunchFiles.h"
 #include "codegen/PlanRecord.h"
+#include "codegen/Report.h"
 #include "driver/Explain.h"
 #include "driver/OptDriver.h"
 #include "driver/OutputFiles.h"
@@ -680,6 +681,18 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
       {AirPath.str().str(), AOS.str()}, {JsonPath.str().str(), Json}};
   for (auto &F : *Launch)
     Files.push_back(std::move(F));
+  ReportInput Report;
+  Report.Model = sys::path::filename(O.ModelFile).str();
+  Report.Cl = &*Cl;
+  Report.Plans = Result->Plans;
+  Expected<std::string> Html = renderReport(Report);
+  if (!Html) {
+    error() << "the report: " << toString(Html.takeError()) << "\n";
+    return ExitPassFailure;
+  }
+  SmallString<256> ReportPath(O.OutputDir);
+  sys::path::append(ReportPath, "report.html");
+  Files.push_back({ReportPath.str().str(), std::move(*Html)});
   if (O.CheckOnly)
     return compareFiles(Files, O.OutputDir);
   if (std::error_code EC = sys::fs::create_directories(LaunchDir)) {

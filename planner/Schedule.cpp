@@ -396,6 +396,10 @@ Expected<PipelineResult> Simulator::run() {
     Result.BubbleFraction = Idle / (Result.StepSeconds * P);
   Result.PeakInFlight = std::move(Peak);
   Result.BusySeconds = std::move(Busy);
+  if (S.RecordTimeline) {
+    Result.ForwardFinish = std::move(ForwardDone);
+    Result.BackwardFinish = std::move(BackwardDone);
+  }
   return Result;
 }
 

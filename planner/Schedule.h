@@ -67,6 +67,9 @@ struct PipelineSpec {
   /// virtual stages on different ranks. It delays the receiver but does not
   /// occupy either rank (sends overlap compute).
   double P2PSeconds = 0;
+  /// Also return each action's finish time (PipelineResult::ForwardFinish
+  /// and BackwardFinish), for drawing the schedule.
+  bool RecordTimeline = false;
 
   /// Fails, naming the field, when the spec breaks any rule above.
   llvm::Error validate() const;
@@ -85,6 +88,9 @@ struct PipelineResult {
   std::vector<unsigned> PeakInFlight;
   /// Per rank: seconds spent computing (forwards plus backwards).
   std::vector<double> BusySeconds;
+  /// With RecordTimeline: when each virtual stage's forward and backward of
+  /// each micro-batch finished, at [Stage * MicroBatches + MicroBatch].
+  std::vector<double> ForwardFinish, BackwardFinish;
 };
 
 /// One action of a rank's order: a forward or backward of one micro-batch

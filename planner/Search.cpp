@@ -140,6 +140,7 @@ namespace {
 struct PipelineCandidate {
   std::vector<unsigned> StageUnits;
   std::vector<double> Fwd, Bwd; // per chunk, one micro-batch
+  double P2PSeconds = 0;        // what the simulation delayed receivers by
   PipelineResult Sim;
 };
 
@@ -226,7 +227,12 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   MS.Optimizer = O.Optimizer;
   MS.Offload = C.Offload;
   MS.LargestLayerParams = Largest;
-  R.ModelStateBytes = getModelStateMemory(MS).deviceBytes();
+  ModelStateMemory States = getModelStateMemory(MS);
+  R.ModelStateBytes = States.deviceBytes();
+  R.WeightBytes = States.WeightBytes + States.GatherBufferBytes;
+  R.GradBytes = States.GradBytes;
+  R.OptimizerBytes = States.OptimizerBytes;
+  R.OverheadBytes = frameworkOverheadBytes(Cl);
   // InFlight counts chunk activations; Saved covers all of the rank's
   // chunks for one micro-batch.
   R.ActivationBytes = Saved / C.VPP * InFlight + Working + Loss;
@@ -320,6 +326,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
     Spec.Backward = P.Bwd;
     // Overlapped sends still delay their receiver.
     Spec.P2PSeconds = O.OverlapP2P ? P2PSeconds : 0;
+    P.P2PSeconds = Spec.P2PSeconds;
     Expected<PipelineResult> Sim = simulatePipeline(Spec);
     if (!Sim)
       return Sim.takeError();
@@ -534,6 +541,9 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
     P.TpCommSeconds = Comm;
   }
   P.Ranks = std::move(Ranks);
+  P.StageForward = Pipe->Fwd;
+  P.StageBackward = Pipe->Bwd;
+  P.P2PSeconds = Pipe->P2PSeconds;
   return std::optional<Plan>(std::move(Out));
 }
 

@@ -90,6 +90,8 @@ struct RankPrediction {
   double BusySeconds = 0;
   double MemoryBytes = 0;
   double ModelStateBytes = 0, ActivationBytes = 0;
+  /// ModelStateBytes by part, and the framework allowance.
+  double WeightBytes = 0, GradBytes = 0, OptimizerBytes = 0, OverheadBytes = 0;
 };
 
 struct PlanPrediction {
@@ -102,6 +104,10 @@ struct PlanPrediction {
   double Mfu = 0, Hfu = 0;
   double PeakMemoryBytes = 0, MemoryCapacityBytes = 0;
   std::vector<RankPrediction> Ranks; // per pipeline rank
+  /// One micro-batch's forward and backward seconds per virtual stage, and
+  /// a send between stages: what the schedule was simulated with.
+  std::vector<double> StageForward, StageBackward;
+  double P2PSeconds = 0;
 };
 
 struct Plan {

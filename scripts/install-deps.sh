@@ -25,6 +25,14 @@ packages=(
   time            # GNU time, for bench/import-speed.sh
   python3-onnx    # tools/autopar-modelgen: generated models for tests/benchmarks
 )
+# --with-chromium: also the headless browser the report test renders with
+# (test/Tools/autopar-report-render.test skips without it).
+for arg in "$@"; do
+  case "$arg" in
+    --with-chromium) packages+=(chromium) ;;
+    *) echo "install-deps: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -5,16 +5,19 @@
 # UndefinedBehaviorSanitizer. Ends with one line, `N passed, M failed`
 # (`, K skipped` when some tests were unsupported), summed over the runs.
 #
-# Usage: scripts/test.sh [--no-sanitize]
-#   --no-sanitize  skip the sanitized build (quicker)
+# Usage: scripts/test.sh [--no-sanitize] [--with-chromium]
+#   --no-sanitize    skip the sanitized build (quicker)
+#   --with-chromium  also install Chromium, so the report renders in a test
 set -euo pipefail
 
-usage() { sed -n '2,9s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; }
 
 sanitize=1
+deps=()
 for arg in "$@"; do
   case "$arg" in
     --no-sanitize) sanitize=0 ;;
+    --with-chromium) deps+=(--with-chromium) ;;
     -h | --help) usage; exit 0 ;;
     *) echo "test.sh: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
   esac
@@ -28,7 +31,7 @@ die() {
   exit 1
 }
 
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh "${deps[@]}"
 
 lit=/usr/lib/llvm-14/build/utils/lit/lit.py
 [[ -f "$lit" ]] || die "lit not found at $lit (llvm-14-tools)"

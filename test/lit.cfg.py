@@ -77,6 +77,10 @@ if (config.autopar_is_git_checkout or
     config.available_features.add("git-checkout")
 if config.autopar_sanitize:
     config.available_features.add("asan")
+# The report renders in a real browser when Chromium is installed
+# (scripts/test.sh --with-chromium).
+if shutil.which("chromium"):
+    config.available_features.add("chromium")
 # tools/autopar-modelgen runs on Debian's python3 with python3-onnx.
 if os.path.exists("/usr/bin/python3") and subprocess.call(
         ["/usr/bin/python3", "-c", "import onnx"], stdout=subprocess.DEVNULL,
