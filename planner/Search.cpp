@@ -513,7 +513,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   P.DpSyncSeconds = WorstSync + GradSync;
   P.OptimizerSeconds = WorstOpt;
   P.OffloadSeconds = WorstOffload;
-  double ModelFlops = 0, Extra = 0, Comm = 0;
+  double ModelFlops = 0, Extra = 0;
   for (unsigned U = 0; U != NumUnits; ++U) {
     ModelFlops += Costs[U].FwdFlops + Costs[U].BwdFlops;
     Recompute Mode =
@@ -522,7 +522,6 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
       Extra += Costs[U].FwdFlops;
     else if (Mode == Recompute::Selective)
       Extra += Costs[U].AttentionCoreFlops;
-    Comm = std::max(Comm, Costs[U].FwdCommSeconds + Costs[U].BwdCommSeconds);
   }
   double Samples = double(C.MicroBatch) * C.MicroBatches * C.DP;
   double Steps = double(C.MicroBatches) * C.DP;
@@ -536,10 +535,8 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   P.Hfu = Peak16 > 0 ? P.HardwareTflopsPerGpu * 1e12 / Peak16 : 0;
   P.PeakMemoryBytes = PeakMemory;
   P.MemoryCapacityBytes = Capacity;
-  for (unsigned R = 0; R != C.PP; ++R) {
+  for (unsigned R = 0; R != C.PP; ++R)
     Ranks[R].BusySeconds = Pipe->Sim.BusySeconds[R];
-    P.TpCommSeconds = Comm;
-  }
   P.Ranks = std::move(Ranks);
   P.StageForward = Pipe->Fwd;
   P.StageBackward = Pipe->Bwd;

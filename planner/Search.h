@@ -98,7 +98,6 @@ struct PlanPrediction {
   double StepSeconds = 0;
   double PipelineSeconds = 0, BubbleFraction = 0;
   double DpSyncSeconds = 0, OptimizerSeconds = 0, OffloadSeconds = 0;
-  double TpCommSeconds = 0;
   double TokensPerSecond = 0;
   double ModelTflopsPerGpu = 0, HardwareTflopsPerGpu = 0;
   double Mfu = 0, Hfu = 0;
