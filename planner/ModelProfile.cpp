@@ -133,6 +133,19 @@ void ModelProfile::bindBatch(int64_t Size) {
   }
 }
 
+Expected<std::unique_ptr<GraphSharding>>
+ModelProfile::shard(unsigned TP, unsigned TPRanksPerNode, bool SP) {
+  GraphShardingOptions O;
+  O.Group = {TP, std::min(TP, std::max(1u, TPRanksPerNode))};
+  O.SplitTokens = SP && TP > 1;
+  O.OutputsFeedLoss = true;
+  O.MicroBatches = 1;
+  O.Cl = &Cl;
+  O.Settings = &Settings;
+  O.Flow = Flow.get();
+  return shardGraph(G, Units, O);
+}
+
 Expected<const std::vector<UnitCost> *>
 ModelProfile::getUnitCosts(unsigned TP, unsigned TPRanksPerNode, bool SP,
                            int64_t MicroBatch) {
@@ -153,15 +166,8 @@ ModelProfile::getUnitCosts(unsigned TP, unsigned TPRanksPerNode, bool SP,
 
 Expected<std::vector<UnitCost>>
 ModelProfile::compute(unsigned TP, unsigned TPRanksPerNode, bool SP) {
-  GraphShardingOptions O;
-  O.Group = {TP, std::min(TP, std::max(1u, TPRanksPerNode))};
-  O.SplitTokens = SP && TP > 1;
-  O.OutputsFeedLoss = true;
-  O.MicroBatches = 1;
-  O.Cl = &Cl;
-  O.Settings = &Settings;
-  O.Flow = Flow.get();
-  Expected<std::unique_ptr<GraphSharding>> Sharding = shardGraph(G, Units, O);
+  Expected<std::unique_ptr<GraphSharding>> Sharding =
+      shard(TP, TPRanksPerNode, SP);
   if (!Sharding)
     return Sharding.takeError();
   std::vector<UnitCost> Out;
@@ -241,14 +247,8 @@ Error ModelProfile::annotatePlan(unsigned TP, unsigned TPRanksPerNode, bool SP,
   if (FixedBatch && MicroBatch != *FixedBatch)
     return error("the model fixes the batch size to " + Twine(*FixedBatch));
   bindBatch(MicroBatch);
-  GraphShardingOptions O;
-  O.Group = {TP, std::min(TP, std::max(1u, TPRanksPerNode))};
-  O.SplitTokens = SP && TP > 1;
-  O.OutputsFeedLoss = true;
-  O.Cl = &Cl;
-  O.Settings = &Settings;
-  O.Flow = Flow.get();
-  Expected<std::unique_ptr<GraphSharding>> Sharding = shardGraph(G, Units, O);
+  Expected<std::unique_ptr<GraphSharding>> Sharding =
+      shard(TP, TPRanksPerNode, SP);
   if (!Sharding)
     return Sharding.takeError();
   Mesh M;

@@ -32,6 +32,8 @@
 
 namespace autopar {
 
+struct GraphSharding;
+
 /// One unit on one rank for one micro-batch.
 struct UnitCost {
   /// Compute plus the tensor-parallel collectives, forward and backward.
@@ -95,6 +97,9 @@ private:
   ModelProfile(Graph &G, const Cluster &Cl, const CostSettings &Settings);
   llvm::Error init();
   void bindBatch(int64_t Size);
+  /// The sharding solver over the graph as it is bound now.
+  llvm::Expected<std::unique_ptr<GraphSharding>>
+  shard(unsigned TP, unsigned TPRanksPerNode, bool SP);
   llvm::Expected<std::vector<UnitCost>>
   compute(unsigned TP, unsigned TPRanksPerNode, bool SP);
 
