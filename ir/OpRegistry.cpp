@@ -247,3 +247,14 @@ const DenseTensor *autopar::getConstantValue(const Value *V) {
     return nullptr;
   return &A->getTensor();
 }
+
+std::optional<unsigned> autopar::getUpdatedOperand(OpId Op, unsigned Result) {
+  switch (Op) {
+  case OpId::AdamW: // param, exp_avg, exp_avg_sq
+    return Result == 0 ? 0u : Result + 1;
+  case OpId::Sgd:
+    return 0u;
+  default:
+    return std::nullopt;
+  }
+}

@@ -117,6 +117,10 @@ struct OpInfo {
 /// The value of V when a Constant node defines it, else null.
 const DenseTensor *getConstantValue(const Value *V);
 
+/// For ops whose results overwrite operands at run time (the optimizer
+/// steps of Ops.def): the operand that result Result replaces.
+std::optional<unsigned> getUpdatedOperand(OpId Op, unsigned Result);
+
 const OpInfo &getOpInfo(OpId Op);
 std::optional<OpId> lookupOp(llvm::StringRef Name);
 /// Every op, in table order.

@@ -70,6 +70,18 @@ InferResult inferMsAttention(const ShapeContext &Ctx);
 InferResult inferMsGroupQueryAttention(const ShapeContext &Ctx);
 InferResult inferMsEmbedLayerNorm(const ShapeContext &Ctx);
 
+// ShapeFunctionsGrad.cpp: the loss and the backward ops.
+InferResult inferCrossEntropyLoss(const ShapeContext &Ctx);
+InferResult inferCrossEntropyLossGrad(const ShapeContext &Ctx);
+InferResult inferLayerNormGrad(const ShapeContext &Ctx);
+InferResult inferRMSNormGrad(const ShapeContext &Ctx);
+InferResult inferAttentionGrad(const ShapeContext &Ctx);
+InferResult inferUnaryGrad(const ShapeContext &Ctx);
+InferResult inferSwiGLUGrad(const ShapeContext &Ctx);
+InferResult inferGatherGrad(const ShapeContext &Ctx);
+InferResult inferAdamW(const ShapeContext &Ctx);
+InferResult inferSgd(const ShapeContext &Ctx);
+
 // ShapeFunctionsLayout.cpp: shapes, layouts, data movement.
 InferResult inferConstantOfShape(const ShapeContext &Ctx);
 InferResult inferRange(const ShapeContext &Ctx);

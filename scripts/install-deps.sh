@@ -13,6 +13,8 @@ packages=(
   llvm-14-tools   # lit, FileCheck, not, count, split-file
   zlib1g-dev      # LLVMSupport's CMake config links ZLIB::ZLIB
   libgtest-dev
+  libopenblas-dev # CBLAS GEMMs of the CPU runtime (runtime/cpu/)
+  pkgconf         # finds OpenBLAS for CMake
   libonnx-dev     # ONNX's generated protobuf classes (frontend/)
   libprotobuf-dev
   protobuf-compiler # protoc: tests encode text-format models to binary

@@ -1,0 +1,181 @@
+//===- ShapeFunctionsGrad.cpp - Shapes of the training ops ----------------===//
+//
+// The loss and the fused backward ops that the autodiff pass emits
+// (Ops.def, "Training"). A gradient has the type of what it is the gradient
+// of, so most results copy an operand's type; the checks are those a
+// hand-written program can get wrong.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/NNShapeHelpers.h"
+#include "ir/ShapeFunctions.h"
+
+using namespace autopar;
+using namespace autopar::nn;
+using namespace llvm;
+
+/// Types of the operands in Indices, in order.
+static InferResult likeOperands(const ShapeContext &Ctx,
+                                std::initializer_list<unsigned> Indices) {
+  Types Result;
+  for (unsigned I : Indices)
+    Result.push_back(Ctx.getOperandType(I));
+  return Result;
+}
+
+static Error checkSameShape(const ShapeContext &Ctx, unsigned I, unsigned J) {
+  ArrayRef<Dim> A = Ctx.getOperandType(I).getShape(),
+                B = Ctx.getOperandType(J).getShape();
+  bool Same = A.size() == B.size();
+  for (unsigned D = 0; Same && D != A.size(); ++D)
+    Same = mayEqual(A[D], B[D]);
+  if (!Same)
+    return Ctx.error(describe(Ctx, I) + " and " + describe(Ctx, J) +
+                     " must have the same shape");
+  return Error::success();
+}
+
+/// Float logits [..., classes] and integer labels [...] with the logits'
+/// leading dimensions.
+static Error checkLogitsAndLabels(const ShapeContext &Ctx, unsigned Logits,
+                                  unsigned Labels) {
+  if (Error E = checkFloat(Ctx, Logits))
+    return E;
+  if (Error E = checkIndexType(Ctx, Labels))
+    return E;
+  ArrayRef<Dim> L = Ctx.getOperandType(Logits).getShape(),
+                Y = Ctx.getOperandType(Labels).getShape();
+  bool Ok = !L.empty() && Y.size() + 1 == L.size();
+  for (unsigned D = 0; Ok && D != Y.size(); ++D)
+    Ok = mayEqual(L[D], Y[D]);
+  if (!Ok)
+    return Ctx.error(describe(Ctx, Labels) +
+                     " must have the leading dimensions of " +
+                     describe(Ctx, Logits) + " (classes are the last)");
+  if (const Attribute *R = Ctx.getAttr("reduction"))
+    if (R->getString() != "sum" && R->getString() != "mean")
+      return Ctx.error("reduction must be \"sum\" or \"mean\", got \"" +
+                       R->getString() + "\"");
+  return Error::success();
+}
+
+InferResult autopar::inferCrossEntropyLoss(const ShapeContext &Ctx) {
+  if (Error E = checkLogitsAndLabels(Ctx, 0, 1))
+    return E;
+  return Types{TensorType(elementTypeOf(Ctx, 0), {})};
+}
+
+InferResult autopar::inferCrossEntropyLossGrad(const ShapeContext &Ctx) {
+  if (Error E = checkLogitsAndLabels(Ctx, 1, 2))
+    return E;
+  if (Ctx.getOperandType(0).getRank() != 0)
+    return Ctx.error(describe(Ctx, 0) + " must be a scalar");
+  return likeOperands(Ctx, {1});
+}
+
+/// dY and X of one type (the forward op's input and output agree).
+static Error checkGradOf(const ShapeContext &Ctx, unsigned DY, unsigned X) {
+  if (Error E = checkFloat(Ctx, DY))
+    return E;
+  if (Error E = checkSameElementTypeAs(Ctx, DY, X))
+    return E;
+  return checkSameShape(Ctx, DY, X);
+}
+
+// Results: dX, dScale, dB.
+InferResult autopar::inferLayerNormGrad(const ShapeContext &Ctx) {
+  if (Error E = checkGradOf(Ctx, 0, 1))
+    return E;
+  return likeOperands(Ctx, {1, 2, 2});
+}
+
+// Results: dX, dScale.
+InferResult autopar::inferRMSNormGrad(const ShapeContext &Ctx) {
+  if (Error E = checkGradOf(Ctx, 0, 1))
+    return E;
+  return likeOperands(Ctx, {1, 2});
+}
+
+// dY is the attention's output [batch, q_heads, q_seq, v_head] (4-D form);
+// results dQ, dK, dV.
+InferResult autopar::inferAttentionGrad(const ShapeContext &Ctx) {
+  for (unsigned I = 0; I != 4; ++I) {
+    if (Error E = checkFloat(Ctx, I))
+      return E;
+    if (Error E = checkRank(Ctx, I, 4))
+      return E;
+  }
+  return likeOperands(Ctx, {1, 2, 3});
+}
+
+// GeluGrad, SiluGrad, SoftmaxGrad: (dY, X or Y) -> dX.
+InferResult autopar::inferUnaryGrad(const ShapeContext &Ctx) {
+  if (Error E = checkGradOf(Ctx, 0, 1))
+    return E;
+  return likeOperands(Ctx, {1});
+}
+
+// (dY, A, B) -> dA, dB.
+InferResult autopar::inferSwiGLUGrad(const ShapeContext &Ctx) {
+  if (Error E = checkGradOf(Ctx, 0, 1))
+    return E;
+  if (Error E = checkGradOf(Ctx, 0, 2))
+    return E;
+  return likeOperands(Ctx, {1, 2});
+}
+
+// (data, indices, dY) -> dData: dY has Gather(data, indices)'s shape.
+InferResult autopar::inferGatherGrad(const ShapeContext &Ctx) {
+  if (Error E = checkFloat(Ctx, 0))
+    return E;
+  if (Error E = checkIndexType(Ctx, 1))
+    return E;
+  if (Error E = checkSameElementTypeAs(Ctx, 2, 0))
+    return E;
+  const TensorType &Data = Ctx.getOperandType(0);
+  int64_t Axis = Ctx.getIntAttr("axis", 0);
+  if (Axis < 0)
+    Axis += Data.getRank();
+  if (Axis < 0 || Axis >= (int64_t)Data.getRank())
+    return Ctx.error("axis is out of range for " + describe(Ctx, 0));
+  unsigned Expected = Data.getRank() - 1 + Ctx.getOperandType(1).getRank();
+  if (Ctx.getOperandType(2).getRank() != Expected)
+    return Ctx.error(describe(Ctx, 2) + " must have rank " + Twine(Expected) +
+                     ", the rank of Gather(data, indices)");
+  return likeOperands(Ctx, {0});
+}
+
+/// Operands [First, Last) are f32 scalars (hyperparameters).
+static Error checkHyperparameters(const ShapeContext &Ctx, unsigned First,
+                                  unsigned Last) {
+  for (unsigned I = First; I != Last; ++I)
+    if (Ctx.getOperandType(I).getRank() != 0 ||
+        Ctx.getOperandType(I).getElementType() != ElementType::F32)
+      return Ctx.error(describe(Ctx, I) + " must be an f32 scalar");
+  return Error::success();
+}
+
+// (param, grad, exp_avg, exp_avg_sq, 6 scalars) -> new param and moments.
+InferResult autopar::inferAdamW(const ShapeContext &Ctx) {
+  for (unsigned I : {1u, 2u, 3u}) {
+    if (Error E = checkFloat(Ctx, I))
+      return E;
+    if (Error E = checkSameShape(Ctx, 0, I))
+      return E;
+  }
+  if (Error E = checkFloat(Ctx, 0))
+    return E;
+  if (Error E = checkHyperparameters(Ctx, 4, 10))
+    return E;
+  return likeOperands(Ctx, {0, 2, 3});
+}
+
+InferResult autopar::inferSgd(const ShapeContext &Ctx) {
+  if (Error E = checkFloat(Ctx, 0))
+    return E;
+  if (Error E = checkSameShape(Ctx, 0, 1))
+    return E;
+  if (Error E = checkHyperparameters(Ctx, 2, 4))
+    return E;
+  return likeOperands(Ctx, {0});
+}

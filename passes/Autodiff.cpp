@@ -1,0 +1,258 @@
+//===- Autodiff.cpp - Append a loss and the backward graph ----------------===//
+//
+// `autodiff` turns each forward graph into a training graph: it appends a
+// loss and, in reverse order of the forward nodes, the gradient of every
+// node that lies between a trainable parameter and the loss (rules in
+// GradientRules.cpp).
+//   - The loss: with `loss=""` (the default) the graph must be a language
+//     model: first input token ids [batch, seq] (integer), first output
+//     logits [batch, seq, vocab]. The loss is next-token cross-entropy, the
+//     logits at position t against the id at t + 1, summed over the
+//     batch * (seq - 1) predictions and divided by `loss-tokens` (0: this
+//     graph's own prediction count, i.e. the mean). With several micro-batches
+//     or data-parallel ranks, `loss-tokens` is the global batch's count, so
+//     that the parts sum to the global mean. With `loss=NAME`, the scalar
+//     output NAME is the loss.
+//   - Trainable parameters are the float parameters the loss depends on
+//     through differentiable operands. Gradients of a value used several
+//     times are summed in reverse node order (deterministic).
+//   - Outputs afterwards: `loss`, then `grad.<param>` for each trainable
+//     parameter in parameter order, then the forward outputs.
+// Assumes static shapes (run after `--dim` binding and import-canonical).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/GradientRules.h"
+#include "passes/Passes.h"
+
+#include "ir/Diagnostics.h"
+#include "ir/OpRegistry.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+struct AutodiffOptions {
+  /// Name of a scalar output to use as the loss; empty: next-token
+  /// cross-entropy of the logits output.
+  std::string Loss;
+  /// Divisor of the summed cross-entropy; 0: the graph's prediction count.
+  int64_t LossTokens = 0;
+
+  Error validate() const {
+    if (LossTokens < 0)
+      return createStringError(inconvertibleErrorCode(),
+                               "autodiff: loss-tokens must be >= 0");
+    return Error::success();
+  }
+};
+
+class AutodiffPass : public Pass {
+public:
+  AutodiffPass() {
+    Options.bind("loss", &Opts.Loss,
+                 "Scalar output to differentiate; empty: next-token "
+                 "cross-entropy of the logits");
+    Options.bind("loss-tokens", &Opts.LossTokens,
+                 "Divisor of the summed cross-entropy (0: this graph's "
+                 "prediction count)");
+  }
+
+  StringRef getArgument() const override { return "autodiff"; }
+  Error validateOptions() override { return Opts.validate(); }
+
+  LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
+    for (const std::unique_ptr<Graph> &G : M.getGraphs())
+      if (failed(runOnGraph(*G, Diag)))
+        return failure();
+    return success();
+  }
+
+private:
+  LogicalResult runOnGraph(Graph &G, DiagnosticEngine &Diag);
+  Expected<Value *> buildLoss(Graph &G, GradBuilder &B);
+
+  AutodiffOptions Opts;
+};
+
+} // namespace
+
+/// Next-token cross-entropy over the graph's first output.
+Expected<Value *> AutodiffPass::buildLoss(Graph &G, GradBuilder &B) {
+  auto Fail = [&](const Twine &Why) {
+    return createStringError(inconvertibleErrorCode(),
+                             "graph @" + G.getName() + ": " + Why);
+  };
+  if (!Opts.Loss.empty()) {
+    for (Value *Out : G.getOutputs())
+      if (Out->getName() == Opts.Loss) {
+        if (Out->getType().getRank() != 0 ||
+            !isDifferentiableType(Out->getType().getElementType()))
+          return Fail("loss output '" + Opts.Loss +
+                      "' must be a float scalar, got " + Out->getType().str());
+        return Out;
+      }
+    return Fail("no output named '" + Opts.Loss + "' (loss=)");
+  }
+  if (G.getInputs().empty() || G.getOutputs().empty())
+    return Fail("next-token loss needs token ids as the first input and "
+                "logits as the first output (or name a scalar with loss=)");
+  Value *Ids = G.getInputs().front().get();
+  Value *Logits = G.getOutputs().front();
+  const TensorType &IT = Ids->getType(), &LT = Logits->getType();
+  if (isFloatElementType(IT.getElementType()) || IT.getRank() != 2 ||
+      LT.getRank() != 3 || !IT.hasStaticShape() || !LT.hasStaticShape() ||
+      !isDifferentiableType(LT.getElementType()) ||
+      IT.getStaticSizes()[0] != LT.getStaticSizes()[0] ||
+      IT.getStaticSizes()[1] != LT.getStaticSizes()[1])
+    return Fail("next-token loss needs token ids [batch, seq] as the first "
+                "input and logits [batch, seq, vocab] as the first output, "
+                "static; got " +
+                IT.str() + " and " + LT.str() +
+                " (bind dimensions with --dim, or name a scalar with loss=)");
+  int64_t Batch = IT.getStaticSizes()[0], Seq = IT.getStaticSizes()[1];
+  if (Seq < 2)
+    return Fail("next-token loss needs a sequence of 2 or more tokens");
+  B.setForwardNode(nullptr);
+  // Labels: the ids shifted left by one, the last position ignored.
+  Expected<Value *> Next =
+      B.emit1(OpId::Slice, {Ids, B.ints({1}), B.ints({Seq}), B.ints({1})});
+  if (!Next)
+    return Next.takeError();
+  DenseTensor Ignore(TensorType::get(IT.getElementType(), {Batch, 1}),
+                     std::vector<int64_t>(Batch, -100));
+  AttrDict CA;
+  CA.set("value", Attribute::getTensor(std::move(Ignore)));
+  Value *Pad = G.createNode(OpId::Constant, {},
+                            {TensorType::get(IT.getElementType(), {Batch, 1})},
+                            std::move(CA))
+                   ->getResult(0);
+  AttrDict Axis;
+  Axis.set("axis", Attribute::getInt(1));
+  Expected<Value *> Labels = B.emit1(OpId::Concat, {*Next, Pad}, Axis);
+  if (!Labels)
+    return Labels.takeError();
+  AttrDict LA;
+  LA.set("reduction", Attribute::getString("sum"));
+  LA.set("ignore_index", Attribute::getInt(-100));
+  Expected<Value *> Sum =
+      B.emit1(OpId::CrossEntropyLoss, {Logits, *Labels}, LA);
+  if (!Sum)
+    return Sum.takeError();
+  int64_t Tokens = Opts.LossTokens ? Opts.LossTokens : Batch * (Seq - 1);
+  Expected<Value *> Loss = B.emit1(
+      OpId::Mul, {*Sum, B.scalar(LT.getElementType(), 1.0 / double(Tokens))});
+  if (!Loss)
+    return Loss.takeError();
+  G.renameValue(*Loss, G.getUniqueName("loss"));
+  return *Loss;
+}
+
+LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
+  GradBuilder B(G);
+  auto Report = [&](Error E, const Node *At = nullptr) {
+    std::string Msg = "autodiff: " + toString(std::move(E));
+    if (At)
+      Diag.error(*At, Msg);
+    else
+      Diag.error(G.getLoc(), Msg);
+    return failure();
+  };
+  Expected<Value *> LossOr = buildLoss(G, B);
+  if (!LossOr)
+    return Report(LossOr.takeError());
+  Value *Loss = *LossOr;
+
+  // Values that depend on a float parameter: only they need gradients.
+  DenseSet<const Value *> Varies;
+  for (const std::unique_ptr<Value> &P : G.getParams())
+    if (isDifferentiableType(P->getType().getElementType()))
+      Varies.insert(P.get());
+  for (Node &N : G.getNodes())
+    if (any_of(N.getOperands(), [&](Value *V) { return V && Varies.count(V); }))
+      for (Value *R : N.getResults())
+        if (isDifferentiableType(R->getType().getElementType()))
+          Varies.insert(R);
+
+  DenseMap<const Value *, Value *> Grads;
+  auto Accumulate = [&](Value *V, Value *G) -> Error {
+    auto [It, New] = Grads.try_emplace(V, G);
+    if (New)
+      return Error::success();
+    B.setForwardNode(V->getDefiningNode());
+    Expected<Value *> Sum = B.add(It->second, G);
+    if (!Sum)
+      return Sum.takeError();
+    It->second = *Sum;
+    return Error::success();
+  };
+  B.setForwardNode(nullptr);
+  Grads[Loss] = B.scalar(Loss->getType().getElementType(), 1.0);
+
+  // The loss nodes come after the forward ones; walk everything backwards.
+  SmallVector<Node *, 64> All;
+  for (Node &N : G.getNodes())
+    All.push_back(&N);
+  for (Node *N : reverse(All)) {
+    SmallVector<Value *, 3> ResultGrads;
+    bool Any = false;
+    for (Value *R : N->getResults()) {
+      ResultGrads.push_back(Grads.lookup(R));
+      Any |= ResultGrads.back() != nullptr;
+    }
+    if (!Any)
+      continue;
+    SmallVector<bool, 4> Needed;
+    bool AnyNeeded = false;
+    for (Value *Op : N->getOperands()) {
+      Needed.push_back(Op && Varies.count(Op));
+      AnyNeeded |= Needed.back();
+    }
+    if (!AnyNeeded)
+      continue;
+    SmallVector<Value *, 4> OperandGrads;
+    if (Error E = emitGradient(B, *N, ResultGrads, Needed, OperandGrads))
+      return Report(std::move(E), N);
+    for (unsigned I = 0; I != N->getNumOperands(); ++I)
+      if (Needed[I] && OperandGrads[I])
+        if (Error E = Accumulate(N->getOperand(I), OperandGrads[I]))
+          return Report(std::move(E));
+  }
+
+  // Outputs: loss, parameter gradients, forward outputs.
+  SmallVector<Value *, 32> Outputs{Loss};
+  DenseSet<const Value *> Named;
+  for (const std::unique_ptr<Value> &P : G.getParams()) {
+    Value *Grad = Grads.lookup(P.get());
+    if (!Grad)
+      continue;
+    std::string Name = G.getUniqueName("grad." + P->getName().str());
+    // A value can be the gradient of two parameters (Add(p, q)), or a
+    // forward value (Identity); give each gradient its own value.
+    if (Grad->isInput() || Grad->isParam() || Named.count(Grad) ||
+        any_of(G.getOutputs(), [&](Value *O) { return O == Grad; })) {
+      B.setForwardNode(nullptr);
+      Expected<Value *> Copy = B.emit1(OpId::Identity, {Grad});
+      if (!Copy)
+        return Report(Copy.takeError());
+      Grad = *Copy;
+    }
+    G.renameValue(Grad, Name);
+    Named.insert(Grad);
+    Outputs.push_back(Grad);
+  }
+  for (Value *Out : G.getOutputs())
+    if (Out != Loss)
+      Outputs.push_back(Out);
+  G.setOutputs(Outputs);
+  return success();
+}
+
+std::unique_ptr<Pass> autopar::createAutodiffPass() {
+  return std::make_unique<AutodiffPass>();
+}

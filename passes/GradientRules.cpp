@@ -1,0 +1,821 @@
+//===- GradientRules.cpp - Per-op gradient rules for autodiff -------------===//
+//
+// One case per op in emitGradient. The rules assume static shapes (the
+// autodiff pass checks them) and the operand types the verifier accepts.
+// They use the ops every backend has where those say it well: Gemm with
+// transposes for weight gradients, ReduceSum to undo broadcasting, Reshape
+// and Transpose; the fused ...Grad ops of Ops.def where one kernel is what
+// any runtime wants (norms, attention, activations, the embedding).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/GradientRules.h"
+
+#include "ir/OpRegistry.h"
+#include "ir/Verifier.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace autopar;
+using namespace llvm;
+
+bool autopar::isDifferentiableType(ElementType Ty) {
+  return isFloatElementType(Ty);
+}
+
+static Error ruleError(const Node &N, const Twine &Why) {
+  return createStringError(inconvertibleErrorCode(),
+                           "node '" + N.getName() + "': " + Why);
+}
+
+//===----------------------------------------------------------------------===//
+// GradBuilder
+//===----------------------------------------------------------------------===//
+
+Expected<SmallVector<Value *, 3>> GradBuilder::emit(OpId Op,
+                                                    ArrayRef<Value *> Operands,
+                                                    AttrDict Attrs,
+                                                    unsigned NumResults) {
+  if (Forward)
+    for (StringRef Name : {"layer", "stage"})
+      if (const Attribute *A = Forward->getAttr(Name))
+        Attrs.set(Name, *A);
+  SmallVector<TensorType, 3> Placeholder(NumResults, TensorType());
+  Node *N = G.createNode(Op, Operands, Placeholder, std::move(Attrs));
+  if (Forward && !Forward->getName().empty())
+    N->setName(Forward->getName().str() + ".grad");
+  std::string Problem;
+  std::optional<SmallVector<TensorType, 1>> Types =
+      inferNodeResultTypes(*N, [&](const Twine &Msg) { Problem = Msg.str(); });
+  if (!Types) {
+    std::string OpName = getOpInfo(Op).Name.str();
+    N->erase();
+    return createStringError(inconvertibleErrorCode(),
+                             "gradient rule built an invalid " + OpName + ": " +
+                                 Problem);
+  }
+  SmallVector<Value *, 3> Results;
+  for (unsigned I = 0; I != NumResults; ++I) {
+    N->getResult(I)->setType((*Types)[I]);
+    Results.push_back(N->getResult(I));
+  }
+  return Results;
+}
+
+Expected<Value *> GradBuilder::emit1(OpId Op, ArrayRef<Value *> Operands,
+                                     AttrDict Attrs) {
+  Expected<SmallVector<Value *, 3>> R = emit(Op, Operands, std::move(Attrs));
+  if (!R)
+    return R.takeError();
+  return R->front();
+}
+
+static AttrDict
+attrs(std::initializer_list<std::pair<StringRef, Attribute>> L) {
+  AttrDict D;
+  for (const auto &[Name, A] : L)
+    D.set(Name, A);
+  return D;
+}
+
+Value *GradBuilder::ints(ArrayRef<int64_t> Values) {
+  TensorType T = TensorType::get(ElementType::I64, {(int64_t)Values.size()});
+  DenseTensor D(T, std::vector<int64_t>(Values.begin(), Values.end()));
+  AttrDict A;
+  A.set("value", Attribute::getTensor(std::move(D)));
+  return G.createNode(OpId::Constant, {}, {T}, std::move(A))->getResult(0);
+}
+
+Value *GradBuilder::scalar(ElementType Ty, double V) {
+  TensorType T(Ty, {});
+  DenseTensor D(T, std::vector<double>{V});
+  AttrDict A;
+  A.set("value", Attribute::getTensor(std::move(D)));
+  return G.createNode(OpId::Constant, {}, {T}, std::move(A))->getResult(0);
+}
+
+Expected<Value *> GradBuilder::zeros(const TensorType &Type) {
+  SmallVector<int64_t, 4> Sizes = Type.getStaticSizes();
+  TensorType One(Type.getElementType(), {Dim::get(1)});
+  DenseTensor Zero(One, std::vector<double>{0.0});
+  if (!isFloatElementType(Type.getElementType()))
+    Zero = DenseTensor(One, std::vector<int64_t>{0});
+  return emit1(OpId::ConstantOfShape, {ints(Sizes)},
+               attrs({{"value", Attribute::getTensor(std::move(Zero))}}));
+}
+
+Expected<Value *> GradBuilder::reshape(Value *X, ArrayRef<int64_t> Sizes) {
+  if (X->getType().hasStaticShape() &&
+      ArrayRef<int64_t>(X->getType().getStaticSizes()) == Sizes)
+    return X;
+  return emit1(OpId::Reshape, {X, ints(Sizes)});
+}
+
+Expected<Value *> GradBuilder::transpose(Value *X, ArrayRef<int64_t> Perm) {
+  return emit1(OpId::Transpose, {X},
+               attrs({{"perm", Attribute::getIntList(Perm.vec())}}));
+}
+
+Expected<Value *> GradBuilder::sumToShape(Value *Grad,
+                                          const TensorType &Target) {
+  SmallVector<int64_t, 4> From = Grad->getType().getStaticSizes(),
+                          To = Target.getStaticSizes();
+  if (From == To)
+    return Grad;
+  unsigned Lead = From.size() - To.size();
+  std::vector<int64_t> Axes;
+  for (unsigned I = 0; I != From.size(); ++I)
+    if (I < Lead || (To[I - Lead] == 1 && From[I] != 1))
+      Axes.push_back(I);
+  Value *Sum = Grad;
+  if (!Axes.empty()) {
+    Expected<Value *> R = emit1(OpId::ReduceSum, {Grad},
+                                attrs({{"axes", Attribute::getIntList(Axes)},
+                                       {"keepdims", Attribute::getInt(1)}}));
+    if (!R)
+      return R.takeError();
+    Sum = *R;
+  }
+  return reshape(Sum, To);
+}
+
+Expected<Value *> GradBuilder::add(Value *A, Value *B) {
+  return emit1(OpId::Add, {A, B});
+}
+
+//===----------------------------------------------------------------------===//
+// Rules
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// State of one rule application: the builder, the node, and where the
+/// operand gradients go.
+struct Rule {
+  GradBuilder &B;
+  const Node &N;
+  ArrayRef<Value *> DY;
+  ArrayRef<bool> Needed;
+  SmallVectorImpl<Value *> &Out;
+
+  Value *operand(unsigned I) const { return N.getOperand(I); }
+  const TensorType &type(unsigned I) const {
+    return N.getOperand(I)->getType();
+  }
+  Value *result(unsigned I) const { return N.getResult(I); }
+  ElementType elem() const {
+    return N.getResult(0)->getType().getElementType();
+  }
+  AttrDict forwardAttrs(std::initializer_list<StringRef> Names) const {
+    AttrDict D;
+    for (StringRef Name : Names)
+      if (const Attribute *A = N.getAttr(Name))
+        D.set(Name, *A);
+    return D;
+  }
+  Error fail(const Twine &Why) const { return ruleError(N, Why); }
+
+  /// Out[I] = sumToShape(G, operand I's type) when operand I is needed.
+  Error setSummed(unsigned I, Expected<Value *> G) {
+    if (!G)
+      return G.takeError();
+    Expected<Value *> S = B.sumToShape(*G, type(I));
+    if (!S)
+      return S.takeError();
+    Out[I] = *S;
+    return Error::success();
+  }
+  Error set(unsigned I, Expected<Value *> G) {
+    if (!G)
+      return G.takeError();
+    Out[I] = *G;
+    return Error::success();
+  }
+  Expected<Value *> mul(Value *X, Value *Y) {
+    return B.emit1(OpId::Mul, {X, Y});
+  }
+  Expected<Value *> div(Value *X, Value *Y) {
+    return B.emit1(OpId::Div, {X, Y});
+  }
+  Expected<Value *> neg(Value *X) { return B.emit1(OpId::Neg, {X}); }
+};
+
+} // namespace
+
+/// Both operands of an elementwise binary op.
+static Error binaryGrad(Rule &R) {
+  Value *DY = R.DY[0];
+  switch (R.N.getOp()) {
+  case OpId::Add:
+    if (R.Needed[0])
+      if (Error E = R.setSummed(0, DY))
+        return E;
+    if (R.Needed[1])
+      return R.setSummed(1, DY);
+    return Error::success();
+  case OpId::Sub:
+    if (R.Needed[0])
+      if (Error E = R.setSummed(0, DY))
+        return E;
+    if (R.Needed[1])
+      return R.setSummed(1, R.neg(DY));
+    return Error::success();
+  case OpId::Mul:
+    if (R.Needed[0])
+      if (Error E = R.setSummed(0, R.mul(DY, R.operand(1))))
+        return E;
+    if (R.Needed[1])
+      return R.setSummed(1, R.mul(DY, R.operand(0)));
+    return Error::success();
+  case OpId::Div: {
+    if (R.Needed[0])
+      if (Error E = R.setSummed(0, R.div(DY, R.operand(1))))
+        return E;
+    if (!R.Needed[1])
+      return Error::success();
+    // d(a/b)/db = -(a/b)/b.
+    Expected<Value *> YOverB = R.div(R.result(0), R.operand(1));
+    if (!YOverB)
+      return YOverB.takeError();
+    Expected<Value *> P = R.mul(DY, *YOverB);
+    if (!P)
+      return P.takeError();
+    return R.setSummed(1, R.neg(*P));
+  }
+  default:
+    llvm_unreachable("not a binary op");
+  }
+}
+
+/// dX = dY * f'(X) for the elementwise functions without a fused op.
+static Error unaryGrad(Rule &R) {
+  GradBuilder &B = R.B;
+  Value *DY = R.DY[0], *X = R.operand(0), *Y = R.result(0);
+  ElementType Ty = R.elem();
+  auto Chain = [&](Expected<Value *> Factor) -> Error {
+    if (!Factor)
+      return Factor.takeError();
+    return R.set(0, R.mul(DY, *Factor));
+  };
+  switch (R.N.getOp()) {
+  case OpId::Neg:
+    return R.set(0, R.neg(DY));
+  case OpId::Identity:
+  case OpId::Dropout:
+    R.Out[0] = DY;
+    return Error::success();
+  case OpId::Exp:
+    return Chain(Y);
+  case OpId::Log:
+    return R.set(0, R.div(DY, X));
+  case OpId::Sqrt: {
+    Expected<Value *> TwoY = R.mul(Y, B.scalar(Ty, 2.0));
+    if (!TwoY)
+      return TwoY.takeError();
+    return R.set(0, R.div(DY, *TwoY));
+  }
+  case OpId::Reciprocal: {
+    Expected<Value *> YY = R.mul(Y, Y);
+    if (!YY)
+      return YY.takeError();
+    return Chain(R.neg(*YY));
+  }
+  case OpId::Tanh:
+  case OpId::Sigmoid: {
+    // tanh' = (1 - y)(1 + y); sigmoid' = y (1 - y).
+    Expected<Value *> OneMinus = B.emit1(OpId::Sub, {B.scalar(Ty, 1.0), Y});
+    if (!OneMinus)
+      return OneMinus.takeError();
+    Expected<Value *> Other = R.N.getOp() == OpId::Tanh
+                                  ? B.emit1(OpId::Add, {B.scalar(Ty, 1.0), Y})
+                                  : Expected<Value *>(Y);
+    if (!Other)
+      return Other.takeError();
+    return Chain(R.mul(*OneMinus, *Other));
+  }
+  case OpId::Relu: {
+    Expected<Value *> Pos = B.emit1(OpId::Greater, {X, B.scalar(Ty, 0.0)});
+    if (!Pos)
+      return Pos.takeError();
+    return R.set(0, B.emit1(OpId::Where, {*Pos, DY, B.scalar(Ty, 0.0)}));
+  }
+  case OpId::Erf: {
+    // erf'(x) = 2 / sqrt(pi) * exp(-x^2).
+    Expected<Value *> XX = R.mul(X, X);
+    if (!XX)
+      return XX.takeError();
+    Expected<Value *> NegXX = R.neg(*XX);
+    if (!NegXX)
+      return NegXX.takeError();
+    Expected<Value *> E = B.emit1(OpId::Exp, {*NegXX});
+    if (!E)
+      return E.takeError();
+    return Chain(R.mul(*E, B.scalar(Ty, 2.0 / std::sqrt(M_PI))));
+  }
+  case OpId::Cast:
+    return R.set(0,
+                 B.emit1(OpId::Cast, {DY},
+                         attrs({{"to", Attribute::getString(getElementTypeName(
+                                           X->getType().getElementType()))}})));
+  default:
+    llvm_unreachable("not a unary op");
+  }
+}
+
+/// Pow(X, p) with a constant scalar exponent p.
+static Error powGrad(Rule &R) {
+  const DenseTensor *P = getConstantValue(R.operand(1));
+  if (!P || P->getType().getStaticNumElements() != std::optional<int64_t>(1) ||
+      !P->isFloat())
+    return R.fail("a gradient needs a constant scalar float exponent");
+  double Exp = P->getFloats()[0];
+  ElementType Ty = R.elem();
+  Expected<Value *> Pm1 =
+      R.B.emit1(OpId::Pow, {R.operand(0), R.B.scalar(Ty, Exp - 1)});
+  if (!Pm1)
+    return Pm1.takeError();
+  Expected<Value *> F = R.mul(*Pm1, R.B.scalar(Ty, Exp));
+  if (!F)
+    return F.takeError();
+  return R.set(0, R.mul(R.DY[0], *F));
+}
+
+/// X flattened to [rows, last]: the rows of a weight contraction.
+static Expected<Value *> flattenRows(GradBuilder &B, Value *X) {
+  SmallVector<int64_t, 4> S = X->getType().getStaticSizes();
+  int64_t Last = S.back();
+  int64_t Rows = std::accumulate(S.begin(), S.end() - 1, int64_t(1),
+                                 std::multiplies<int64_t>());
+  return B.reshape(X, {Rows, Last});
+}
+
+/// Linear(X, W, B?) and MatMul(X, W) with a rank-2 W: dX = dY W^T,
+/// dW = X^T dY over all rows, dB = column sums of dY.
+static Error weightContractionGrad(Rule &R) {
+  GradBuilder &B = R.B;
+  Expected<Value *> X2 = flattenRows(B, R.operand(0));
+  if (!X2)
+    return X2.takeError();
+  Expected<Value *> DY2 = flattenRows(B, R.DY[0]);
+  if (!DY2)
+    return DY2.takeError();
+  if (R.Needed[0]) {
+    Expected<Value *> DX2 = B.emit1(OpId::Gemm, {*DY2, R.operand(1)},
+                                    attrs({{"transB", Attribute::getInt(1)}}));
+    if (!DX2)
+      return DX2.takeError();
+    if (Error E = R.set(0, B.reshape(*DX2, R.type(0).getStaticSizes())))
+      return E;
+  }
+  if (R.Needed[1])
+    if (Error E = R.set(1, B.emit1(OpId::Gemm, {*X2, *DY2},
+                                   attrs({{"transA", Attribute::getInt(1)}}))))
+      return E;
+  if (R.N.getNumOperands() > 2 && R.operand(2) && R.Needed[2]) {
+    Expected<Value *> Sum =
+        B.emit1(OpId::ReduceSum, {*DY2},
+                attrs({{"axes", Attribute::getIntList({0})},
+                       {"keepdims", Attribute::getInt(0)}}));
+    if (!Sum)
+      return Sum.takeError();
+    return R.set(2, B.reshape(*Sum, R.type(2).getStaticSizes()));
+  }
+  return Error::success();
+}
+
+/// Swaps the last two dimensions.
+static Expected<Value *> transposeLast2(GradBuilder &B, Value *X) {
+  unsigned Rank = X->getType().getRank();
+  SmallVector<int64_t, 4> Perm(Rank);
+  std::iota(Perm.begin(), Perm.end(), 0);
+  std::swap(Perm[Rank - 1], Perm[Rank - 2]);
+  return B.transpose(X, Perm);
+}
+
+static Error matMulGrad(Rule &R) {
+  unsigned RA = R.type(0).getRank(), RB = R.type(1).getRank();
+  if (RA < 2 || RB < 2)
+    return R.fail("no gradient rule for a rank-1 operand");
+  if (RB == 2)
+    return weightContractionGrad(R);
+  GradBuilder &B = R.B;
+  if (R.Needed[0]) {
+    Expected<Value *> BT = transposeLast2(B, R.operand(1));
+    if (!BT)
+      return BT.takeError();
+    if (Error E = R.setSummed(0, B.emit1(OpId::MatMul, {R.DY[0], *BT})))
+      return E;
+  }
+  if (R.Needed[1]) {
+    Expected<Value *> AT = transposeLast2(B, R.operand(0));
+    if (!AT)
+      return AT.takeError();
+    return R.setSummed(1, B.emit1(OpId::MatMul, {*AT, R.DY[0]}));
+  }
+  return Error::success();
+}
+
+// Y = op(A) op(B) + C with op a transpose where the flag says.
+static Error gemmGrad(Rule &R) {
+  for (StringRef Scale : {"alpha", "beta"})
+    if (const Attribute *A = R.N.getAttr(Scale))
+      if (A->getFloat() != 1.0)
+        return R.fail("no gradient rule for " + Scale + " != 1");
+  bool TA = R.N.getAttr("transA") && R.N.getAttr("transA")->getInt();
+  bool TB = R.N.getAttr("transB") && R.N.getAttr("transB")->getInt();
+  GradBuilder &B = R.B;
+  Value *DY = R.DY[0], *A = R.operand(0), *Bv = R.operand(1);
+  auto Gemm = [&](Value *X, Value *Y, bool TX, bool TY) {
+    return B.emit1(OpId::Gemm, {X, Y},
+                   attrs({{"transA", Attribute::getInt(TX)},
+                          {"transB", Attribute::getInt(TY)}}));
+  };
+  if (R.Needed[0])
+    if (Error E =
+            R.set(0, TA ? Gemm(Bv, DY, TB, true) : Gemm(DY, Bv, false, !TB)))
+      return E;
+  if (R.Needed[1])
+    if (Error E =
+            R.set(1, TB ? Gemm(DY, A, true, TA) : Gemm(A, DY, !TA, false)))
+      return E;
+  if (R.N.getNumOperands() > 2 && R.operand(2) && R.Needed[2])
+    return R.setSummed(2, DY);
+  return Error::success();
+}
+
+/// Ops whose backward is one fused op taking (dY, forward operands...).
+static Error fusedGrad(Rule &R) {
+  GradBuilder &B = R.B;
+  const Node &N = R.N;
+  for (unsigned I = 1; I < N.getNumResults(); ++I)
+    if (R.DY[I])
+      return R.fail("no gradient rule through result " + Twine(I));
+  OpId Grad;
+  SmallVector<Value *, 5> Operands{R.DY[0]};
+  AttrDict A;
+  unsigned NumOut;
+  switch (N.getOp()) {
+  case OpId::LayerNormalization:
+    Grad = OpId::LayerNormalizationGrad;
+    Operands.append({R.operand(0), R.operand(1)});
+    A = R.forwardAttrs({"axis", "epsilon"});
+    NumOut = 3;
+    break;
+  case OpId::RMSNormalization:
+    Grad = OpId::RMSNormalizationGrad;
+    Operands.append({R.operand(0), R.operand(1)});
+    A = R.forwardAttrs({"axis", "epsilon"});
+    NumOut = 2;
+    break;
+  case OpId::Attention:
+    if (R.type(0).getRank() != 4)
+      return R.fail("no gradient rule for the 3-D form (reshape to "
+                    "[batch, heads, seq, head_size] first)");
+    for (unsigned I = 4; I < N.getNumOperands(); ++I)
+      if (N.getOperand(I))
+        return R.fail("no gradient rule with a key/value cache");
+    if (const Attribute *Cap = N.getAttr("softcap"))
+      if (Cap->getFloat() != 0)
+        return R.fail("no gradient rule with softcap");
+    Grad = OpId::AttentionGrad;
+    Operands.append({R.operand(0), R.operand(1), R.operand(2)});
+    Operands.push_back(N.getNumOperands() > 3 ? N.getOperand(3) : nullptr);
+    A = R.forwardAttrs({"is_causal", "kv_num_heads", "q_num_heads", "scale"});
+    NumOut = 3;
+    break;
+  case OpId::Gelu:
+    Grad = OpId::GeluGrad;
+    Operands.push_back(R.operand(0));
+    A = R.forwardAttrs({"approximate"});
+    NumOut = 1;
+    break;
+  case OpId::Silu:
+    Grad = OpId::SiluGrad;
+    Operands.push_back(R.operand(0));
+    NumOut = 1;
+    break;
+  case OpId::SwiGLU:
+    Grad = OpId::SwiGLUGrad;
+    Operands.append({R.operand(0), R.operand(1)});
+    A = R.forwardAttrs({"alpha"});
+    NumOut = 2;
+    break;
+  case OpId::Softmax:
+    Grad = OpId::SoftmaxGrad;
+    Operands.push_back(R.result(0));
+    A = R.forwardAttrs({"axis"});
+    NumOut = 1;
+    break;
+  case OpId::Gather:
+    Grad = OpId::GatherGrad;
+    Operands = {R.operand(0), R.operand(1), R.DY[0]};
+    A = R.forwardAttrs({"axis"});
+    NumOut = 1;
+    break;
+  default:
+    llvm_unreachable("no fused gradient");
+  }
+  if (N.getOp() == OpId::Attention && !Operands.back())
+    Operands.pop_back();
+  Expected<SmallVector<Value *, 3>> G =
+      B.emit(Grad, Operands, std::move(A), NumOut);
+  if (!G)
+    return G.takeError();
+  for (unsigned I = 0; I != NumOut && I < N.getNumOperands(); ++I)
+    if (R.Needed[I] && N.getOperand(I))
+      R.Out[I] = (*G)[I];
+  return Error::success();
+}
+
+// Rotation by -theta undoes rotation by theta: the gradient is the same op
+// with the sine negated. The tables and positions get no gradient.
+static Error rotaryGrad(Rule &R) {
+  Expected<Value *> NegSin = R.neg(R.operand(2));
+  if (!NegSin)
+    return NegSin.takeError();
+  SmallVector<Value *, 4> Ops{R.DY[0], R.operand(1), *NegSin};
+  if (R.N.getNumOperands() > 3 && R.operand(3))
+    Ops.push_back(R.operand(3));
+  return R.set(0, R.B.emit1(OpId::RotaryEmbedding, Ops,
+                            R.forwardAttrs({"interleaved", "num_heads",
+                                            "rotary_embedding_dim"})));
+}
+
+static Error reshapeLikeGrad(Rule &R) {
+  return R.set(0, R.B.reshape(R.DY[0], R.type(0).getStaticSizes()));
+}
+
+static Error transposeGrad(Rule &R) {
+  unsigned Rank = R.type(0).getRank();
+  SmallVector<int64_t, 4> Perm;
+  if (const Attribute *P = R.N.getAttr("perm"))
+    Perm.assign(P->getIntList().begin(), P->getIntList().end());
+  else
+    for (unsigned I = 0; I != Rank; ++I)
+      Perm.push_back(Rank - 1 - I);
+  SmallVector<int64_t, 4> Inverse(Rank);
+  for (unsigned I = 0; I != Rank; ++I)
+    Inverse[Perm[I]] = I;
+  return R.set(0, R.B.transpose(R.DY[0], Inverse));
+}
+
+static int64_t normalizeAxis(int64_t Axis, unsigned Rank) {
+  return Axis < 0 ? Axis + Rank : Axis;
+}
+
+static Error splitGrad(Rule &R) {
+  SmallVector<Value *, 4> Parts;
+  for (unsigned I = 0; I != R.N.getNumResults(); ++I) {
+    Value *G = R.DY[I];
+    if (!G) {
+      Expected<Value *> Z = R.B.zeros(R.result(I)->getType());
+      if (!Z)
+        return Z.takeError();
+      G = *Z;
+    }
+    Parts.push_back(G);
+  }
+  int64_t Axis =
+      normalizeAxis(R.N.getAttr("axis") ? R.N.getAttr("axis")->getInt() : 0,
+                    R.type(0).getRank());
+  return R.set(0, R.B.emit1(OpId::Concat, Parts,
+                            attrs({{"axis", Attribute::getInt(Axis)}})));
+}
+
+static Error concatGrad(Rule &R) {
+  unsigned Rank = R.type(0).getRank();
+  int64_t Axis = normalizeAxis(R.N.getAttr("axis")->getInt(), Rank);
+  if (R.N.getNumOperands() == 1) {
+    R.Out[0] = R.DY[0];
+    return Error::success();
+  }
+  SmallVector<int64_t, 4> Sizes;
+  for (unsigned I = 0; I != R.N.getNumOperands(); ++I)
+    Sizes.push_back(R.type(I).getStaticSizes()[Axis]);
+  Expected<SmallVector<Value *, 3>> Parts =
+      R.B.emit(OpId::Split, {R.DY[0], R.B.ints(Sizes)},
+               attrs({{"axis", Attribute::getInt(Axis)}}), Sizes.size());
+  if (!Parts)
+    return Parts.takeError();
+  for (unsigned I = 0; I != Sizes.size(); ++I)
+    if (R.Needed[I])
+      R.Out[I] = (*Parts)[I];
+  return Error::success();
+}
+
+/// Slice with unit steps: the gradient is dY padded with zeros, one
+/// Concat per sliced axis.
+static Error sliceGrad(Rule &R) {
+  SmallVector<int64_t, 4> In = R.type(0).getStaticSizes();
+  auto ConstInts = [&](unsigned I) -> std::optional<SmallVector<int64_t, 4>> {
+    if (I >= R.N.getNumOperands() || !R.operand(I))
+      return std::nullopt;
+    const DenseTensor *T = getConstantValue(R.operand(I));
+    if (!T || T->isFloat())
+      return std::nullopt;
+    return SmallVector<int64_t, 4>(T->getInts().begin(), T->getInts().end());
+  };
+  auto Starts = ConstInts(1), Ends = ConstInts(2), Axes = ConstInts(3),
+       Steps = ConstInts(4);
+  if (!Starts || !Ends)
+    return R.fail("a gradient needs constant starts and ends");
+  if (!Axes) {
+    Axes.emplace();
+    for (unsigned I = 0; I != Starts->size(); ++I)
+      Axes->push_back(I);
+  }
+  if (Steps && any_of(*Steps, [](int64_t S) { return S != 1; }))
+    return R.fail("no gradient rule for steps other than 1");
+  Value *G = R.DY[0];
+  SmallVector<int64_t, 4> Cur = G->getType().getStaticSizes();
+  for (unsigned K = 0; K != Axes->size(); ++K) {
+    int64_t Axis = normalizeAxis((*Axes)[K], In.size());
+    int64_t Dim = In[Axis];
+    auto Clamp = [&](int64_t V) {
+      if (V < 0)
+        V += Dim;
+      return std::clamp<int64_t>(V, 0, Dim);
+    };
+    int64_t Begin = Clamp((*Starts)[K]);
+    int64_t After = Dim - Begin - Cur[Axis];
+    SmallVector<Value *, 3> Parts;
+    for (int64_t Pad : {Begin, int64_t(-1), After}) {
+      if (Pad == -1) {
+        Parts.push_back(G);
+        continue;
+      }
+      if (Pad == 0)
+        continue;
+      SmallVector<int64_t, 4> ZS = Cur;
+      ZS[Axis] = Pad;
+      Expected<Value *> Z =
+          R.B.zeros(TensorType::get(G->getType().getElementType(), ZS));
+      if (!Z)
+        return Z.takeError();
+      Parts.push_back(*Z);
+    }
+    if (Parts.size() > 1) {
+      Expected<Value *> C = R.B.emit1(
+          OpId::Concat, Parts, attrs({{"axis", Attribute::getInt(Axis)}}));
+      if (!C)
+        return C.takeError();
+      G = *C;
+    }
+    Cur[Axis] = Dim;
+  }
+  R.Out[0] = G;
+  return Error::success();
+}
+
+static Error reduceGrad(Rule &R) {
+  SmallVector<int64_t, 4> In = R.type(0).getStaticSizes();
+  SmallVector<int64_t, 4> Axes;
+  if (const Attribute *A = R.N.getAttr("axes"))
+    Axes.assign(A->getIntList().begin(), A->getIntList().end());
+  else if (R.N.getNumOperands() > 1 && R.operand(1)) {
+    const DenseTensor *T = getConstantValue(R.operand(1));
+    if (!T)
+      return R.fail("a gradient needs constant axes");
+    Axes.assign(T->getInts().begin(), T->getInts().end());
+  }
+  if (Axes.empty())
+    for (unsigned I = 0; I != In.size(); ++I)
+      Axes.push_back(I);
+  SmallVector<int64_t, 4> Kept = In;
+  int64_t Count = 1;
+  for (int64_t A : Axes) {
+    A = normalizeAxis(A, In.size());
+    Count *= In[A];
+    Kept[A] = 1;
+  }
+  Expected<Value *> G = R.B.reshape(R.DY[0], Kept);
+  if (!G)
+    return G.takeError();
+  Value *Scaled = *G;
+  if (R.N.getOp() == OpId::ReduceMean) {
+    Expected<Value *> M = R.mul(*G, R.B.scalar(R.elem(), 1.0 / Count));
+    if (!M)
+      return M.takeError();
+    Scaled = *M;
+  }
+  return R.set(0, R.B.emit1(OpId::Expand, {Scaled, R.B.ints(In)}));
+}
+
+static Error whereGrad(Rule &R) {
+  GradBuilder &B = R.B;
+  Value *Zero = B.scalar(R.elem(), 0.0);
+  if (R.Needed[1])
+    if (Error E =
+            R.setSummed(1, B.emit1(OpId::Where, {R.operand(0), R.DY[0], Zero})))
+      return E;
+  if (R.Needed[2])
+    return R.setSummed(2, B.emit1(OpId::Where, {R.operand(0), Zero, R.DY[0]}));
+  return Error::success();
+}
+
+static Error logSoftmaxGrad(Rule &R) {
+  // dX = dY - softmax(X) * sum(dY, axis).
+  GradBuilder &B = R.B;
+  int64_t Axis = R.N.getAttr("axis") ? R.N.getAttr("axis")->getInt() : -1;
+  Axis = normalizeAxis(Axis, R.type(0).getRank());
+  Expected<Value *> Sum =
+      B.emit1(OpId::ReduceSum, {R.DY[0]},
+              attrs({{"axes", Attribute::getIntList({Axis})},
+                     {"keepdims", Attribute::getInt(1)}}));
+  if (!Sum)
+    return Sum.takeError();
+  Expected<Value *> P = B.emit1(OpId::Exp, {R.result(0)});
+  if (!P)
+    return P.takeError();
+  Expected<Value *> M = R.mul(*P, *Sum);
+  if (!M)
+    return M.takeError();
+  return R.set(0, B.emit1(OpId::Sub, {R.DY[0], *M}));
+}
+
+Error autopar::emitGradient(GradBuilder &B, const Node &N,
+                            ArrayRef<Value *> ResultGrads,
+                            ArrayRef<bool> Needed,
+                            SmallVectorImpl<Value *> &OperandGrads) {
+  OperandGrads.assign(N.getNumOperands(), nullptr);
+  for (unsigned I = 0; I != N.getNumOperands(); ++I)
+    if (N.getOperand(I) && !N.getOperand(I)->getType().hasStaticShape())
+      return ruleError(N, "gradients need static shapes");
+  B.setForwardNode(&N);
+  Rule R{B, N, ResultGrads, Needed, OperandGrads};
+  if (!ResultGrads[0] && N.getOp() != OpId::Split)
+    return ruleError(N, "the gradient reaches a result other than the first");
+  switch (N.getOp()) {
+  case OpId::Add:
+  case OpId::Sub:
+  case OpId::Mul:
+  case OpId::Div:
+    return binaryGrad(R);
+  case OpId::Neg:
+  case OpId::Identity:
+  case OpId::Exp:
+  case OpId::Log:
+  case OpId::Sqrt:
+  case OpId::Reciprocal:
+  case OpId::Tanh:
+  case OpId::Sigmoid:
+  case OpId::Relu:
+  case OpId::Erf:
+  case OpId::Cast:
+    return unaryGrad(R);
+  case OpId::Dropout:
+    if (N.getNumOperands() > 2 && N.getOperand(2))
+      return ruleError(N, "no gradient rule in training mode");
+    return unaryGrad(R);
+  case OpId::Pow:
+    return powGrad(R);
+  case OpId::Linear:
+    return weightContractionGrad(R);
+  case OpId::MatMul:
+    return matMulGrad(R);
+  case OpId::Gemm:
+    return gemmGrad(R);
+  case OpId::LayerNormalization:
+  case OpId::RMSNormalization:
+  case OpId::Attention:
+  case OpId::Gelu:
+  case OpId::Silu:
+  case OpId::SwiGLU:
+  case OpId::Softmax:
+  case OpId::Gather:
+    return fusedGrad(R);
+  case OpId::LogSoftmax:
+    return logSoftmaxGrad(R);
+  case OpId::CrossEntropyLoss:
+    return R.set(0, B.emit1(OpId::CrossEntropyLossGrad,
+                            {ResultGrads[0], N.getOperand(0), N.getOperand(1)},
+                            R.forwardAttrs({"reduction", "ignore_index"})));
+  case OpId::RotaryEmbedding:
+    return rotaryGrad(R);
+  case OpId::Reshape:
+  case OpId::Flatten:
+  case OpId::Squeeze:
+  case OpId::Unsqueeze:
+    return reshapeLikeGrad(R);
+  case OpId::Expand:
+    return R.setSummed(0, R.DY[0]);
+  case OpId::Transpose:
+    return transposeGrad(R);
+  case OpId::Split:
+    return splitGrad(R);
+  case OpId::Concat:
+    return concatGrad(R);
+  case OpId::Slice:
+    return sliceGrad(R);
+  case OpId::ReduceSum:
+  case OpId::ReduceMean:
+    return reduceGrad(R);
+  case OpId::Where:
+    return whereGrad(R);
+  default:
+    return ruleError(N, "no gradient rule for this op");
+  }
+}

@@ -1,0 +1,46 @@
+//===- Backend.cpp - Tensors, backends and node errors --------------------===//
+
+#include "runtime/Backend.h"
+
+#include "ir/Graph.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace autopar;
+using namespace llvm;
+
+Communicator::~Communicator() = default;
+Backend::~Backend() = default;
+
+int64_t autopar::getNumElements(ArrayRef<int64_t> Shape) {
+  int64_t N = 1;
+  for (int64_t D : Shape)
+    N *= D;
+  return N;
+}
+
+size_t autopar::getElementSize(ElementType Ty) {
+  return getElementTypeBits(Ty) / 8;
+}
+
+std::string autopar::formatTensorType(ElementType Ty, ArrayRef<int64_t> Shape) {
+  std::string S;
+  raw_string_ostream OS(S);
+  OS << getElementTypeName(Ty) << '[';
+  for (size_t I = 0; I != Shape.size(); ++I)
+    OS << (I ? ", " : "") << Shape[I];
+  OS << ']';
+  return OS.str();
+}
+
+std::string autopar::describeNode(const Node &N) {
+  std::string Name = N.getName().str();
+  if (Name.empty() && N.getNumResults() != 0)
+    Name = "%" + N.getResult(0)->getName().str();
+  return "node '" + Name + "' (" + N.getOpName().str() + ")";
+}
+
+Error autopar::createNodeError(const Node &N, const Twine &Message) {
+  return createStringError(inconvertibleErrorCode(),
+                           describeNode(N) + ": " + Message.str());
+}

@@ -1,0 +1,101 @@
+//===- Backend.h - What a runtime backend implements ------------*- C++ -*-===//
+//
+// A backend owns device memory, runs one node at a time, and talks to the
+// other ranks through its Communicator. The executor (Executor.h) drives it:
+// it allocates every tensor a node reads or writes, calls runNode, and frees
+// tensors after their last use. Kernels check that the result shapes they
+// compute are the shapes of the outputs they were given (the program's
+// types), and report a failure as an error naming the node and its op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_RUNTIME_BACKEND_H
+#define AUTOPAR_RUNTIME_BACKEND_H
+
+#include "runtime/Tensor.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <chrono>
+
+namespace autopar {
+
+class Node;
+
+/// Collective and point-to-point communication among the ranks of a job.
+/// Groups are lists of global ranks that include the calling rank; every
+/// rank of a group makes the same call with tensors of the same types. Each
+/// call fails with an error when it has not completed within Timeout.
+class Communicator {
+public:
+  using Duration = std::chrono::milliseconds;
+
+  virtual ~Communicator();
+
+  /// This process's rank and the number of ranks of the job.
+  virtual int getRank() const = 0;
+  virtual int getNumRanks() const = 0;
+
+  /// Out = the sum of In over the group (In and Out have one type; they may
+  /// be the same tensor).
+  virtual llvm::Error allReduce(const Tensor &In, const Tensor &Out,
+                                llvm::ArrayRef<int> Group,
+                                Duration Timeout) = 0;
+  /// Out = the group's In concatenated along Dim in group order.
+  virtual llvm::Error allGather(const Tensor &In, const Tensor &Out,
+                                llvm::ArrayRef<int> Group, unsigned Dim,
+                                Duration Timeout) = 0;
+  /// Out = this rank's part (along Dim, in group order) of the group's sum.
+  virtual llvm::Error reduceScatter(const Tensor &In, const Tensor &Out,
+                                    llvm::ArrayRef<int> Group, unsigned Dim,
+                                    Duration Timeout) = 0;
+  /// In is split along SrcDim into one part per rank; Out is the parts this
+  /// rank receives, concatenated along DstDim in group order.
+  virtual llvm::Error allToAll(const Tensor &In, const Tensor &Out,
+                               llvm::ArrayRef<int> Group, unsigned SrcDim,
+                               unsigned DstDim, Duration Timeout) = 0;
+  virtual llvm::Error send(const Tensor &In, int DstRank, Duration Timeout) = 0;
+  virtual llvm::Error recv(const Tensor &Out, int SrcRank,
+                           Duration Timeout) = 0;
+};
+
+class Backend {
+public:
+  virtual ~Backend();
+
+  /// A short name for messages, e.g. "cpu".
+  virtual llvm::StringRef getName() const = 0;
+
+  /// Memory for a tensor of the given type; uninitialised. Never returns a
+  /// null data pointer, even for an empty tensor.
+  virtual llvm::Expected<Tensor> allocate(ElementType Elem,
+                                          llvm::ArrayRef<int64_t> Shape) = 0;
+  /// Releases memory from allocate; T must not be used afterwards.
+  virtual void deallocate(const Tensor &T) = 0;
+  /// Copies Bytes (Dst's size exactly, layout of weights/TensorBytes.h) into
+  /// Dst, and back.
+  virtual llvm::Error copyFromHost(const Tensor &Dst,
+                                   llvm::ArrayRef<uint8_t> Bytes) = 0;
+  virtual llvm::Error copyToHost(const Tensor &Src,
+                                 llvm::MutableArrayRef<uint8_t> Bytes) = 0;
+
+  /// Runs node N: Inputs has one tensor per operand slot (absent for `_`),
+  /// Outputs one per result, allocated with the program's types. Errors
+  /// name the node and its op.
+  virtual llvm::Error runNode(const Node &N, llvm::ArrayRef<Tensor> Inputs,
+                              llvm::ArrayRef<Tensor> Outputs) = 0;
+
+  virtual Communicator &getCommunicator() = 0;
+};
+
+/// "node 'NAME' (Op)": the node's name from the model, else its first
+/// result's (`%x`), as the IR's diagnostics name nodes.
+std::string describeNode(const Node &N);
+/// An error "node 'NAME' (Op): Message".
+llvm::Error createNodeError(const Node &N, const llvm::Twine &Message);
+
+} // namespace autopar
+
+#endif // AUTOPAR_RUNTIME_BACKEND_H

@@ -1,0 +1,282 @@
+//===- Executor.cpp - Runs a program on a backend -------------------------===//
+
+#include "runtime/Executor.h"
+#include "runtime/ParamInit.h"
+
+#include "ir/Graph.h"
+#include "weights/WeightReader.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <algorithm>
+
+using namespace autopar;
+using namespace llvm;
+
+static Error valueError(const Value &V, const Twine &Message) {
+  return createStringError(inconvertibleErrorCode(),
+                           ("value '%" + V.getName() + "': " + Message).str());
+}
+
+/// The parameter whose buffer result V is written into (an optimizer step's
+/// result), else null.
+static const Value *getUpdatedParam(const Value &V) {
+  const Node *N = V.getDefiningNode();
+  if (!N)
+    return nullptr;
+  std::optional<unsigned> Op =
+      getUpdatedOperand(N->getOp(), V.getResultIndex());
+  return Op ? N->getOperand(*Op) : nullptr;
+}
+
+/// Optimizer steps update parameters in place: the operand they replace must
+/// be a parameter that no later node reads.
+static Error checkInPlaceUpdates(ArrayRef<const Node *> Nodes) {
+  DenseMap<const Value *, const Node *> Updated;
+  for (const Node *N : Nodes) {
+    for (Value *V : N->getOperands())
+      if (const Node *By = Updated.lookup(V))
+        if (By != N)
+          return createStringError(
+              inconvertibleErrorCode(),
+              "node '" + N->getName() + "' (" + N->getOpName() + ") reads %" +
+                  V->getName() + " after the " + By->getOpName() +
+                  " step that overwrites it");
+    for (unsigned R = 0; R != N->getNumResults(); ++R)
+      if (std::optional<unsigned> Op = getUpdatedOperand(N->getOp(), R)) {
+        Value *P = N->getOperand(*Op);
+        if (!P->isParam())
+          return createStringError(inconvertibleErrorCode(),
+                                   "node '" + N->getName() + "' (" +
+                                       N->getOpName() +
+                                       ") must update a "
+                                       "parameter, not %" +
+                                       P->getName());
+        Updated[P] = N;
+      }
+  }
+  return Error::success();
+}
+
+/// An error unless V's shape is static and its size fits in memory sizes.
+static Error checkStatic(const Value &V) {
+  const TensorType &Ty = V.getType();
+  if (!Ty.hasStaticShape())
+    return valueError(V, "type " + Ty.str() +
+                             " is not static; the runtime needs static shapes "
+                             "(bind the symbols with --dim when importing)");
+  if (!Ty.getStaticSizeInBytes())
+    return valueError(V, "type " + Ty.str() + " is too large");
+  return Error::success();
+}
+
+Error Executor::checkStaticShapes(const Graph &G) {
+  for (const std::unique_ptr<Value> &V : G.getInputs())
+    if (Error E = checkStatic(*V))
+      return E;
+  for (const std::unique_ptr<Value> &V : G.getParams())
+    if (Error E = checkStatic(*V))
+      return E;
+  for (const Node &N : G.getNodes())
+    for (unsigned I = 0; I != N.getNumResults(); ++I)
+      if (Error E = checkStatic(*N.getResult(I)))
+        return E;
+  return Error::success();
+}
+
+Expected<std::unique_ptr<Executor>>
+Executor::create(const Graph &G, Backend &B, const ExecutorOptions &Options) {
+  if (Error E = checkStaticShapes(G))
+    return E;
+  std::unique_ptr<Executor> X(new Executor(G, B));
+  for (const Node &N : G.getNodes())
+    X->Nodes.push_back(&N);
+  if (Error E = checkInPlaceUpdates(X->Nodes))
+    return E;
+  if (Error E = X->loadParams(Options))
+    return E;
+  X->planFrees();
+  return X;
+}
+
+Executor::~Executor() {
+  for (auto &Entry : Params)
+    B.deallocate(Entry.second);
+}
+
+Error Executor::loadParams(const ExecutorOptions &Options) {
+  for (const std::unique_ptr<Value> &P : G.getParams()) {
+    std::vector<uint8_t> Bytes;
+    if (P->getWeightSource()) {
+      Expected<std::vector<uint8_t>> Read =
+          readWeightBytes(*P, Options.WeightsDir);
+      if (!Read)
+        return Read.takeError();
+      Bytes = std::move(*Read);
+    } else {
+      Expected<std::vector<uint8_t>> Init =
+          initParamBytes(*P, Options.InitSeed);
+      if (!Init)
+        return Init.takeError();
+      Bytes = std::move(*Init);
+    }
+    const TensorType &Ty = P->getType();
+    Expected<Tensor> T = B.allocate(Ty.getElementType(), Ty.getStaticSizes());
+    if (!T)
+      return valueError(*P, toString(T.takeError()));
+    Params[P.get()] = *T;
+    if (Error E = B.copyFromHost(*T, Bytes))
+      return valueError(*P, toString(std::move(E)));
+  }
+  return Error::success();
+}
+
+void Executor::planFrees() {
+  DenseSet<const Value *> Outputs(G.getOutputs().begin(), G.getOutputs().end());
+  DenseMap<const Value *, unsigned> LastUse;
+  for (unsigned I = 0; I != Nodes.size(); ++I) {
+    for (Value *V : Nodes[I]->getOperands())
+      if (V && !V->isParam() && !getUpdatedParam(*V))
+        LastUse[V] = I;
+    // A result that no node uses dies with its node.
+    for (unsigned R = 0; R != Nodes[I]->getNumResults(); ++R)
+      if (!getUpdatedParam(*Nodes[I]->getResult(R)))
+        LastUse.try_emplace(Nodes[I]->getResult(R), I);
+  }
+  FreeAfter.assign(Nodes.size(), {});
+  // Visit values in a fixed order (inputs, then results by node) so that
+  // frees happen in the same order every run.
+  for (const std::unique_ptr<Value> &V : G.getInputs()) {
+    if (Outputs.count(V.get()))
+      continue;
+    auto It = LastUse.find(V.get());
+    if (It == LastUse.end())
+      UnusedInputs.push_back(V.get());
+    else
+      FreeAfter[It->second].push_back(V.get());
+  }
+  for (const Node *N : Nodes)
+    for (unsigned R = 0; R != N->getNumResults(); ++R) {
+      const Value *V = N->getResult(R);
+      if (!Outputs.count(V) && !getUpdatedParam(*V))
+        FreeAfter[LastUse.lookup(V)].push_back(V);
+    }
+}
+
+namespace {
+
+/// The tensors of one run; whatever is left is freed at the end.
+class RunState {
+public:
+  explicit RunState(Backend &B) : B(B) {}
+  ~RunState() {
+    for (auto &Entry : Live)
+      B.deallocate(Entry.second);
+  }
+
+  Expected<Tensor> allocate(const Value &V) {
+    const TensorType &Ty = V.getType();
+    Expected<Tensor> T = B.allocate(Ty.getElementType(), Ty.getStaticSizes());
+    if (!T)
+      return valueError(V, toString(T.takeError()));
+    Live[&V] = *T;
+    Bytes += T->getSizeInBytes();
+    Peak = std::max(Peak, Bytes);
+    return T;
+  }
+  void free(const Value *V) {
+    auto It = Live.find(V);
+    assert(It != Live.end() && "freeing a value that is not live");
+    Bytes -= It->second.getSizeInBytes();
+    B.deallocate(It->second);
+    Live.erase(It);
+  }
+  const Tensor *lookup(const Value *V) const {
+    auto It = Live.find(V);
+    return It == Live.end() ? nullptr : &It->second;
+  }
+  uint64_t getPeak() const { return Peak; }
+
+private:
+  Backend &B;
+  DenseMap<const Value *, Tensor> Live;
+  uint64_t Bytes = 0, Peak = 0;
+};
+
+} // namespace
+
+Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
+  ArrayRef<std::unique_ptr<Value>> GraphInputs = G.getInputs();
+  if (Inputs.size() != GraphInputs.size())
+    return createStringError(inconvertibleErrorCode(),
+                             "the graph takes " + Twine(GraphInputs.size()) +
+                                 " inputs; " + Twine(Inputs.size()) +
+                                 " were given");
+  RunState State(B);
+  for (unsigned I = 0; I != Inputs.size(); ++I) {
+    const Value &V = *GraphInputs[I];
+    const TensorType &Ty = V.getType();
+    if (Inputs[I].Elem != Ty.getElementType() ||
+        ArrayRef<int64_t>(Inputs[I].Shape) !=
+            ArrayRef<int64_t>(Ty.getStaticSizes()))
+      return valueError(V, "input of type " + Inputs[I].getTypeString() +
+                               " given for " + Ty.str());
+    Expected<Tensor> T = State.allocate(V);
+    if (!T)
+      return T.takeError();
+    if (Error E = B.copyFromHost(*T, Inputs[I].Bytes))
+      return valueError(V, toString(std::move(E)));
+  }
+  for (const Value *V : UnusedInputs)
+    State.free(V);
+
+  SmallVector<Tensor, 6> In, Out;
+  for (unsigned I = 0; I != Nodes.size(); ++I) {
+    const Node &N = *Nodes[I];
+    In.clear();
+    Out.clear();
+    for (Value *V : N.getOperands()) {
+      if (!V)
+        In.push_back(Tensor());
+      else if (V->isParam())
+        In.push_back(Params.lookup(V));
+      else if (const Value *P = getUpdatedParam(*V))
+        In.push_back(Params.lookup(P));
+      else
+        In.push_back(*State.lookup(V));
+    }
+    for (unsigned R = 0; R != N.getNumResults(); ++R) {
+      // An optimizer step writes into the parameter it updates.
+      if (std::optional<unsigned> Op = getUpdatedOperand(N.getOp(), R)) {
+        Out.push_back(Params.lookup(N.getOperand(*Op)));
+        continue;
+      }
+      Expected<Tensor> T = State.allocate(*N.getResult(R));
+      if (!T)
+        return T.takeError();
+      Out.push_back(*T);
+    }
+    if (Error E = B.runNode(N, In, Out))
+      return E;
+    for (const Value *V : FreeAfter[I])
+      State.free(V);
+  }
+
+  std::vector<HostTensor> Results;
+  for (const Value *V : G.getOutputs()) {
+    const Tensor *T = V->isParam() ? &Params.find(V)->second : State.lookup(V);
+    if (!T)
+      if (const Value *P = getUpdatedParam(*V))
+        T = &Params.find(P)->second;
+    assert(T && "an output is not live");
+    HostTensor H;
+    H.Elem = T->getElementType();
+    H.Shape.assign(T->getShape().begin(), T->getShape().end());
+    H.Bytes.resize(T->getSizeInBytes());
+    if (Error E = B.copyToHost(*T, H.Bytes))
+      return valueError(*V, toString(std::move(E)));
+    Results.push_back(std::move(H));
+  }
+  PeakBytes = State.getPeak();
+  return Results;
+}

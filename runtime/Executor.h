@@ -1,0 +1,78 @@
+//===- Executor.h - Runs a program on a backend -----------------*- C++ -*-===//
+//
+// An Executor binds one graph (a program) to a backend. Creating it checks
+// that every value has a static shape and loads the parameters into
+// backend memory, where they stay: inline (dense) and external data through
+// weights/WeightReader.h, parameters without data by their `init`
+// annotation (ParamInit.h). Each run copies the inputs in, runs the nodes in
+// order, and copies the outputs back. A tensor is allocated when its node
+// runs and freed after its last use (a value no node uses, right after its
+// node); kernels check their result shapes against the program's types.
+// Errors name the value or the node.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_RUNTIME_EXECUTOR_H
+#define AUTOPAR_RUNTIME_EXECUTOR_H
+
+#include "runtime/Backend.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace autopar {
+
+class Graph;
+class Node;
+class Value;
+
+struct ExecutorOptions {
+  /// The folder that external parameter data is relative to.
+  std::string WeightsDir = ".";
+  /// Mixed into the generator of parameters without data (ParamInit.h).
+  uint64_t InitSeed = 0;
+};
+
+class Executor {
+public:
+  /// An error naming the first value of G whose shape is not static.
+  static llvm::Error checkStaticShapes(const Graph &G);
+  /// Checks G's shapes and loads its parameters into B.
+  static llvm::Expected<std::unique_ptr<Executor>>
+  create(const Graph &G, Backend &B, const ExecutorOptions &Options);
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  /// Runs the graph on Inputs, one per graph input in order, each of that
+  /// input's type; returns one tensor per graph output.
+  llvm::Expected<std::vector<HostTensor>>
+  run(llvm::ArrayRef<HostTensor> Inputs);
+
+  /// The peak of the bytes the last run held in activations and outputs
+  /// (parameters excluded).
+  uint64_t getPeakActivationBytes() const { return PeakBytes; }
+
+private:
+  Executor(const Graph &G, Backend &B) : G(G), B(B) {}
+  llvm::Error loadParams(const ExecutorOptions &Options);
+  void planFrees();
+
+  const Graph &G;
+  Backend &B;
+  std::vector<const Node *> Nodes;
+  llvm::DenseMap<const Value *, Tensor> Params;
+  /// FreeAfter[I]: the values whose last use is node I.
+  std::vector<std::vector<const Value *>> FreeAfter;
+  /// Inputs that no node or output uses.
+  std::vector<const Value *> UnusedInputs;
+  uint64_t PeakBytes = 0;
+};
+
+} // namespace autopar
+
+#endif // AUTOPAR_RUNTIME_EXECUTOR_H

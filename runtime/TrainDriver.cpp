@@ -1,0 +1,264 @@
+//===- TrainDriver.cpp - autopar-run's training loop ----------------------===//
+//
+// See TrainDriver.h. Token ids are read from the data file once; random
+// data comes from a 64-bit LCG seeded with --seed, so two runs with the same
+// options see the same batches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/TrainDriver.h"
+#include "runtime/Executor.h"
+#include "runtime/RunDriver.h"
+#include "runtime/cpu/CpuBackend.h"
+
+#include "ir/Graph.h"
+#include "ir/Parser.h"
+#include "ir/Verifier.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstring>
+
+using namespace autopar;
+using namespace llvm;
+
+static int fail(int Code, const Twine &Message) {
+  WithColor::error(errs(), "autopar-run") << Message << '\n';
+  return Code;
+}
+
+Error TrainOptions::validate() const {
+  auto Bad = [](const Twine &Message) {
+    return createStringError(inconvertibleErrorCode(), Message.str());
+  };
+  if (ProgramFile.empty())
+    return Bad("a program (PROGRAM.air) is required");
+  if (Steps < 1)
+    return Bad("--steps must be 1 or more");
+  if (Optimizer != "adamw" && Optimizer != "sgd")
+    return Bad("--optimizer must be adamw or sgd, not '" + Optimizer + "'");
+  if (Lr < 0 || Eps <= 0 || WeightDecay < 0 || Beta1 < 0 || Beta1 >= 1 ||
+      Beta2 < 0 || Beta2 >= 1)
+    return Bad("--lr and --weight-decay must be >= 0, --eps > 0, and "
+               "--beta1 and --beta2 in [0, 1)");
+  if (Threads < 1)
+    return Bad("--threads must be 1 or more");
+  return Error::success();
+}
+
+namespace {
+
+/// Where a step's tokens come from.
+class TokenSource {
+public:
+  static Expected<TokenSource> open(const TrainOptions &O, int64_t Vocab) {
+    TokenSource S;
+    S.Vocab = Vocab;
+    S.State = O.Seed * 2654435761ULL + 1;
+    if (O.Data == "random")
+      return S;
+    ErrorOr<std::unique_ptr<MemoryBuffer>> B = MemoryBuffer::getFile(O.Data);
+    if (!B)
+      return createStringError(inconvertibleErrorCode(),
+                               "cannot read --data '" + O.Data +
+                                   "': " + B.getError().message());
+    StringRef Bytes = (*B)->getBuffer();
+    if (Bytes.empty() || Bytes.size() % 4)
+      return createStringError(inconvertibleErrorCode(),
+                               "--data '" + O.Data +
+                                   "' must hold int32 tokens (a non-empty "
+                                   "multiple of 4 bytes)");
+    S.Tokens.resize(Bytes.size() / 4);
+    for (size_t I = 0; I != S.Tokens.size(); ++I) {
+      uint32_t U = uint8_t(Bytes[4 * I]) | uint8_t(Bytes[4 * I + 1]) << 8 |
+                   uint8_t(Bytes[4 * I + 2]) << 16 |
+                   uint32_t(uint8_t(Bytes[4 * I + 3])) << 24;
+      int32_t T;
+      std::memcpy(&T, &U, 4);
+      if (T < 0 || (Vocab > 0 && T >= Vocab))
+        return createStringError(inconvertibleErrorCode(),
+                                 "--data '" + O.Data + "': token " + Twine(T) +
+                                     " at position " + Twine(I) +
+                                     " is outside the vocabulary [0, " +
+                                     Twine(Vocab) + ")");
+      S.Tokens[I] = T;
+    }
+    return S;
+  }
+
+  /// The next Count tokens.
+  std::vector<int64_t> next(int64_t Count) {
+    std::vector<int64_t> Out(Count);
+    for (int64_t &T : Out) {
+      if (Tokens.empty()) {
+        State = State * 6364136223846793005ULL + 1442695040888963407ULL;
+        T = int64_t((State >> 33) % uint64_t(Vocab));
+      } else {
+        T = Tokens[Pos];
+        Pos = (Pos + 1) % Tokens.size();
+      }
+    }
+    return Out;
+  }
+
+private:
+  std::vector<int64_t> Tokens;
+  size_t Pos = 0;
+  int64_t Vocab = 0;
+  uint64_t State = 0;
+};
+
+} // namespace
+
+static HostTensor scalarTensor(float V) {
+  HostTensor H;
+  H.Elem = ElementType::F32;
+  H.Bytes.resize(4);
+  std::memcpy(H.Bytes.data(), &V, 4);
+  return H;
+}
+
+/// The vocabulary: the classes of the loss's logits, else 0.
+static int64_t findVocabulary(const Graph &G) {
+  for (const Node &N : G.getNodes())
+    if (N.getOp() == OpId::CrossEntropyLoss)
+      return N.getOperand(0)->getType().getStaticSizes().back();
+  return 0;
+}
+
+int autopar::runTraining(const TrainOptions &O) {
+  if (Error E = O.validate())
+    return fail(RunBadOptions, toString(std::move(E)));
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
+      MemoryBuffer::getFile(O.ProgramFile, /*IsText=*/true);
+  if (!Buffer)
+    return fail(RunIOError, "cannot read '" + O.ProgramFile +
+                                "': " + Buffer.getError().message());
+  SourceMgr SM;
+  SM.AddNewSourceBuffer(std::move(*Buffer), SMLoc());
+  DiagnosticEngine Diag(&SM, O.ProgramFile);
+  std::unique_ptr<Module> M = parseModule(SM, Diag);
+  if (!M || failed(verifyModule(*M, Diag)))
+    return RunInvalidInput;
+  const Graph *G = O.GraphName.empty() && M->getGraphs().size() == 1
+                       ? M->getGraphs().front().get()
+                       : M->lookupGraph(O.GraphName);
+  if (!G)
+    return fail(RunBadOptions, "name the graph to train with --graph");
+  if (Error E = Executor::checkStaticShapes(*G))
+    return fail(RunInvalidInput, toString(std::move(E)));
+
+  // The program's optimizer must be the one asked for.
+  bool HasAdam = false, HasSgd = false;
+  for (const Node &N : G->getNodes()) {
+    HasAdam |= N.getOp() == OpId::AdamW;
+    HasSgd |= N.getOp() == OpId::Sgd;
+  }
+  if (!HasAdam && !HasSgd)
+    return fail(RunInvalidInput, O.ProgramFile +
+                                     ": the program has no optimizer step; "
+                                     "compile it with insert-optimizer");
+  if ((O.Optimizer == "adamw") != HasAdam)
+    return fail(RunBadOptions, "--optimizer " + O.Optimizer + ": " +
+                                   O.ProgramFile + " was compiled for " +
+                                   (HasAdam ? "adamw" : "sgd"));
+
+  // Inputs: one token input, the optimizer's scalars.
+  const Value *TokensIn = nullptr;
+  for (const std::unique_ptr<Value> &In : G->getInputs()) {
+    StringRef Name = In->getName();
+    if (Name.startswith("optimizer."))
+      continue;
+    if (TokensIn || isFloatElementType(In->getType().getElementType()) ||
+        In->getType().getRank() != 2)
+      return fail(RunInvalidInput,
+                  O.ProgramFile + ": input %" + Name +
+                      " is not the one token input [batch, seq] a "
+                      "training program takes");
+    TokensIn = In.get();
+  }
+  if (!TokensIn)
+    return fail(RunInvalidInput, O.ProgramFile + ": no token input");
+  int64_t Vocab = findVocabulary(*G);
+  if (O.Data == "random" && Vocab <= 0)
+    return fail(RunBadOptions, "--data random needs a cross-entropy loss to "
+                               "know the vocabulary; give --data FILE");
+  Expected<TokenSource> Source = TokenSource::open(O, Vocab);
+  if (!Source)
+    return fail(RunIOError, toString(Source.takeError()));
+
+  CpuBackendOptions BO;
+  BO.BlasThreads = O.Threads;
+  CpuBackend Backend(BO);
+  ExecutorOptions EO;
+  EO.WeightsDir = O.WeightsDir;
+  if (EO.WeightsDir.empty()) {
+    StringRef Parent = sys::path::parent_path(O.ProgramFile);
+    EO.WeightsDir = Parent.empty() ? "." : Parent.str();
+  }
+  EO.InitSeed = O.Seed;
+  Expected<std::unique_ptr<Executor>> Exec = Executor::create(*G, Backend, EO);
+  if (!Exec)
+    return fail(RunIOError, toString(Exec.takeError()));
+
+  SmallVector<int64_t, 2> Sizes = TokensIn->getType().getStaticSizes();
+  int64_t TokensPerStep = Sizes[0] * Sizes[1];
+  for (int64_t Step = 1; Step <= O.Steps; ++Step) {
+    std::vector<HostTensor> Inputs;
+    for (const std::unique_ptr<Value> &In : G->getInputs()) {
+      StringRef Name = In->getName();
+      if (In.get() == TokensIn) {
+        std::vector<int64_t> Ids = Source->next(TokensPerStep);
+        HostTensor H;
+        H.Elem = In->getType().getElementType();
+        H.Shape.assign(Sizes.begin(), Sizes.end());
+        if (H.Elem == ElementType::I64) {
+          H.Bytes.resize(Ids.size() * 8);
+          std::memcpy(H.Bytes.data(), Ids.data(), H.Bytes.size());
+        } else {
+          std::vector<int32_t> Narrow(Ids.begin(), Ids.end());
+          H.Bytes.resize(Narrow.size() * 4);
+          std::memcpy(H.Bytes.data(), Narrow.data(), H.Bytes.size());
+        }
+        Inputs.push_back(std::move(H));
+        continue;
+      }
+      double V = Name == "optimizer.lr"             ? O.Lr
+                 : Name == "optimizer.beta1"        ? O.Beta1
+                 : Name == "optimizer.beta2"        ? O.Beta2
+                 : Name == "optimizer.eps"          ? O.Eps
+                 : Name == "optimizer.weight_decay" ? O.WeightDecay
+                 : Name == "optimizer.step"         ? double(Step)
+                                                    : -1;
+      if (V < 0)
+        return fail(RunInvalidInput,
+                    O.ProgramFile + ": unknown optimizer input %" + Name);
+      Inputs.push_back(scalarTensor(float(V)));
+    }
+    auto Start = std::chrono::steady_clock::now();
+    Expected<std::vector<HostTensor>> Out = (*Exec)->run(Inputs);
+    if (!Out)
+      return fail(RunFailure,
+                  "step " + Twine(Step) + ": " + toString(Out.takeError()));
+    double Seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
+            .count();
+    float Loss = 0;
+    if (Out->empty() || Out->front().Bytes.size() != 4)
+      return fail(RunInvalidInput,
+                  O.ProgramFile + ": the first output must be the f32 loss");
+    std::memcpy(&Loss, Out->front().Bytes.data(), 4);
+    outs() << "step " << Step << " loss " << format("%.9g", Loss) << " time_ms "
+           << format("%.3f", Seconds * 1e3) << " tokens_per_s "
+           << format("%.1f", Seconds > 0 ? TokensPerStep / Seconds : 0.0)
+           << "\n";
+    outs().flush();
+  }
+  return RunSuccess;
+}

@@ -1,0 +1,384 @@
+//===- AttentionKernel.cpp - ONNX Attention (opset 23) --------------------===//
+//
+// Q [B, Hq, Sq, D], K [B, Hkv, Skv, D], V [B, Hkv, Skv, Dv] (or all 3-D
+// [B, S, H * D] with q_num_heads and kv_num_heads), optional past_key and
+// past_value [B, Hkv, P, D|Dv] before K and V along the sequence (T = P +
+// Skv keys in all). Query head h reads key/value head h / (Hq / Hkv)
+// (grouped-query attention, ONNX's repeat of each K/V head).
+//
+// For each query row: s_j = scale * q . k_j (scale defaults to
+// 1 / sqrt(D)), then softcap (c tanh(s / c) when `softcap` > 0), then the
+// bias: with is_causal, key j is masked when j > i + P; a bool attn_mask
+// masks where false, a float one is added; the mask broadcasts to
+// [B, Hq, Sq, T] except its last dimension, which may be shorter than T and
+// is then padded with masked positions. Softmax (sums in f64, keys in
+// order) and the weighted sum of V rows follow. A row whose keys are all
+// masked gives zeros (not NaN).
+//
+// qk_matmul_output holds, by qk_matmul_output_mode: 0 the scaled QK
+// product, 1 the scores after softcap and bias, 2 after softcap, 3 the
+// softmax.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Kernels.h"
+
+#include "ir/Graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+enum : unsigned { Q, K, V, Mask, PastKey, PastValue };
+enum : unsigned { Y, PresentKey, PresentValue, QKOutput };
+
+/// Rows of a Q, K, V or Y operand: [B, H, S, D] or [B, S, H * D].
+struct HeadRows {
+  const float *Data = nullptr;
+  bool ThreeD = false;
+  int64_t H = 0, S = 0, D = 0;
+
+  int64_t offset(int64_t B, int64_t Head, int64_t Pos) const {
+    return (ThreeD ? (B * S + Pos) * H + Head : (B * H + Head) * S + Pos) * D;
+  }
+  const float *row(int64_t B, int64_t Head, int64_t Pos) const {
+    return Data + offset(B, Head, Pos);
+  }
+};
+
+struct AttentionShapes {
+  int64_t B = 0, Hq = 0, Hkv = 0, Sq = 0, Skv = 0, P = 0, D = 0, Dv = 0;
+  bool ThreeD = false;
+};
+
+} // namespace
+
+static Expected<AttentionShapes> getShapes(const KernelArgs &A) {
+  for (unsigned I : {Q, K, V, PastKey, PastValue})
+    if (A.has(I))
+      if (Error E = A.checkType(I, {ElementType::F32}))
+        return E;
+  const Tensor &QT = A.In[Q], &KT = A.In[K], &VT = A.In[V];
+  AttentionShapes S;
+  unsigned Rank = QT.getRank();
+  if ((Rank != 3 && Rank != 4) || KT.getRank() != Rank || VT.getRank() != Rank)
+    return A.error("Q, K and V must all have rank 3 or all rank 4");
+  S.ThreeD = Rank == 3;
+  S.B = QT.getDim(0);
+  if (S.ThreeD) {
+    S.Hq = A.intAttr("q_num_heads", 0);
+    S.Hkv = A.intAttr("kv_num_heads", 0);
+    if (S.Hq <= 0 || S.Hkv <= 0 || QT.getDim(2) % S.Hq ||
+        KT.getDim(2) % S.Hkv || VT.getDim(2) % S.Hkv)
+      return A.error("3-D Q, K and V need 'q_num_heads' and 'kv_num_heads' "
+                     "that divide their hidden sizes");
+    S.Sq = QT.getDim(1);
+    S.Skv = KT.getDim(1);
+    S.D = QT.getDim(2) / S.Hq;
+    S.Dv = VT.getDim(2) / S.Hkv;
+    if (KT.getDim(2) / S.Hkv != S.D || VT.getDim(1) != S.Skv)
+      return A.error("K and V do not match Q's heads and sequence");
+  } else {
+    S.Hq = QT.getDim(1);
+    S.Hkv = KT.getDim(1);
+    S.Sq = QT.getDim(2);
+    S.Skv = KT.getDim(2);
+    S.D = QT.getDim(3);
+    S.Dv = VT.getDim(3);
+    if (KT.getDim(3) != S.D || VT.getDim(1) != S.Hkv || VT.getDim(2) != S.Skv)
+      return A.error("K " + KT.getTypeString() + " and V " +
+                     VT.getTypeString() + " do not match Q " +
+                     QT.getTypeString());
+  }
+  if (KT.getDim(0) != S.B || VT.getDim(0) != S.B)
+    return A.error("Q, K and V have different batch sizes");
+  if (S.Hkv == 0 || S.Hq % S.Hkv)
+    return A.error("the " + Twine(S.Hq) +
+                   " query heads are not a multiple of "
+                   "the " +
+                   Twine(S.Hkv) + " key/value heads");
+  if (A.has(PastKey) != A.has(PastValue))
+    return A.error("past_key and past_value must be given together");
+  if (A.has(PastKey)) {
+    const Tensor &PK = A.In[PastKey], &PV = A.In[PastValue];
+    if (PK.getRank() != 4 || PV.getRank() != 4)
+      return A.error("past_key and past_value must have rank 4");
+    S.P = PK.getDim(2);
+    if (PK.getShape() != ArrayRef<int64_t>{S.B, S.Hkv, S.P, S.D} ||
+        PV.getShape() != ArrayRef<int64_t>{S.B, S.Hkv, S.P, S.Dv})
+      return A.error("past_key " + PK.getTypeString() + " or past_value " +
+                     PV.getTypeString() + " does not match K and V");
+  }
+  return S;
+}
+
+/// The bias of one query row (T entries) from is_causal and attn_mask.
+class AttentionBias {
+public:
+  AttentionBias(const KernelArgs &A, const AttentionShapes &S)
+      : A(A), S(S), Causal(A.intAttr("is_causal", 0)) {}
+
+  Error init() {
+    if (!A.has(Mask))
+      return Error::success();
+    const Tensor &M = A.In[Mask];
+    if (Error E = A.checkType(Mask, {ElementType::Bool, ElementType::F32}))
+      return E;
+    int64_t T = S.P + S.Skv;
+    if (M.getRank() == 0 || M.getRank() > 4 || M.getShape().back() > T)
+      return A.error("attn_mask " + M.getTypeString() +
+                     " does not broadcast to [batch, q heads, q sequence, " +
+                     Twine(T) + "]");
+    MaskLen = M.getShape().back();
+    Shape Target{S.B, S.Hq, S.Sq, MaskLen};
+    std::optional<Shape> Joint = broadcastShapes({M.getShape(), Target});
+    if (!Joint || *Joint != Target)
+      return A.error("attn_mask " + M.getTypeString() +
+                     " does not broadcast to [batch, q heads, q sequence, " +
+                     Twine(T) + "]");
+    Strides = getBroadcastStrides(M.getShape(), Target);
+    return Error::success();
+  }
+
+  /// Adds the bias of row (B, H, I) to Scores.
+  void apply(int64_t B, int64_t H, int64_t I, float *Scores) const {
+    int64_t T = S.P + S.Skv;
+    if (Causal)
+      for (int64_t J = I + S.P + 1; J < T; ++J)
+        Scores[J] = -INFINITY;
+    if (!A.has(Mask))
+      return;
+    const Tensor &M = A.In[Mask];
+    int64_t Base = B * Strides[0] + H * Strides[1] + I * Strides[2];
+    for (int64_t J = 0; J != T; ++J) {
+      if (J >= MaskLen) {
+        Scores[J] = -INFINITY;
+        continue;
+      }
+      int64_t At = Base + J * Strides[3];
+      if (M.getElementType() == ElementType::Bool) {
+        if (!M.data<uint8_t>()[At])
+          Scores[J] = -INFINITY;
+      } else {
+        Scores[J] += M.data<float>()[At];
+      }
+    }
+  }
+
+private:
+  const KernelArgs &A;
+  const AttentionShapes &S;
+  bool Causal;
+  int64_t MaskLen = 0;
+  Shape Strides;
+};
+
+static Error checkResults(const KernelArgs &A, const AttentionShapes &S) {
+  int64_t T = S.P + S.Skv;
+  Shape YShape =
+      S.ThreeD ? Shape{S.B, S.Sq, S.Hq * S.Dv} : Shape{S.B, S.Hq, S.Sq, S.Dv};
+  Shape Want[] = {YShape,
+                  {S.B, S.Hkv, T, S.D},
+                  {S.B, S.Hkv, T, S.Dv},
+                  {S.B, S.Hq, S.Sq, T}};
+  for (unsigned I = 0; I != A.Out.size(); ++I) {
+    if (!A.hasResult(I))
+      continue;
+    if (Error E = A.checkShape(I, Want[I]))
+      return E;
+    if (Error E = A.checkResultType(I, {ElementType::F32}))
+      return E;
+  }
+  return Error::success();
+}
+
+/// Writes present_key or present_value: the past rows, then the new ones.
+static void writePresent(const KernelArgs &A, const AttentionShapes &S,
+                         unsigned Past, const HeadRows &New, unsigned Result) {
+  if (!A.hasResult(Result))
+    return;
+  int64_t T = S.P + S.Skv, D = New.D;
+  float *Out = A.Out[Result].data<float>();
+  for (int64_t B = 0; B != S.B; ++B)
+    for (int64_t H = 0; H != S.Hkv; ++H)
+      for (int64_t J = 0; J != T; ++J) {
+        const float *Row =
+            J < S.P ? A.In[Past].data<float>() + ((B * S.Hkv + H) * S.P + J) * D
+                    : New.row(B, H, J - S.P);
+        std::copy_n(Row, D, Out + ((B * S.Hkv + H) * T + J) * D);
+      }
+}
+
+Error autopar::runAttention(const KernelArgs &A) {
+  Expected<AttentionShapes> Shapes = getShapes(A);
+  if (!Shapes)
+    return Shapes.takeError();
+  const AttentionShapes &S = *Shapes;
+  if (Error E = checkResults(A, S))
+    return E;
+  AttentionBias Bias(A, S);
+  if (Error E = Bias.init())
+    return E;
+  float Scale = float(A.floatAttr("scale", 1 / std::sqrt(double(S.D))));
+  float Softcap = float(A.floatAttr("softcap", 0));
+  int64_t Mode = A.intAttr("qk_matmul_output_mode", 0);
+  HeadRows QR{A.In[Q].data<float>(), S.ThreeD, S.Hq, S.Sq, S.D};
+  HeadRows KR{A.In[K].data<float>(), S.ThreeD, S.Hkv, S.Skv, S.D};
+  HeadRows VR{A.In[V].data<float>(), S.ThreeD, S.Hkv, S.Skv, S.Dv};
+  HeadRows YR{nullptr, S.ThreeD, S.Hq, S.Sq, S.Dv};
+  int64_t T = S.P + S.Skv, Group = S.Hq / S.Hkv;
+  auto KeyRow = [&](int64_t B, int64_t H, int64_t J) {
+    return J < S.P
+               ? A.In[PastKey].data<float>() + ((B * S.Hkv + H) * S.P + J) * S.D
+               : KR.row(B, H, J - S.P);
+  };
+  auto ValueRow = [&](int64_t B, int64_t H, int64_t J) {
+    return J < S.P ? A.In[PastValue].data<float>() +
+                         ((B * S.Hkv + H) * S.P + J) * S.Dv
+                   : VR.row(B, H, J - S.P);
+  };
+  std::vector<float> Scores(T), Raw(T);
+  for (int64_t B = 0; B != S.B; ++B)
+    for (int64_t H = 0; H != S.Hq; ++H)
+      for (int64_t I = 0; I != S.Sq; ++I) {
+        int64_t KH = H / Group;
+        const float *QRow = QR.row(B, H, I);
+        for (int64_t J = 0; J != T; ++J) {
+          const float *KRow = KeyRow(B, KH, J);
+          float Dot = 0;
+          for (int64_t D = 0; D != S.D; ++D)
+            Dot += QRow[D] * KRow[D];
+          Raw[J] = Dot * Scale;
+          Scores[J] =
+              Softcap > 0 ? Softcap * std::tanh(Raw[J] / Softcap) : Raw[J];
+        }
+        float *QK = A.hasResult(QKOutput) ? A.Out[QKOutput].data<float>() +
+                                                ((B * S.Hq + H) * S.Sq + I) * T
+                                          : nullptr;
+        if (QK && (Mode == 0 || Mode == 2))
+          std::copy_n(Mode == 0 ? Raw.data() : Scores.data(), T, QK);
+        Bias.apply(B, H, I, Scores.data());
+        if (QK && Mode == 1)
+          std::copy_n(Scores.data(), T, QK);
+        float Max = -INFINITY;
+        for (float Score : Scores)
+          Max = std::max(Max, Score);
+        float *Out = A.Out[Y].data<float>() + YR.offset(B, H, I);
+        std::fill_n(Out, S.Dv, 0.0f);
+        if (Max == -INFINITY) {
+          std::fill(Scores.begin(), Scores.end(), 0.0f);
+        } else {
+          double Sum = 0;
+          for (float Score : Scores)
+            Sum += std::exp(double(Score) - Max);
+          for (int64_t J = 0; J != T; ++J)
+            Scores[J] = float(std::exp(double(Scores[J]) - Max) / Sum);
+          for (int64_t J = 0; J != T; ++J) {
+            const float *VRow = ValueRow(B, KH, J);
+            for (int64_t D = 0; D != S.Dv; ++D)
+              Out[D] += Scores[J] * VRow[D];
+          }
+        }
+        if (QK && Mode == 3)
+          std::copy_n(Scores.data(), T, QK);
+      }
+  writePresent(A, S, PastKey, KR, PresentKey);
+  writePresent(A, S, PastValue, VR, PresentValue);
+  return Error::success();
+}
+
+// AttentionGrad(dY, Q, K, V, attn_mask?) -> dQ, dK, dV for the 4-D form
+// without a cache or softcap. Per query row the probabilities P are
+// recomputed as the forward does; with dP_j = dY . v_j and
+// dS_j = P_j (dP_j - sum_k P_k dP_k): dQ += scale * sum_j dS_j k_j,
+// dK_j += scale * dS_j q, dV_j += P_j dY. Accumulation is in f64 in the
+// order of (batch, query head, query row), so grouped K/V heads sum their
+// query heads deterministically.
+Error autopar::runAttentionGrad(const KernelArgs &A) {
+  // The forward operands start at 1: Q, K, V, attn_mask.
+  KernelArgs Fwd{A.N, A.In.drop_front(1), {}};
+  Expected<AttentionShapes> Shapes = getShapes(Fwd);
+  if (!Shapes)
+    return Shapes.takeError();
+  const AttentionShapes &S = *Shapes;
+  if (S.ThreeD)
+    return A.error("the gradient takes the 4-D form only");
+  if (A.floatAttr("softcap", 0) > 0)
+    return A.error("the gradient does not support softcap");
+  if (Error E = A.checkType(0, {ElementType::F32}))
+    return E;
+  if (A.In[0].getShape() != ArrayRef<int64_t>{S.B, S.Hq, S.Sq, S.Dv})
+    return A.error("dY " + A.In[0].getTypeString() +
+                   " is not the attention's output shape");
+  for (unsigned I = 0; I != 3; ++I)
+    if (Error E = A.checkShape(I, A.In[I + 1].getShape()))
+      return E;
+  AttentionBias Bias(Fwd, S);
+  if (Error E = Bias.init())
+    return E;
+  double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
+  HeadRows QR{A.In[1].data<float>(), false, S.Hq, S.Sq, S.D};
+  HeadRows KR{A.In[2].data<float>(), false, S.Hkv, S.Skv, S.D};
+  HeadRows VR{A.In[3].data<float>(), false, S.Hkv, S.Skv, S.Dv};
+  HeadRows DYR{A.In[0].data<float>(), false, S.Hq, S.Sq, S.Dv};
+  std::vector<double> DQ(A.In[1].getNumElements(), 0.0),
+      DK(A.In[2].getNumElements(), 0.0), DV(A.In[3].getNumElements(), 0.0);
+  int64_t T = S.Skv, Group = S.Hq / S.Hkv;
+  std::vector<float> Scores(T);
+  std::vector<double> P(T), DP(T);
+  for (int64_t B = 0; B != S.B; ++B)
+    for (int64_t H = 0; H != S.Hq; ++H)
+      for (int64_t I = 0; I != S.Sq; ++I) {
+        int64_t KH = H / Group;
+        const float *QRow = QR.row(B, H, I), *DY = DYR.row(B, H, I);
+        for (int64_t J = 0; J != T; ++J) {
+          const float *KRow = KR.row(B, KH, J);
+          float Dot = 0;
+          for (int64_t D = 0; D != S.D; ++D)
+            Dot += QRow[D] * KRow[D];
+          Scores[J] = Dot * float(Scale);
+        }
+        Bias.apply(B, H, I, Scores.data());
+        float Max = -INFINITY;
+        for (float Score : Scores)
+          Max = std::max(Max, Score);
+        if (Max == -INFINITY)
+          continue; // every key masked: the output was zeros
+        double Sum = 0;
+        for (int64_t J = 0; J != T; ++J)
+          Sum += std::exp(double(Scores[J]) - Max);
+        double Inner = 0;
+        for (int64_t J = 0; J != T; ++J) {
+          P[J] = std::exp(double(Scores[J]) - Max) / Sum;
+          const float *VRow = VR.row(B, KH, J);
+          double Dot = 0;
+          for (int64_t D = 0; D != S.Dv; ++D)
+            Dot += double(DY[D]) * VRow[D];
+          DP[J] = Dot;
+          Inner += P[J] * Dot;
+        }
+        double *DQRow = DQ.data() + QR.offset(B, H, I);
+        for (int64_t J = 0; J != T; ++J) {
+          double DS = P[J] * (DP[J] - Inner) * Scale;
+          const float *KRow = KR.row(B, KH, J);
+          double *DKRow = DK.data() + KR.offset(B, KH, J);
+          double *DVRow = DV.data() + VR.offset(B, KH, J);
+          for (int64_t D = 0; D != S.D; ++D) {
+            DQRow[D] += DS * KRow[D];
+            DKRow[D] += DS * QRow[D];
+          }
+          for (int64_t D = 0; D != S.Dv; ++D)
+            DVRow[D] += P[J] * DY[D];
+        }
+      }
+  const std::vector<double> *Grads[] = {&DQ, &DK, &DV};
+  for (unsigned I = 0; I != 3; ++I)
+    std::transform(Grads[I]->begin(), Grads[I]->end(), A.Out[I].data<float>(),
+                   [](double V) { return float(V); });
+  return Error::success();
+}

@@ -1,0 +1,328 @@
+//===- CpuBackend.cpp - The CPU backend -----------------------------------===//
+//
+// Finds a node's kernel by its op. Arithmetic kernels compute in f32: f16,
+// bf16, f64 and f8e4m3 operands are converted to f32 copies first and f32
+// results converted back after (rounding to nearest even). Kernels that
+// only move elements see the tensors as they are.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/CpuBackend.h"
+#include "runtime/cpu/CpuCommunicator.h"
+#include "runtime/cpu/Kernels.h"
+
+#include "ir/Graph.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+using namespace autopar;
+using namespace llvm;
+
+using KernelFn = Error (*)(const KernelArgs &);
+
+static KernelFn lookupKernel(OpId Op) {
+  switch (Op) {
+  case OpId::Add:
+  case OpId::Sub:
+  case OpId::Mul:
+  case OpId::Div:
+  case OpId::Pow:
+  case OpId::Equal:
+  case OpId::Less:
+  case OpId::Greater:
+  case OpId::And:
+  case OpId::Or:
+    return runBinary;
+  case OpId::Sum:
+    return runSum;
+  case OpId::Where:
+    return runWhere;
+  case OpId::Trilu:
+    return runTrilu;
+  case OpId::Neg:
+  case OpId::Abs:
+  case OpId::Sqrt:
+  case OpId::Reciprocal:
+  case OpId::Exp:
+  case OpId::Log:
+  case OpId::Tanh:
+  case OpId::Erf:
+  case OpId::Sigmoid:
+  case OpId::Relu:
+  case OpId::LeakyRelu:
+  case OpId::Not:
+  case OpId::Gelu:
+  case OpId::Silu:
+    return runUnary;
+  case OpId::SwiGLU:
+    return runSwiGLU;
+  case OpId::Softmax:
+  case OpId::LogSoftmax:
+    return runSoftmax;
+  case OpId::MatMul:
+    return runMatMul;
+  case OpId::Linear:
+    return runLinear;
+  case OpId::Gemm:
+    return runGemm;
+  case OpId::LayerNormalization:
+    return runLayerNorm;
+  case OpId::RMSNormalization:
+    return runRMSNorm;
+  case OpId::Attention:
+    return runAttention;
+  case OpId::RotaryEmbedding:
+    return runRotaryEmbedding;
+  case OpId::Reshape:
+  case OpId::Flatten:
+  case OpId::Squeeze:
+  case OpId::Unsqueeze:
+  case OpId::Identity:
+    return runReshapeLike;
+  case OpId::Dropout:
+    return runDropout;
+  case OpId::Transpose:
+    return runTranspose;
+  case OpId::Expand:
+    return runExpand;
+  case OpId::Concat:
+    return runConcat;
+  case OpId::Split:
+    return runSplit;
+  case OpId::Slice:
+    return runSlice;
+  case OpId::Gather:
+    return runGather;
+  case OpId::ReduceSum:
+  case OpId::ReduceMean:
+  case OpId::ReduceMax:
+    return runReduce;
+  case OpId::Constant:
+    return runConstant;
+  case OpId::ConstantOfShape:
+    return runConstantOfShape;
+  case OpId::Cast:
+    return runCast;
+  case OpId::Shape:
+    return runShape;
+  case OpId::Size:
+    return runSize;
+  case OpId::CrossEntropyLoss:
+    return runCrossEntropyLoss;
+  case OpId::CrossEntropyLossGrad:
+    return runCrossEntropyLossGrad;
+  case OpId::LayerNormalizationGrad:
+    return runLayerNormGrad;
+  case OpId::RMSNormalizationGrad:
+    return runRMSNormGrad;
+  case OpId::AttentionGrad:
+    return runAttentionGrad;
+  case OpId::GeluGrad:
+    return runGeluGrad;
+  case OpId::SiluGrad:
+    return runSiluGrad;
+  case OpId::SwiGLUGrad:
+    return runSwiGLUGrad;
+  case OpId::SoftmaxGrad:
+    return runSoftmaxGrad;
+  case OpId::GatherGrad:
+    return runGatherGrad;
+  case OpId::AdamW:
+    return runAdamW;
+  case OpId::Sgd:
+    return runSgd;
+  default:
+    return nullptr;
+  }
+}
+
+/// Kernels that only move elements and take every element type.
+static bool movesElements(OpId Op) {
+  switch (Op) {
+  case OpId::Where:
+  case OpId::Trilu:
+  case OpId::Reshape:
+  case OpId::Flatten:
+  case OpId::Squeeze:
+  case OpId::Unsqueeze:
+  case OpId::Identity:
+  case OpId::Dropout:
+  case OpId::Transpose:
+  case OpId::Expand:
+  case OpId::Concat:
+  case OpId::Split:
+  case OpId::Slice:
+  case OpId::Gather:
+  case OpId::Constant:
+  case OpId::ConstantOfShape:
+  case OpId::Cast:
+  case OpId::Shape:
+  case OpId::Size:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool CpuBackend::hasKernel(OpId Op) { return lookupKernel(Op) != nullptr; }
+
+CpuBackend::CpuBackend(const CpuBackendOptions &Options)
+    : Comm(std::make_unique<SingleRankCommunicator>()) {
+  setBlasThreads(Options.BlasThreads);
+}
+
+CpuBackend::~CpuBackend() = default;
+
+static constexpr std::align_val_t Alignment{64};
+
+Expected<Tensor> CpuBackend::allocate(ElementType Elem,
+                                      ArrayRef<int64_t> Shape) {
+  for (int64_t D : Shape)
+    if (D < 0)
+      return createStringError(inconvertibleErrorCode(),
+                               "cannot allocate " +
+                                   formatTensorType(Elem, Shape) +
+                                   ": negative dimension");
+  Tensor Probe(Elem, Shape, nullptr);
+  size_t Size = std::max<size_t>(Probe.getSizeInBytes(), 1);
+  void *Data = ::operator new(Size, Alignment, std::nothrow);
+  if (!Data)
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot allocate " + Twine(Size) + " bytes for " +
+                                 Probe.getTypeString());
+  return Tensor(Elem, Shape, Data);
+}
+
+void CpuBackend::deallocate(const Tensor &T) {
+  if (T.isPresent())
+    ::operator delete(T.getData(), Alignment);
+}
+
+Error CpuBackend::copyFromHost(const Tensor &Dst, ArrayRef<uint8_t> Bytes) {
+  if (Bytes.size() != Dst.getSizeInBytes())
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot copy " + Twine(Bytes.size()) +
+                                 " bytes into " + Dst.getTypeString());
+  if (!Bytes.empty())
+    std::memcpy(Dst.getData(), Bytes.data(), Bytes.size());
+  return Error::success();
+}
+
+Error CpuBackend::copyToHost(const Tensor &Src,
+                             MutableArrayRef<uint8_t> Bytes) {
+  if (Bytes.size() != Src.getSizeInBytes())
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot copy " + Src.getTypeString() + " into " +
+                                 Twine(Bytes.size()) + " bytes");
+  if (!Bytes.empty())
+    std::memcpy(Bytes.data(), Src.getData(), Bytes.size());
+  return Error::success();
+}
+
+static bool isConvertedToF32(const Tensor &T) {
+  if (!T.isPresent())
+    return false;
+  switch (T.getElementType()) {
+  case ElementType::F16:
+  case ElementType::BF16:
+  case ElementType::F64:
+  case ElementType::F8E4M3:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Element I of T (of a type isConvertedToF32 accepts) as a float.
+static float loadAsFloat(const Tensor &T, int64_t I) {
+  const char *P = static_cast<const char *>(T.getData());
+  switch (T.getElementType()) {
+  case ElementType::F16:
+  case ElementType::BF16: {
+    uint16_t Bits;
+    std::memcpy(&Bits, P + 2 * I, 2);
+    return T.getElementType() == ElementType::F16 ? halfToFloat(Bits)
+                                                  : bfloat16ToFloat(Bits);
+  }
+  case ElementType::F64: {
+    double V;
+    std::memcpy(&V, P + 8 * I, 8);
+    return float(V);
+  }
+  default:
+    return float(decodeF8E4M3(uint8_t(P[I])));
+  }
+}
+
+static void storeFromFloat(const Tensor &T, int64_t I, float V) {
+  char *P = static_cast<char *>(T.getData());
+  switch (T.getElementType()) {
+  case ElementType::F16:
+  case ElementType::BF16: {
+    uint16_t Bits = T.getElementType() == ElementType::F16 ? floatToHalf(V)
+                                                           : floatToBfloat16(V);
+    std::memcpy(P + 2 * I, &Bits, 2);
+    return;
+  }
+  case ElementType::F64: {
+    double D = V;
+    std::memcpy(P + 8 * I, &D, 8);
+    return;
+  }
+  default:
+    P[I] = char(encodeF8E4M3(V));
+  }
+}
+
+Error CpuBackend::runNode(const Node &N, ArrayRef<Tensor> Inputs,
+                          ArrayRef<Tensor> Outputs) {
+  KernelFn Kernel = lookupKernel(N.getOp());
+  if (!Kernel)
+    return createNodeError(N, "no CPU kernel");
+  if (movesElements(N.getOp()) || (llvm::none_of(Inputs, isConvertedToF32) &&
+                                   llvm::none_of(Outputs, isConvertedToF32)))
+    return Kernel(KernelArgs{N, Inputs, Outputs});
+
+  // Compute in f32 on converted copies.
+  SmallVector<Tensor, 4> In(Inputs.begin(), Inputs.end());
+  SmallVector<Tensor, 4> Out(Outputs.begin(), Outputs.end());
+  SmallVector<Tensor, 8> Temps;
+  auto FreeTemps = [&] {
+    for (const Tensor &T : Temps)
+      deallocate(T);
+  };
+  auto MakeF32 = [&](Tensor &T) -> Error {
+    Expected<Tensor> F = allocate(ElementType::F32, T.getShape());
+    if (!F)
+      return F.takeError();
+    Temps.push_back(*F);
+    T = *F;
+    return Error::success();
+  };
+  for (unsigned I = 0; I != In.size(); ++I) {
+    if (!isConvertedToF32(In[I]))
+      continue;
+    if (Error E = MakeF32(In[I])) {
+      FreeTemps();
+      return E;
+    }
+    for (int64_t J = 0, E = In[I].getNumElements(); J != E; ++J)
+      In[I].data<float>()[J] = loadAsFloat(Inputs[I], J);
+  }
+  for (unsigned I = 0; I != Out.size(); ++I)
+    if (isConvertedToF32(Out[I]))
+      if (Error E = MakeF32(Out[I])) {
+        FreeTemps();
+        return E;
+      }
+  Error E = Kernel(KernelArgs{N, In, Out});
+  if (!E)
+    for (unsigned I = 0; I != Out.size(); ++I)
+      if (isConvertedToF32(Outputs[I]))
+        for (int64_t J = 0, End = Out[I].getNumElements(); J != End; ++J)
+          storeFromFloat(Outputs[I], J, Out[I].data<float>()[J]);
+  FreeTemps();
+  return E;
+}

@@ -1,0 +1,104 @@
+//===- Kernels.h - The CPU kernels, one function per op family --*- C++ -*-===//
+//
+// Each kernel implements the ONNX semantics of its ops (newest opset, as
+// ir/Ops.def says) for static shapes, in fp32 with i64, i32 and bool where
+// the op takes integers; the backend converts f16, bf16, f64 and f8e4m3
+// operands of arithmetic ops to f32 around them. Kernels that only move
+// elements (layouts, slices, gathers, Cast, Constant, Where) take every
+// element type. Every reduction runs in a fixed order, so results do not
+// depend on threads. The file of each family is named after it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_RUNTIME_CPU_KERNELS_H
+#define AUTOPAR_RUNTIME_CPU_KERNELS_H
+
+#include "runtime/cpu/KernelSupport.h"
+
+namespace autopar {
+
+// ElementwiseKernels.cpp: Add, Sub, Mul, Div, Pow, Equal, Less, Greater,
+// And, Or with numpy broadcasting; Sum; Where; Trilu.
+llvm::Error runBinary(const KernelArgs &A);
+llvm::Error runSum(const KernelArgs &A);
+llvm::Error runWhere(const KernelArgs &A);
+llvm::Error runTrilu(const KernelArgs &A);
+
+// UnaryKernels.cpp: Neg, Abs, Sqrt, Reciprocal, Exp, Log, Tanh, Erf,
+// Sigmoid, Relu, LeakyRelu, Not, Gelu (erf and tanh), Silu; SwiGLU.
+llvm::Error runUnary(const KernelArgs &A);
+llvm::Error runSwiGLU(const KernelArgs &A);
+
+// SoftmaxKernels.cpp: Softmax and LogSoftmax along one axis.
+llvm::Error runSoftmax(const KernelArgs &A);
+
+// MatMulKernels.cpp: GEMMs through CBLAS.
+llvm::Error runMatMul(const KernelArgs &A);
+llvm::Error runLinear(const KernelArgs &A);
+llvm::Error runGemm(const KernelArgs &A);
+/// Row-major C[M, N] = Alpha * op(A) op(B) + Beta * C through cblas_sgemm,
+/// also for empty sizes.
+void sgemm(bool TransA, bool TransB, int64_t M, int64_t N, int64_t K,
+           float Alpha, const float *A, const float *B, float Beta, float *C);
+/// Sets OpenBLAS's thread count.
+void setBlasThreads(int Threads);
+
+// NormKernels.cpp: LayerNormalization (with Mean and InvStdDev) and
+// RMSNormalization.
+llvm::Error runLayerNorm(const KernelArgs &A);
+llvm::Error runRMSNorm(const KernelArgs &A);
+
+// AttentionKernel.cpp: ONNX Attention (opset 23).
+llvm::Error runAttention(const KernelArgs &A);
+// RotaryKernel.cpp: ONNX RotaryEmbedding (opset 23).
+llvm::Error runRotaryEmbedding(const KernelArgs &A);
+
+// LayoutKernels.cpp: Reshape, Flatten, Squeeze, Unsqueeze, Identity and
+// Dropout (inference) copy; Transpose; Expand.
+llvm::Error runReshapeLike(const KernelArgs &A);
+llvm::Error runDropout(const KernelArgs &A);
+llvm::Error runTranspose(const KernelArgs &A);
+llvm::Error runExpand(const KernelArgs &A);
+
+// SliceKernels.cpp: Concat, Split, Slice, Gather.
+llvm::Error runConcat(const KernelArgs &A);
+llvm::Error runSplit(const KernelArgs &A);
+llvm::Error runSlice(const KernelArgs &A);
+llvm::Error runGather(const KernelArgs &A);
+
+// ReduceKernels.cpp: ReduceSum, ReduceMean, ReduceMax.
+llvm::Error runReduce(const KernelArgs &A);
+
+// DataKernels.cpp: Constant, ConstantOfShape, Cast, Shape, Size.
+llvm::Error runConstant(const KernelArgs &A);
+llvm::Error runConstantOfShape(const KernelArgs &A);
+llvm::Error runCast(const KernelArgs &A);
+llvm::Error runShape(const KernelArgs &A);
+llvm::Error runSize(const KernelArgs &A);
+
+// LossKernels.cpp: CrossEntropyLoss and its gradient.
+llvm::Error runCrossEntropyLoss(const KernelArgs &A);
+llvm::Error runCrossEntropyLossGrad(const KernelArgs &A);
+
+// NormGradKernels.cpp: LayerNormalizationGrad, RMSNormalizationGrad.
+llvm::Error runLayerNormGrad(const KernelArgs &A);
+llvm::Error runRMSNormGrad(const KernelArgs &A);
+
+// AttentionKernel.cpp: AttentionGrad (4-D, no cache, no softcap).
+llvm::Error runAttentionGrad(const KernelArgs &A);
+
+// ActivationGradKernels.cpp: GeluGrad, SiluGrad, SwiGLUGrad, SoftmaxGrad,
+// GatherGrad.
+llvm::Error runGeluGrad(const KernelArgs &A);
+llvm::Error runSiluGrad(const KernelArgs &A);
+llvm::Error runSwiGLUGrad(const KernelArgs &A);
+llvm::Error runSoftmaxGrad(const KernelArgs &A);
+llvm::Error runGatherGrad(const KernelArgs &A);
+
+// OptimizerKernels.cpp: AdamW and Sgd steps (in place).
+llvm::Error runAdamW(const KernelArgs &A);
+llvm::Error runSgd(const KernelArgs &A);
+
+} // namespace autopar
+
+#endif // AUTOPAR_RUNTIME_CPU_KERNELS_H

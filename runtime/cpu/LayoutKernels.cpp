@@ -1,0 +1,223 @@
+//===- LayoutKernels.cpp - Reshapes, Transpose, Expand, Dropout -----------===//
+//
+// Element-type agnostic. Reshape (0 copies a dimension unless allowzero,
+// -1 is inferred), Flatten, Squeeze, Unsqueeze and Identity copy the bytes
+// after checking the result shape the op gives. Dropout is inference
+// Dropout: the data copied and a mask of all true; training mode with a
+// non-zero ratio is an error until the training runtime needs it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Kernels.h"
+
+#include "ir/Graph.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace autopar;
+using namespace llvm;
+
+static Expected<Shape> getReshapeShape(const KernelArgs &A) {
+  ArrayRef<int64_t> In = A.In[0].getShape();
+  Expected<Shape> Target = A.readInts(1);
+  if (!Target)
+    return Target.takeError();
+  bool AllowZero = A.intAttr("allowzero", 0);
+  int Infer = -1;
+  int64_t Known = 1;
+  for (size_t I = 0; I != Target->size(); ++I) {
+    int64_t &D = (*Target)[I];
+    if (D == 0 && !AllowZero) {
+      if (I >= In.size())
+        return A.error("shape entry " + Twine(I) +
+                       " is 0 but the data has "
+                       "rank " +
+                       Twine(In.size()));
+      D = In[I];
+    }
+    if (D == -1) {
+      if (Infer >= 0)
+        return A.error("the shape has more than one -1");
+      Infer = int(I);
+      continue;
+    }
+    if (D < 0)
+      return A.error("shape entry " + Twine(I) + " is " + Twine(D));
+    Known *= D;
+  }
+  int64_t Total = getNumElements(In);
+  if (Infer >= 0) {
+    if (Known == 0 || Total % Known)
+      return A.error("cannot infer the -1 of the shape for " +
+                     A.In[0].getTypeString());
+    (*Target)[Infer] = Total / Known;
+  }
+  return Target;
+}
+
+static Expected<Shape> getSqueezeShape(const KernelArgs &A, bool Squeeze) {
+  ArrayRef<int64_t> In = A.In[0].getShape();
+  Expected<std::optional<Shape>> Axes = A.intsFromAttrOrOperand("axes", 1);
+  if (!Axes)
+    return Axes.takeError();
+  unsigned Rank =
+      Squeeze ? In.size() : In.size() + (*Axes ? (*Axes)->size() : 0);
+  SmallVector<bool, 4> Marked(Rank, false);
+  if (*Axes) {
+    for (int64_t Axis : **Axes) {
+      Expected<unsigned> D = A.normalizeAxis(Axis, Rank);
+      if (!D)
+        return D.takeError();
+      if (Marked[*D])
+        return A.error("axis " + Twine(Axis) + " is repeated");
+      Marked[*D] = true;
+    }
+  } else if (Squeeze) {
+    for (unsigned D = 0; D != Rank; ++D)
+      Marked[D] = In[D] == 1;
+  } else {
+    return A.error("Unsqueeze needs axes");
+  }
+  Shape Out;
+  if (Squeeze) {
+    for (unsigned D = 0; D != Rank; ++D) {
+      if (Marked[D] && In[D] != 1)
+        return A.error("cannot squeeze dimension " + Twine(D) + " of size " +
+                       Twine(In[D]));
+      if (!Marked[D])
+        Out.push_back(In[D]);
+    }
+    return Out;
+  }
+  const int64_t *Next = In.begin();
+  for (unsigned D = 0; D != Rank; ++D)
+    Out.push_back(Marked[D] ? 1 : *Next++);
+  return Out;
+}
+
+Error autopar::runReshapeLike(const KernelArgs &A) {
+  const Tensor &X = A.In[0], &Y = A.Out[0];
+  ArrayRef<int64_t> In = X.getShape();
+  Shape Out;
+  switch (A.N.getOp()) {
+  case OpId::Reshape: {
+    Expected<Shape> S = getReshapeShape(A);
+    if (!S)
+      return S.takeError();
+    Out = std::move(*S);
+    break;
+  }
+  case OpId::Flatten: {
+    int64_t Axis = A.intAttr("axis", 1);
+    if (Axis < -int64_t(In.size()) || Axis > int64_t(In.size()))
+      return A.error("axis " + Twine(Axis) + " is out of range");
+    if (Axis < 0)
+      Axis += In.size();
+    Out = {getNumElements(In.take_front(Axis)),
+           getNumElements(In.drop_front(Axis))};
+    break;
+  }
+  case OpId::Squeeze:
+  case OpId::Unsqueeze: {
+    Expected<Shape> S = getSqueezeShape(A, A.N.getOp() == OpId::Squeeze);
+    if (!S)
+      return S.takeError();
+    Out = std::move(*S);
+    break;
+  }
+  default:
+    Out.assign(In.begin(), In.end());
+  }
+  if (Error E = A.checkShape(0, Out))
+    return E;
+  if (getNumElements(Out) != X.getNumElements())
+    return A.error("cannot reshape " + X.getTypeString() + " to " +
+                   Y.getTypeString());
+  if (Error E = A.checkResultType(0, {X.getElementType()}))
+    return E;
+  if (X.getSizeInBytes())
+    std::memcpy(Y.getData(), X.getData(), X.getSizeInBytes());
+  return Error::success();
+}
+
+Error autopar::runDropout(const KernelArgs &A) {
+  if (A.has(2)) {
+    if (Error E = A.checkType(2, {ElementType::Bool}))
+      return E;
+    bool Training = A.In[2].getNumElements() && A.In[2].data<uint8_t>()[0];
+    float Ratio = 0.5f;
+    if (A.has(1)) {
+      if (Error E = A.checkType(1, {ElementType::F32}))
+        return E;
+      Ratio = A.In[1].getNumElements() ? A.In[1].data<float>()[0] : 0.5f;
+    }
+    if (Training && Ratio != 0)
+      return A.error("training-mode Dropout has no CPU kernel");
+  }
+  const Tensor &X = A.In[0];
+  if (Error E = A.checkShape(0, X.getShape()))
+    return E;
+  if (Error E = A.checkResultType(0, {X.getElementType()}))
+    return E;
+  if (X.getSizeInBytes())
+    std::memcpy(A.Out[0].getData(), X.getData(), X.getSizeInBytes());
+  if (A.hasResult(1)) {
+    if (Error E = A.checkShape(1, X.getShape()))
+      return E;
+    if (Error E = A.checkResultType(1, {ElementType::Bool}))
+      return E;
+    std::fill_n(A.Out[1].data<uint8_t>(), X.getNumElements(), uint8_t(1));
+  }
+  return Error::success();
+}
+
+Error autopar::runTranspose(const KernelArgs &A) {
+  const Tensor &X = A.In[0], &Y = A.Out[0];
+  unsigned Rank = X.getRank();
+  Shape Perm;
+  if (const Attribute *P = A.attr("perm")) {
+    Perm.assign(P->getIntList().begin(), P->getIntList().end());
+  } else {
+    for (unsigned I = 0; I != Rank; ++I)
+      Perm.push_back(Rank - 1 - I);
+  }
+  if (Perm.size() != Rank)
+    return A.error("'perm' has " + Twine(Perm.size()) + " entries for rank " +
+                   Twine(Rank));
+  SmallVector<bool, 4> Seen(Rank, false);
+  Shape InStrides = getStrides(X.getShape()), Out, Strides;
+  for (int64_t P : Perm) {
+    if (P < 0 || P >= int64_t(Rank) || Seen[P])
+      return A.error("'perm' is not a permutation");
+    Seen[P] = true;
+    Out.push_back(X.getDim(P));
+    Strides.push_back(InStrides[P]);
+  }
+  if (Error E = A.checkShape(0, Out))
+    return E;
+  if (Error E = A.checkResultType(0, {X.getElementType()}))
+    return E;
+  StridedWalk Walk(Out, {Strides});
+  copyStrided(Y.data<char>(), X.data<char>(),
+              getElementSize(X.getElementType()), Y.getNumElements(), Walk, 0);
+  return Error::success();
+}
+
+Error autopar::runExpand(const KernelArgs &A) {
+  const Tensor &X = A.In[0], &Y = A.Out[0];
+  Expected<Shape> Target = A.readInts(1);
+  if (!Target)
+    return Target.takeError();
+  std::optional<Shape> Out = broadcastShapes({X.getShape(), *Target});
+  if (!Out)
+    return A.error(X.getTypeString() + " does not broadcast with the shape");
+  if (Error E = A.checkShape(0, *Out))
+    return E;
+  if (Error E = A.checkResultType(0, {X.getElementType()}))
+    return E;
+  StridedWalk Walk(*Out, {getBroadcastStrides(X.getShape(), *Out)});
+  copyStrided(Y.data<char>(), X.data<char>(),
+              getElementSize(X.getElementType()), Y.getNumElements(), Walk, 0);
+  return Error::success();
+}

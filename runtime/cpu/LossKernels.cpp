@@ -1,0 +1,119 @@
+//===- LossKernels.cpp - CrossEntropyLoss and its gradient ----------------===//
+//
+// Logits [..., C] as rows of C classes, labels [...] one per row (i64 or
+// i32); a label equal to ignore_index (default -100) counts for nothing.
+// Each counted row's loss is logsumexp(z) - z[label], computed in f64 with
+// the row's maximum subtracted; "sum" adds them in row order, "mean" divides
+// by the counted rows (0 when none are). The gradient is
+// dloss * (softmax(z) - onehot(label)), divided by the count for "mean".
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Kernels.h"
+
+#include "ir/Graph.h"
+
+#include <cmath>
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+struct LossRows {
+  int64_t Rows = 0, Classes = 0, Ignore = -100;
+  bool Mean = false;
+  std::vector<int64_t> Labels;
+  int64_t Counted = 0;
+};
+
+} // namespace
+
+static Expected<LossRows> getLossRows(const KernelArgs &A, unsigned Logits,
+                                      unsigned Labels) {
+  if (Error E = A.checkType(Logits, {ElementType::F32}))
+    return E;
+  if (Error E = A.checkType(Labels, {ElementType::I64, ElementType::I32}))
+    return E;
+  const Tensor &Z = A.In[Logits], &Y = A.In[Labels];
+  if (Z.getRank() == 0 || Y.getShape() != Z.getShape().drop_back())
+    return A.error("labels " + Y.getTypeString() +
+                   " must have the leading dimensions of logits " +
+                   Z.getTypeString());
+  LossRows R;
+  R.Classes = Z.getShape().back();
+  R.Rows = Y.getNumElements();
+  R.Ignore = A.intAttr("ignore_index", -100);
+  R.Mean = A.stringAttr("reduction", "mean") == "mean";
+  for (int64_t I = 0; I != R.Rows; ++I) {
+    int64_t L = Y.getElementType() == ElementType::I64 ? Y.data<int64_t>()[I]
+                                                       : Y.data<int32_t>()[I];
+    if (L != R.Ignore && (L < 0 || L >= R.Classes))
+      return A.error("label " + Twine(L) + " at row " + Twine(I) +
+                     " is outside [0, " + Twine(R.Classes) + ")");
+    R.Counted += L != R.Ignore;
+    R.Labels.push_back(L);
+  }
+  return R;
+}
+
+/// Row I's maximum and log of the sum of exp(z - max).
+static std::pair<double, double> logSumExp(const float *Row, int64_t C) {
+  double Max = -INFINITY;
+  for (int64_t J = 0; J != C; ++J)
+    Max = std::max(Max, double(Row[J]));
+  double Sum = 0;
+  for (int64_t J = 0; J != C; ++J)
+    Sum += std::exp(double(Row[J]) - Max);
+  return {Max, std::log(Sum)};
+}
+
+Error autopar::runCrossEntropyLoss(const KernelArgs &A) {
+  Expected<LossRows> R = getLossRows(A, 0, 1);
+  if (!R)
+    return R.takeError();
+  if (Error E = A.checkShape(0, {}))
+    return E;
+  const float *Z = A.In[0].data<float>();
+  double Total = 0;
+  for (int64_t I = 0; I != R->Rows; ++I) {
+    if (R->Labels[I] == R->Ignore)
+      continue;
+    const float *Row = Z + I * R->Classes;
+    auto [Max, Log] = logSumExp(Row, R->Classes);
+    Total += Max + Log - Row[R->Labels[I]];
+  }
+  if (R->Mean)
+    Total = R->Counted ? Total / R->Counted : 0;
+  A.Out[0].data<float>()[0] = float(Total);
+  return Error::success();
+}
+
+Error autopar::runCrossEntropyLossGrad(const KernelArgs &A) {
+  Expected<LossRows> R = getLossRows(A, 1, 2);
+  if (!R)
+    return R.takeError();
+  if (Error E = A.checkType(0, {ElementType::F32}))
+    return E;
+  if (Error E = A.checkShape(0, A.In[1].getShape()))
+    return E;
+  double Scale = A.In[0].data<float>()[0];
+  if (R->Mean)
+    Scale = R->Counted ? Scale / R->Counted : 0;
+  const float *Z = A.In[1].data<float>();
+  float *DZ = A.Out[0].data<float>();
+  for (int64_t I = 0; I != R->Rows; ++I) {
+    const float *Row = Z + I * R->Classes;
+    float *Out = DZ + I * R->Classes;
+    if (R->Labels[I] == R->Ignore) {
+      std::fill_n(Out, R->Classes, 0.0f);
+      continue;
+    }
+    auto [Max, Log] = logSumExp(Row, R->Classes);
+    for (int64_t J = 0; J != R->Classes; ++J) {
+      double P = std::exp(double(Row[J]) - Max - Log);
+      Out[J] = float(Scale * (P - (J == R->Labels[I] ? 1.0 : 0.0)));
+    }
+  }
+  return Error::success();
+}

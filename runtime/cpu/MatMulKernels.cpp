@@ -1,0 +1,180 @@
+//===- MatMulKernels.cpp - MatMul, Linear and Gemm through CBLAS ----------===//
+//
+// f32 only. MatMul follows numpy (1-D operands promoted and the added
+// dimension dropped, batch dimensions broadcast); when B has no batch
+// dimensions the whole of A is one GEMM. Linear is X[..., K] W[K, N] + B[N]
+// as one GEMM over the rows of X. Gemm is ONNX's, with transA/transB,
+// alpha, beta and C broadcast to [M, N]. OpenBLAS splits a GEMM over rows
+// and columns of the result, never over K, so results do not depend on its
+// thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Kernels.h"
+
+#include "ir/Graph.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+
+// OpenBLAS's own call; declared here in case the cblas.h found is another
+// implementation's.
+extern "C" void openblas_set_num_threads(int NumThreads);
+
+using namespace autopar;
+using namespace llvm;
+
+void autopar::setBlasThreads(int Threads) {
+  openblas_set_num_threads(std::max(Threads, 1));
+}
+
+void autopar::sgemm(bool TransA, bool TransB, int64_t M, int64_t N, int64_t K,
+                    float Alpha, const float *A, const float *B, float Beta,
+                    float *C) {
+  if (M == 0 || N == 0)
+    return;
+  if (K == 0) {
+    for (int64_t I = 0; I != M * N; ++I)
+      C[I] = Beta == 0 ? 0.0f : Beta * C[I];
+    return;
+  }
+  int64_t LdA = std::max<int64_t>(TransA ? M : K, 1);
+  int64_t LdB = std::max<int64_t>(TransB ? K : N, 1);
+  cblas_sgemm(CblasRowMajor, TransA ? CblasTrans : CblasNoTrans,
+              TransB ? CblasTrans : CblasNoTrans, int(M), int(N), int(K), Alpha,
+              A, int(LdA), B, int(LdB), Beta, C, int(std::max<int64_t>(N, 1)));
+}
+
+/// An error unless each size fits CBLAS's int arguments.
+static Error checkBlasSizes(const KernelArgs &A,
+                            std::initializer_list<int64_t> Sizes) {
+  for (int64_t S : Sizes)
+    if (S > INT_MAX)
+      return A.error("a GEMM dimension of " + Twine(S) +
+                     " exceeds what CBLAS takes");
+  return Error::success();
+}
+
+static Error checkAllF32(const KernelArgs &A) {
+  for (unsigned I = 0; I != A.In.size(); ++I)
+    if (A.has(I))
+      if (Error E = A.checkType(I, {ElementType::F32}))
+        return E;
+  return A.checkResultType(0, {ElementType::F32});
+}
+
+Error autopar::runMatMul(const KernelArgs &A) {
+  if (Error E = checkAllF32(A))
+    return E;
+  const Tensor &X = A.In[0], &W = A.In[1], &Y = A.Out[0];
+  if (X.getRank() == 0 || W.getRank() == 0)
+    return A.error("operands must have rank 1 or more");
+  Shape XS = toShape(X.getShape()), WS = toShape(W.getShape());
+  bool VectorX = XS.size() == 1, VectorW = WS.size() == 1;
+  if (VectorX)
+    XS.insert(XS.begin(), 1);
+  if (VectorW)
+    WS.push_back(1);
+  int64_t M = XS[XS.size() - 2], K = XS.back(), N = WS.back();
+  if (WS[WS.size() - 2] != K)
+    return A.error("contracting dimensions of " + X.getTypeString() + " and " +
+                   W.getTypeString() + " differ");
+  ArrayRef<int64_t> XBatch = ArrayRef<int64_t>(XS).drop_back(2);
+  ArrayRef<int64_t> WBatch = ArrayRef<int64_t>(WS).drop_back(2);
+  std::optional<Shape> Batch = broadcastShapes({XBatch, WBatch});
+  if (!Batch)
+    return A.error("batch dimensions of " + X.getTypeString() + " and " +
+                   W.getTypeString() + " do not broadcast");
+  Shape Out(*Batch);
+  if (!VectorX)
+    Out.push_back(M);
+  if (!VectorW)
+    Out.push_back(N);
+  if (Error E = A.checkShape(0, Out))
+    return E;
+  int64_t Count = getNumElements(*Batch);
+  if (getNumElements(WBatch) == 1 && XBatch.size() == Batch->size() &&
+      getNumElements(XBatch) == Count) {
+    // One GEMM: [Count * M, K] x [K, N].
+    if (Error E = checkBlasSizes(A, {Count * M, N, K}))
+      return E;
+    sgemm(false, false, Count * M, N, K, 1.0f, X.data<float>(), W.data<float>(),
+          0.0f, Y.data<float>());
+    return Error::success();
+  }
+  if (Error E = checkBlasSizes(A, {M, N, K}))
+    return E;
+  Shape XStrides = getBroadcastStrides(XBatch, *Batch);
+  Shape WStrides = getBroadcastStrides(WBatch, *Batch);
+  StridedWalk Walk(*Batch, {XStrides, WStrides});
+  for (int64_t I = 0; I != Count; ++I, Walk.next())
+    sgemm(false, false, M, N, K, 1.0f, X.data<float>() + Walk.offset(0) * M * K,
+          W.data<float>() + Walk.offset(1) * K * N, 0.0f,
+          Y.data<float>() + I * M * N);
+  return Error::success();
+}
+
+Error autopar::runLinear(const KernelArgs &A) {
+  if (Error E = checkAllF32(A))
+    return E;
+  const Tensor &X = A.In[0], &W = A.In[1], &Y = A.Out[0];
+  if (X.getRank() == 0 || W.getRank() != 2 ||
+      W.getDim(0) != X.getShape().back())
+    return A.error("X " + X.getTypeString() + " and W " + W.getTypeString() +
+                   " must be [..., K] and [K, N]");
+  int64_t K = W.getDim(0), N = W.getDim(1);
+  if (A.has(2) && A.In[2].getShape() != ArrayRef<int64_t>{N})
+    return A.error("B " + A.In[2].getTypeString() + " must be [" + Twine(N) +
+                   "]");
+  Shape Out = toShape(X.getShape().drop_back());
+  Out.push_back(N);
+  if (Error E = A.checkShape(0, Out))
+    return E;
+  int64_t Rows = getNumElements(X.getShape().drop_back());
+  if (Error E = checkBlasSizes(A, {Rows, N, K}))
+    return E;
+  float *YD = Y.data<float>();
+  if (A.has(2))
+    for (int64_t R = 0; R != Rows; ++R)
+      std::copy_n(A.In[2].data<float>(), N, YD + R * N);
+  sgemm(false, false, Rows, N, K, 1.0f, X.data<float>(), W.data<float>(),
+        A.has(2) ? 1.0f : 0.0f, YD);
+  return Error::success();
+}
+
+Error autopar::runGemm(const KernelArgs &A) {
+  if (Error E = checkAllF32(A))
+    return E;
+  const Tensor &X = A.In[0], &W = A.In[1], &Y = A.Out[0];
+  if (X.getRank() != 2 || W.getRank() != 2)
+    return A.error("A and B must have rank 2");
+  bool TransA = A.intAttr("transA", 0), TransB = A.intAttr("transB", 0);
+  float Alpha = float(A.floatAttr("alpha", 1.0));
+  float Beta = float(A.floatAttr("beta", 1.0));
+  int64_t M = X.getDim(TransA ? 1 : 0), K = X.getDim(TransA ? 0 : 1);
+  int64_t N = W.getDim(TransB ? 0 : 1);
+  if (W.getDim(TransB ? 1 : 0) != K)
+    return A.error("contracting dimensions of " + X.getTypeString() + " and " +
+                   W.getTypeString() + " differ");
+  if (Error E = A.checkShape(0, {M, N}))
+    return E;
+  if (Error E = checkBlasSizes(A, {M, N, K}))
+    return E;
+  float *YD = Y.data<float>();
+  if (A.has(2)) {
+    const Tensor &C = A.In[2];
+    Shape Target{M, N};
+    std::optional<Shape> Joint = broadcastShapes({C.getShape(), Target});
+    if (C.getRank() > 2 || !Joint || *Joint != Target)
+      return A.error("C " + C.getTypeString() + " does not broadcast to [" +
+                     Twine(M) + ", " + Twine(N) + "]");
+    StridedWalk Walk(Target, {getBroadcastStrides(C.getShape(), Target)});
+    for (int64_t I = 0; I != M * N; ++I, Walk.next())
+      YD[I] = Beta * C.data<float>()[Walk.offset(0)];
+  }
+  sgemm(TransA, TransB, M, N, K, Alpha, X.data<float>(), W.data<float>(),
+        A.has(2) ? 1.0f : 0.0f, YD);
+  return Error::success();
+}

@@ -1,0 +1,93 @@
+//===- NormGradKernels.cpp - Gradients of LayerNorm and RMSNorm -----------===//
+//
+// (dY, X, Scale) -> dX, dScale[, dB] for normalisation over the dimensions
+// from `axis` on, with Scale (and the bias) holding one value per element of
+// that normalised row. Per row, with xhat the normalised input and
+// g = dY * Scale:
+//   LayerNorm: dX = inv * (g - mean(g) - xhat * mean(g * xhat)),
+//   RMSNorm:   dX = inv * (g - xhat * mean(g * xhat)),
+// and dScale (dB) sums dY * xhat (dY) over the rows in row order. The
+// statistics are recomputed in f64 as the forward kernels compute them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Kernels.h"
+
+#include "ir/Graph.h"
+
+#include <cmath>
+#include <vector>
+
+using namespace autopar;
+using namespace llvm;
+
+static Error runNormGrad(const KernelArgs &A, bool Centered) {
+  for (unsigned I : {0u, 1u, 2u})
+    if (Error E = A.checkType(I, {ElementType::F32}))
+      return E;
+  const Tensor &DY = A.In[0], &X = A.In[1], &Scale = A.In[2];
+  if (DY.getShape() != X.getShape())
+    return A.error("dY " + DY.getTypeString() + " and X " + X.getTypeString() +
+                   " differ");
+  Expected<unsigned> Axis = A.normalizeAxis(A.intAttr("axis", -1), X.getRank());
+  if (!Axis)
+    return Axis.takeError();
+  int64_t Len = getNumElements(X.getShape().drop_front(*Axis));
+  int64_t Rows = getNumElements(X.getShape().take_front(*Axis));
+  if (Scale.getNumElements() != Len)
+    return A.error("scale " + Scale.getTypeString() +
+                   " must have one value per normalised element (" +
+                   Twine(Len) + ")");
+  if (Error E = A.checkShape(0, X.getShape()))
+    return E;
+  for (unsigned I = 1; I < A.Out.size(); ++I)
+    if (A.hasResult(I))
+      if (Error E = A.checkShape(I, Scale.getShape()))
+        return E;
+  double Epsilon = A.floatAttr("epsilon", 1e-5);
+  const float *XD = X.data<float>(), *DYD = DY.data<float>(),
+              *G = Scale.data<float>();
+  float *DX = A.Out[0].data<float>();
+  std::vector<double> DScale(Len, 0.0), DBias(Len, 0.0), XHat(Len), GY(Len);
+  for (int64_t Row = 0; Row != Rows; ++Row) {
+    const float *In = XD + Row * Len, *Up = DYD + Row * Len;
+    double Mean = 0;
+    if (Centered) {
+      for (int64_t J = 0; J != Len; ++J)
+        Mean += In[J];
+      Mean = Len ? Mean / Len : 0;
+    }
+    double Square = 0;
+    for (int64_t J = 0; J != Len; ++J)
+      Square += (In[J] - Mean) * (In[J] - Mean);
+    double Inv = 1 / std::sqrt((Len ? Square / Len : 0) + Epsilon);
+    double MeanG = 0, MeanGX = 0;
+    for (int64_t J = 0; J != Len; ++J) {
+      XHat[J] = (In[J] - Mean) * Inv;
+      GY[J] = double(Up[J]) * G[J];
+      MeanG += GY[J];
+      MeanGX += GY[J] * XHat[J];
+      DScale[J] += double(Up[J]) * XHat[J];
+      DBias[J] += Up[J];
+    }
+    MeanG = Centered && Len ? MeanG / Len : 0;
+    MeanGX = Len ? MeanGX / Len : 0;
+    for (int64_t J = 0; J != Len; ++J)
+      DX[Row * Len + J] = float(Inv * (GY[J] - MeanG - XHat[J] * MeanGX));
+  }
+  for (int64_t J = 0; J != Len; ++J) {
+    if (A.hasResult(1))
+      A.Out[1].data<float>()[J] = float(DScale[J]);
+    if (Centered && A.hasResult(2))
+      A.Out[2].data<float>()[J] = float(DBias[J]);
+  }
+  return Error::success();
+}
+
+Error autopar::runLayerNormGrad(const KernelArgs &A) {
+  return runNormGrad(A, /*Centered=*/true);
+}
+
+Error autopar::runRMSNormGrad(const KernelArgs &A) {
+  return runNormGrad(A, /*Centered=*/false);
+}

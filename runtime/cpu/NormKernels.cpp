@@ -1,0 +1,139 @@
+//===- NormKernels.cpp - LayerNormalization and RMSNormalization ----------===//
+//
+// Both normalise over the dimensions from `axis` (default -1) on; Scale and
+// B broadcast to that normalised shape. Statistics are computed in f64 in
+// index order: LayerNormalization's mean and population variance, with the
+// optional Mean and InvStdDev results of shape [X's leading dimensions, 1,
+// ..., 1]; RMSNormalization's mean of squares.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Kernels.h"
+
+#include "ir/Graph.h"
+
+#include <cmath>
+#include <vector>
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+/// The rows of X normalised from Axis on, with Scale and B broadcast to a
+/// row.
+struct NormRows {
+  int64_t Rows = 0, Len = 0;
+  unsigned Axis = 0;
+  std::vector<float> Scale, Bias;
+};
+
+} // namespace
+
+/// T broadcast to the normalised shape Row, as one row.
+static Expected<std::vector<float>> expandToRow(const KernelArgs &A, unsigned I,
+                                                ArrayRef<int64_t> Row) {
+  const Tensor &T = A.In[I];
+  std::optional<Shape> Joint = broadcastShapes({T.getShape(), Row});
+  if (T.getRank() > Row.size() || !Joint || ArrayRef<int64_t>(*Joint) != Row)
+    return A.error("operand " + Twine(I) + " " + T.getTypeString() +
+                   " does not broadcast to the normalised shape");
+  std::vector<float> Values(getNumElements(Row));
+  StridedWalk Walk(Row, {getBroadcastStrides(T.getShape(), Row)});
+  for (size_t J = 0; J != Values.size(); ++J, Walk.next())
+    Values[J] = T.data<float>()[Walk.offset(0)];
+  return Values;
+}
+
+static Expected<NormRows> getRows(const KernelArgs &A, unsigned ScaleOperand,
+                                  int BiasOperand) {
+  for (unsigned I = 0; I != A.In.size(); ++I)
+    if (A.has(I))
+      if (Error E = A.checkType(I, {ElementType::F32}))
+        return E;
+  const Tensor &X = A.In[0];
+  Expected<unsigned> Axis = A.normalizeAxis(A.intAttr("axis", -1), X.getRank());
+  if (!Axis)
+    return Axis.takeError();
+  if (Error E = A.checkShape(0, X.getShape()))
+    return E;
+  if (Error E = A.checkResultType(0, {ElementType::F32}))
+    return E;
+  NormRows R;
+  R.Axis = *Axis;
+  ArrayRef<int64_t> Row = X.getShape().drop_front(*Axis);
+  R.Len = getNumElements(Row);
+  R.Rows = getNumElements(X.getShape().take_front(*Axis));
+  Expected<std::vector<float>> Scale = expandToRow(A, ScaleOperand, Row);
+  if (!Scale)
+    return Scale.takeError();
+  R.Scale = std::move(*Scale);
+  if (BiasOperand >= 0 && A.has(BiasOperand)) {
+    Expected<std::vector<float>> Bias = expandToRow(A, BiasOperand, Row);
+    if (!Bias)
+      return Bias.takeError();
+    R.Bias = std::move(*Bias);
+  }
+  return R;
+}
+
+Error autopar::runLayerNorm(const KernelArgs &A) {
+  Expected<NormRows> R = getRows(A, 1, 2);
+  if (!R)
+    return R.takeError();
+  const Tensor &X = A.In[0];
+  Shape StatShape = toShape(X.getShape().take_front(R->Axis));
+  StatShape.resize(X.getRank(), 1);
+  for (unsigned I : {1u, 2u})
+    if (A.hasResult(I)) {
+      if (Error E = A.checkShape(I, StatShape))
+        return E;
+      if (Error E = A.checkResultType(I, {ElementType::F32}))
+        return E;
+    }
+  double Epsilon = A.floatAttr("epsilon", 1e-5);
+  const float *XD = X.data<float>();
+  float *YD = A.Out[0].data<float>();
+  for (int64_t Row = 0; Row != R->Rows; ++Row) {
+    const float *In = XD + Row * R->Len;
+    float *Out = YD + Row * R->Len;
+    double Sum = 0;
+    for (int64_t J = 0; J != R->Len; ++J)
+      Sum += In[J];
+    double Mean = R->Len ? Sum / R->Len : 0;
+    double SquareSum = 0;
+    for (int64_t J = 0; J != R->Len; ++J)
+      SquareSum += (In[J] - Mean) * (In[J] - Mean);
+    double Variance = R->Len ? SquareSum / R->Len : 0;
+    double InvStdDev = 1 / std::sqrt(Variance + Epsilon);
+    for (int64_t J = 0; J != R->Len; ++J) {
+      double V = (In[J] - Mean) * InvStdDev * R->Scale[J];
+      Out[J] = float(R->Bias.empty() ? V : V + R->Bias[J]);
+    }
+    if (A.hasResult(1))
+      A.Out[1].data<float>()[Row] = float(Mean);
+    if (A.hasResult(2))
+      A.Out[2].data<float>()[Row] = float(InvStdDev);
+  }
+  return Error::success();
+}
+
+Error autopar::runRMSNorm(const KernelArgs &A) {
+  Expected<NormRows> R = getRows(A, 1, -1);
+  if (!R)
+    return R.takeError();
+  double Epsilon = A.floatAttr("epsilon", 1e-5);
+  const float *XD = A.In[0].data<float>();
+  float *YD = A.Out[0].data<float>();
+  for (int64_t Row = 0; Row != R->Rows; ++Row) {
+    const float *In = XD + Row * R->Len;
+    float *Out = YD + Row * R->Len;
+    double SquareSum = 0;
+    for (int64_t J = 0; J != R->Len; ++J)
+      SquareSum += double(In[J]) * In[J];
+    double Inv = 1 / std::sqrt((R->Len ? SquareSum / R->Len : 0) + Epsilon);
+    for (int64_t J = 0; J != R->Len; ++J)
+      Out[J] = float(In[J] * Inv * R->Scale[J]);
+  }
+  return Error::success();
+}

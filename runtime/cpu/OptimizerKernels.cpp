@@ -1,0 +1,75 @@
+//===- OptimizerKernels.cpp - AdamW and SGD steps -------------------------===//
+//
+// One parameter per node, elementwise and in f64 per element, so a result
+// may share its buffer with the operand it replaces (the executor computes
+// optimizer steps in place). AdamW follows torch.optim.AdamW:
+//   p -= lr * wd * p; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+//   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
+// Sgd: p -= lr * (g + wd * p).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Kernels.h"
+
+#include "ir/Graph.h"
+
+#include <cmath>
+
+using namespace autopar;
+using namespace llvm;
+
+static Error checkParamLike(const KernelArgs &A,
+                            std::initializer_list<unsigned> Operands) {
+  for (unsigned I : Operands) {
+    if (Error E = A.checkType(I, {ElementType::F32}))
+      return E;
+    if (A.In[I].getShape() != A.In[0].getShape())
+      return A.error("operand " + Twine(I) + " " + A.In[I].getTypeString() +
+                     " does not match the parameter " +
+                     A.In[0].getTypeString());
+  }
+  for (unsigned I = 0; I != A.Out.size(); ++I)
+    if (Error E = A.checkShape(I, A.In[0].getShape()))
+      return E;
+  return Error::success();
+}
+
+static double scalarOperand(const KernelArgs &A, unsigned I) {
+  return A.In[I].data<float>()[0];
+}
+
+Error autopar::runAdamW(const KernelArgs &A) {
+  if (Error E = checkParamLike(A, {0, 1, 2, 3}))
+    return E;
+  double Lr = scalarOperand(A, 4), B1 = scalarOperand(A, 5),
+         B2 = scalarOperand(A, 6), Eps = scalarOperand(A, 7),
+         Wd = scalarOperand(A, 8), Step = scalarOperand(A, 9);
+  if (Step < 1)
+    return A.error("step must be 1 or more, got " + Twine(int64_t(Step)));
+  double Correct1 = 1 - std::pow(B1, Step), Correct2 = 1 - std::pow(B2, Step);
+  const float *P = A.In[0].data<float>(), *G = A.In[1].data<float>(),
+              *M = A.In[2].data<float>(), *V = A.In[3].data<float>();
+  float *PO = A.Out[0].data<float>(), *MO = A.Out[1].data<float>(),
+        *VO = A.Out[2].data<float>();
+  for (int64_t I = 0, N = A.In[0].getNumElements(); I != N; ++I) {
+    double Param = P[I] * (1 - Lr * Wd), Grad = G[I];
+    float Mean = float(B1 * M[I] + (1 - B1) * Grad);
+    float Square = float(B2 * V[I] + (1 - B2) * Grad * Grad);
+    double Denom = std::sqrt(Square / Correct2) + Eps;
+    PO[I] = float(Param - Lr * (Mean / Correct1) / Denom);
+    MO[I] = Mean;
+    VO[I] = Square;
+  }
+  return Error::success();
+}
+
+Error autopar::runSgd(const KernelArgs &A) {
+  if (Error E = checkParamLike(A, {0, 1}))
+    return E;
+  double Lr = scalarOperand(A, 2), Wd = scalarOperand(A, 3);
+  const float *P = A.In[0].data<float>(), *G = A.In[1].data<float>();
+  float *PO = A.Out[0].data<float>();
+  for (int64_t I = 0, N = A.In[0].getNumElements(); I != N; ++I)
+    PO[I] = float(P[I] - Lr * (G[I] + Wd * P[I]));
+  return Error::success();
+}

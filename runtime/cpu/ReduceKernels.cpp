@@ -1,0 +1,102 @@
+//===- ReduceKernels.cpp - ReduceSum, ReduceMean and ReduceMax ------------===//
+//
+// Axes come from the attribute or the operand; none means every axis, or
+// a copy with noop_with_empty_axes. f32 accumulates in f64 and i64 in i64
+// (wrapping), visiting the input in row-major order, so each result is
+// summed in index order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Kernels.h"
+
+#include "ir/Graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+using namespace autopar;
+using namespace llvm;
+
+template <typename T, typename Acc>
+static void reduce(const KernelArgs &A, ArrayRef<int64_t> KeptShape,
+                   int64_t Count) {
+  const Tensor &X = A.In[0], &Y = A.Out[0];
+  OpId Op = A.N.getOp();
+  bool Max = Op == OpId::ReduceMax;
+  Acc Init = Max ? (std::numeric_limits<Acc>::has_infinity
+                        ? -std::numeric_limits<Acc>::infinity()
+                        : std::numeric_limits<Acc>::lowest())
+                 : Acc(0);
+  std::vector<Acc> Totals(Y.getNumElements(), Init);
+  StridedWalk Walk(X.getShape(),
+                   {getBroadcastStrides(KeptShape, X.getShape())});
+  const T *XD = X.data<T>();
+  for (int64_t I = 0, N = X.getNumElements(); I != N; ++I, Walk.next()) {
+    Acc &Total = Totals[Walk.offset(0)];
+    Acc V = Acc(XD[I]);
+    if constexpr (std::is_integral_v<Acc>) {
+      Total = Max ? std::max(Total, V) : Acc(uint64_t(Total) + uint64_t(V));
+    } else {
+      if (!Max)
+        Total += V;
+      else if (V > Total || std::isnan(V))
+        Total = V;
+    }
+  }
+  T *YD = Y.data<T>();
+  for (size_t I = 0; I != Totals.size(); ++I) {
+    Acc V = Totals[I];
+    if (Op == OpId::ReduceMean)
+      V = Count ? V / Acc(Count) : Acc(0);
+    YD[I] = T(V);
+  }
+}
+
+Error autopar::runReduce(const KernelArgs &A) {
+  const Tensor &X = A.In[0];
+  if (Error E = A.checkType(0, {ElementType::F32, ElementType::I64}))
+    return E;
+  if (Error E = A.checkResultType(0, {X.getElementType()}))
+    return E;
+  Expected<std::optional<Shape>> Axes = A.intsFromAttrOrOperand("axes", 1);
+  if (!Axes)
+    return Axes.takeError();
+  unsigned Rank = X.getRank();
+  bool Empty = !*Axes || (*Axes)->empty();
+  if (Empty && A.intAttr("noop_with_empty_axes", 0)) {
+    if (Error E = A.checkShape(0, X.getShape()))
+      return E;
+    if (X.getSizeInBytes())
+      std::memcpy(A.Out[0].getData(), X.getData(), X.getSizeInBytes());
+    return Error::success();
+  }
+  SmallVector<bool, 4> Reduced(Rank, Empty);
+  if (!Empty)
+    for (int64_t Axis : **Axes) {
+      Expected<unsigned> D = A.normalizeAxis(Axis, Rank);
+      if (!D)
+        return D.takeError();
+      Reduced[*D] = true;
+    }
+  Shape Kept, Out;
+  int64_t Count = 1;
+  bool KeepDims = A.intAttr("keepdims", 1);
+  for (unsigned D = 0; D != Rank; ++D) {
+    Kept.push_back(Reduced[D] ? 1 : X.getDim(D));
+    if (Reduced[D])
+      Count *= X.getDim(D);
+    if (!Reduced[D] || KeepDims)
+      Out.push_back(Kept.back());
+  }
+  if (Error E = A.checkShape(0, Out))
+    return E;
+  if (X.getElementType() == ElementType::F32)
+    reduce<float, double>(A, Kept, Count);
+  else
+    reduce<int64_t, int64_t>(A, Kept, Count);
+  return Error::success();
+}

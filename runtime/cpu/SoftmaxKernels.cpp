@@ -1,0 +1,52 @@
+//===- SoftmaxKernels.cpp - Softmax and LogSoftmax ------------------------===//
+//
+// Along one axis (opset 13 semantics, `axis` defaults to -1): the maximum
+// is subtracted first and the exponentials summed in f64 in index order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Kernels.h"
+
+#include "ir/Graph.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace autopar;
+using namespace llvm;
+
+Error autopar::runSoftmax(const KernelArgs &A) {
+  const Tensor &X = A.In[0], &Y = A.Out[0];
+  if (Error E = A.checkType(0, {ElementType::F32}))
+    return E;
+  if (Error E = A.checkResultType(0, {ElementType::F32}))
+    return E;
+  if (Error E = A.checkShape(0, X.getShape()))
+    return E;
+  Expected<unsigned> Axis = A.normalizeAxis(A.intAttr("axis", -1), X.getRank());
+  if (!Axis)
+    return Axis.takeError();
+  bool Log = A.N.getOp() == OpId::LogSoftmax;
+  int64_t Len = X.getDim(*Axis);
+  int64_t Inner = getNumElements(X.getShape().drop_front(*Axis + 1));
+  int64_t Outer = getNumElements(X.getShape().take_front(*Axis));
+  const float *XD = X.data<float>();
+  float *YD = Y.data<float>();
+  for (int64_t O = 0; O != Outer; ++O)
+    for (int64_t I = 0; I != Inner; ++I) {
+      int64_t Base = O * Len * Inner + I;
+      float Max = -INFINITY;
+      for (int64_t J = 0; J != Len; ++J)
+        Max = std::max(Max, XD[Base + J * Inner]);
+      double Sum = 0;
+      for (int64_t J = 0; J != Len; ++J)
+        Sum += std::exp(double(XD[Base + J * Inner]) - Max);
+      double LogSum = std::log(Sum);
+      for (int64_t J = 0; J != Len; ++J) {
+        double Shifted = double(XD[Base + J * Inner]) - Max;
+        YD[Base + J * Inner] =
+            float(Log ? Shifted - LogSum : std::exp(Shifted) / Sum);
+      }
+    }
+  return Error::success();
+}

@@ -1,0 +1,156 @@
+//===- UnaryKernels.cpp - Elementwise functions and activations -----------===//
+//
+// One element in, one element out, in f32 (Neg, Abs and Relu also on i64
+// and i32, Not on bool). Gelu is 0.5 x (1 + erf(x / sqrt 2)), or with
+// approximate = "tanh" 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+// Silu is x sigmoid(x); SwiGLU(A, B) is A sigmoid(alpha A) B.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Kernels.h"
+
+#include "ir/Graph.h"
+
+#include <cmath>
+#include <type_traits>
+
+using namespace autopar;
+using namespace llvm;
+
+static float sigmoid(float X) {
+  if (X >= 0)
+    return 1.0f / (1.0f + std::exp(-X));
+  float E = std::exp(X);
+  return E / (1.0f + E);
+}
+
+template <typename T, typename FnTy>
+static void mapElements(const Tensor &X, const Tensor &Y, FnTy Fn) {
+  const T *XD = X.data<T>();
+  T *YD = Y.data<T>();
+  for (int64_t I = 0, N = X.getNumElements(); I != N; ++I)
+    YD[I] = Fn(XD[I]);
+}
+
+template <typename T>
+static void runIntegerUnary(const Tensor &X, const Tensor &Y, OpId Op) {
+  using U = std::make_unsigned_t<T>;
+  if (Op == OpId::Neg)
+    mapElements<T>(X, Y, [](T V) { return T(U(0) - U(V)); });
+  else if (Op == OpId::Abs)
+    mapElements<T>(X, Y, [](T V) { return V < 0 ? T(U(0) - U(V)) : V; });
+  else
+    mapElements<T>(X, Y, [](T V) { return V < 0 ? T(0) : V; });
+}
+
+static Error runFloatUnary(const KernelArgs &A) {
+  const Tensor &X = A.In[0], &Y = A.Out[0];
+  switch (A.N.getOp()) {
+  case OpId::Neg:
+    mapElements<float>(X, Y, [](float V) { return -V; });
+    break;
+  case OpId::Abs:
+    mapElements<float>(X, Y, [](float V) { return std::fabs(V); });
+    break;
+  case OpId::Sqrt:
+    mapElements<float>(X, Y, [](float V) { return std::sqrt(V); });
+    break;
+  case OpId::Reciprocal:
+    mapElements<float>(X, Y, [](float V) { return 1.0f / V; });
+    break;
+  case OpId::Exp:
+    mapElements<float>(X, Y, [](float V) { return std::exp(V); });
+    break;
+  case OpId::Log:
+    mapElements<float>(X, Y, [](float V) { return std::log(V); });
+    break;
+  case OpId::Tanh:
+    mapElements<float>(X, Y, [](float V) { return std::tanh(V); });
+    break;
+  case OpId::Erf:
+    mapElements<float>(X, Y, [](float V) { return std::erf(V); });
+    break;
+  case OpId::Sigmoid:
+    mapElements<float>(X, Y, sigmoid);
+    break;
+  case OpId::Relu:
+    mapElements<float>(X, Y, [](float V) { return V < 0 ? 0.0f : V; });
+    break;
+  case OpId::LeakyRelu: {
+    float Alpha = float(A.floatAttr("alpha", 0.01));
+    mapElements<float>(X, Y, [=](float V) { return V < 0 ? Alpha * V : V; });
+    break;
+  }
+  case OpId::Silu:
+    mapElements<float>(X, Y, [](float V) { return V * sigmoid(V); });
+    break;
+  case OpId::Gelu: {
+    StringRef Mode = A.stringAttr("approximate", "none");
+    if (Mode == "tanh") {
+      const float K = 0.7978845608028654f; // sqrt(2 / pi)
+      mapElements<float>(X, Y, [=](float V) {
+        return 0.5f * V * (1.0f + std::tanh(K * (V + 0.044715f * V * V * V)));
+      });
+    } else if (Mode == "none") {
+      const float InvSqrt2 = 0.7071067811865476f;
+      mapElements<float>(X, Y, [=](float V) {
+        return 0.5f * V * (1.0f + std::erf(V * InvSqrt2));
+      });
+    } else {
+      return A.error("'approximate' must be \"none\" or \"tanh\", got \"" +
+                     Mode + "\"");
+    }
+    break;
+  }
+  default:
+    llvm_unreachable("not a unary float op");
+  }
+  return Error::success();
+}
+
+Error autopar::runUnary(const KernelArgs &A) {
+  const Tensor &X = A.In[0];
+  if (Error E = A.checkShape(0, X.getShape()))
+    return E;
+  if (Error E = A.checkResultType(0, {X.getElementType()}))
+    return E;
+  OpId Op = A.N.getOp();
+  if (Op == OpId::Not) {
+    if (Error E = A.checkType(0, {ElementType::Bool}))
+      return E;
+    mapElements<uint8_t>(X, A.Out[0], [](uint8_t V) { return uint8_t(!V); });
+    return Error::success();
+  }
+  bool TakesIntegers = Op == OpId::Neg || Op == OpId::Abs || Op == OpId::Relu;
+  if (TakesIntegers && X.getElementType() == ElementType::I64) {
+    runIntegerUnary<int64_t>(X, A.Out[0], Op);
+    return Error::success();
+  }
+  if (TakesIntegers && X.getElementType() == ElementType::I32) {
+    runIntegerUnary<int32_t>(X, A.Out[0], Op);
+    return Error::success();
+  }
+  if (Error E = A.checkType(0, {ElementType::F32}))
+    return E;
+  return runFloatUnary(A);
+}
+
+Error autopar::runSwiGLU(const KernelArgs &A) {
+  const Tensor &G = A.In[0], &U = A.In[1], &Y = A.Out[0];
+  for (unsigned I : {0u, 1u})
+    if (Error E = A.checkType(I, {ElementType::F32}))
+      return E;
+  if (G.getShape() != U.getShape())
+    return A.error("'A' " + G.getTypeString() + " and 'B' " +
+                   U.getTypeString() + " must have the same shape");
+  if (Error E = A.checkShape(0, G.getShape()))
+    return E;
+  if (Error E = A.checkResultType(0, {ElementType::F32}))
+    return E;
+  float Alpha = float(A.floatAttr("alpha", 1.0));
+  const float *GD = G.data<float>(), *UD = U.data<float>();
+  float *YD = Y.data<float>();
+  for (int64_t I = 0, N = G.getNumElements(); I != N; ++I)
+    YD[I] = GD[I] * sigmoid(Alpha * GD[I]) * UD[I];
+  return Error::success();
+}

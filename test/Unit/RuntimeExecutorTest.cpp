@@ -1,0 +1,237 @@
+//===- RuntimeExecutorTest.cpp - Binding programs to a backend ------------===//
+//
+// What the executor adds to the kernels: static shapes required, parameters
+// loaded from inline data, external files or the seeded initialiser,
+// inputs checked, buffers freed after their last use, and repeatable runs.
+// Also the single-rank communicator of the CPU backend.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestSupport.h"
+
+#include "runtime/ParamInit.h"
+#include "runtime/cpu/CpuCommunicator.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+
+using namespace autopar;
+using namespace autopar::test;
+using namespace llvm;
+
+namespace {
+
+/// A parsed program and a CPU backend to run it on.
+class ExecutorTest : public ::testing::Test {
+protected:
+  const Graph &parse(StringRef Text) {
+    SM.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(Text, "test.air"),
+                          SMLoc());
+    DiagnosticEngine Diag(&SM, "test.air");
+    M = parseModule(SM, Diag);
+    EXPECT_TRUE(M && succeeded(verifyModule(*M, Diag)));
+    return *M->getGraphs().front();
+  }
+  std::unique_ptr<Executor> create(const Graph &G,
+                                   ExecutorOptions Options = {}) {
+    Expected<std::unique_ptr<Executor>> X = Executor::create(G, B, Options);
+    if (!X) {
+      ADD_FAILURE() << toString(X.takeError());
+      return nullptr;
+    }
+    std::unique_ptr<Executor> Result = std::move(*X);
+    return Result;
+  }
+
+  SourceMgr SM;
+  std::unique_ptr<Module> M;
+  CpuBackend B;
+};
+
+TEST_F(ExecutorTest, NeedsStaticShapes) {
+  const Graph &G = parse(R"(
+graph @g(%x: f32[batch, 4]) {
+  %y = Neg(%x) : f32[batch, 4]
+  return %y
+})");
+  Expected<std::unique_ptr<Executor>> X =
+      Executor::create(G, B, ExecutorOptions());
+  ASSERT_FALSE(bool(X));
+  EXPECT_EQ(toString(X.takeError()),
+            "value '%x': type f32[batch, 4] is not static; the runtime needs "
+            "static shapes (bind the symbols with --dim when importing)");
+}
+
+TEST_F(ExecutorTest, ChecksInputs) {
+  const Graph &G = parse(R"(
+graph @g(%x: f32[2]) {
+  %y = Neg(%x) : f32[2]
+  return %y
+})");
+  std::unique_ptr<Executor> X = create(G);
+  ASSERT_TRUE(X);
+  Expected<std::vector<HostTensor>> R = X->run({f32({3}, {1, 2, 3})});
+  ASSERT_FALSE(bool(R));
+  EXPECT_EQ(toString(R.takeError()),
+            "value '%x': input of type f32[3] given for f32[2]");
+  Expected<std::vector<HostTensor>> None = X->run({});
+  ASSERT_FALSE(bool(None));
+  EXPECT_EQ(toString(None.takeError()),
+            "the graph takes 1 inputs; 0 were given");
+}
+
+TEST_F(ExecutorTest, LoadsInlineAndExternalParameters) {
+  SmallString<128> Dir;
+  ASSERT_FALSE(sys::fs::createUniqueDirectory("autopar-runtime", Dir));
+  SmallString<128> File(Dir);
+  sys::path::append(File, "w.bin");
+  {
+    std::error_code EC;
+    raw_fd_ostream OS(File, EC);
+    ASSERT_FALSE(EC);
+    float Values[3] = {-1, 10, 20};
+    OS.write(reinterpret_cast<const char *>(Values), sizeof(Values));
+  }
+  const Graph &G = parse(R"(
+graph @g(%x: f32[2]) {
+  param %b: f32[2] = dense<f32[2], [1.0, 2.0]>
+  param %w: f32[2] = external<"w.bin", offset = 4, length = 8>
+  %y = Add(%x, %b) : f32[2]
+  %z = Mul(%y, %w) : f32[2]
+  return %z, %b
+})");
+  ExecutorOptions Options;
+  Options.WeightsDir = std::string(Dir);
+  std::unique_ptr<Executor> X = create(G, Options);
+  ASSERT_TRUE(X);
+  Expected<std::vector<HostTensor>> R = X->run({f32({2}, {0.5f, 1})});
+  ASSERT_TRUE(bool(R)) << toString(R.takeError());
+  expectNear(floatsOf((*R)[0]), {15, 60}, 0);
+  expectNear(floatsOf((*R)[1]), {1, 2}, 0);
+
+  // Without the file, loading fails naming the parameter and the file.
+  ASSERT_FALSE(sys::fs::remove(File));
+  Expected<std::unique_ptr<Executor>> Missing = Executor::create(G, B, Options);
+  ASSERT_FALSE(bool(Missing));
+  EXPECT_EQ(toString(Missing.takeError()),
+            ("parameter 'w': external data file '" + File +
+             "' is missing (running needs it)")
+                .str());
+  sys::fs::remove_directories(Dir);
+}
+
+TEST_F(ExecutorTest, InitialisesParametersWithoutData) {
+  const Graph &G = parse(R"(
+graph @g() {
+  param %w: f32[4000]
+  param %v: f32[4000]
+  param %h: bf16[3]
+  param %steps: i64[3]
+  return %w, %v, %h, %steps
+})");
+  std::unique_ptr<Executor> X = create(G);
+  ASSERT_TRUE(X);
+  Expected<std::vector<HostTensor>> R = X->run({});
+  ASSERT_TRUE(bool(R)) << toString(R.takeError());
+  std::vector<float> W = floatsOf((*R)[0]), V = floatsOf((*R)[1]);
+  double Sum = 0, Squares = 0;
+  for (float F : W) {
+    Sum += F;
+    Squares += double(F) * F;
+  }
+  EXPECT_NEAR(Sum / W.size(), 0, 0.002);
+  EXPECT_NEAR(std::sqrt(Squares / W.size()), InitStdDev, 0.002);
+  EXPECT_NE(W, V);
+  EXPECT_EQ(elementsOf<int64_t>((*R)[3]), (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ((*R)[2].Bytes.size(), 6u);
+
+  // Keyed by name and seed: the same in another executor, different with
+  // another seed.
+  std::unique_ptr<Executor> Again = create(G);
+  Expected<std::vector<HostTensor>> R2 = Again->run({});
+  ASSERT_TRUE(bool(R2));
+  EXPECT_EQ(floatsOf((*R2)[0]), W);
+  ExecutorOptions Seeded;
+  Seeded.InitSeed = 7;
+  std::unique_ptr<Executor> Other = create(G, Seeded);
+  Expected<std::vector<HostTensor>> R3 = Other->run({});
+  ASSERT_TRUE(bool(R3));
+  EXPECT_NE(floatsOf((*R3)[0]), W);
+}
+
+TEST_F(ExecutorTest, FollowsInitAnnotations) {
+  const Graph &G = parse(R"(
+graph @g() {
+  param %moment: f32[3]
+  param %positions: i64[2]
+  return %moment, %positions
+})");
+  // Set through the API: the test does not depend on Annotations.def.
+  G.getParams()[0]->getAttrs().set("init", Attribute::getString("zeros"));
+  std::unique_ptr<Executor> X = create(G);
+  ASSERT_TRUE(X);
+  Expected<std::vector<HostTensor>> R = X->run({});
+  ASSERT_TRUE(bool(R));
+  expectNear(floatsOf((*R)[0]), {0, 0, 0}, 0);
+
+  G.getParams()[1]->getAttrs().set("init", Attribute::getString("normal"));
+  Expected<std::unique_ptr<Executor>> Bad =
+      Executor::create(G, B, ExecutorOptions());
+  ASSERT_FALSE(bool(Bad));
+  EXPECT_EQ(toString(Bad.takeError()),
+            "parameter 'positions': init \"normal\" needs a float type, not "
+            "i64[2]");
+  G.getParams()[1]->getAttrs().set("init", Attribute::getString("ones"));
+  Bad = Executor::create(G, B, ExecutorOptions());
+  ASSERT_FALSE(bool(Bad));
+  EXPECT_EQ(toString(Bad.takeError()),
+            "parameter 'positions': unknown init \"ones\" (zeros or normal)");
+}
+
+TEST_F(ExecutorTest, FreesAfterLastUseAndRepeats) {
+  // A chain holds at most two [1024] buffers at a time; %x is still needed
+  // by the last node, so three.
+  const Graph &G = parse(R"(
+graph @g(%x: f32[1024]) {
+  %a = Neg(%x) : f32[1024]
+  %b = Exp(%a) : f32[1024]
+  %c = Tanh(%b) : f32[1024]
+  %d = Add(%c, %x) : f32[1024]
+  return %d
+})");
+  std::unique_ptr<Executor> X = create(G);
+  ASSERT_TRUE(X);
+  Random Gen(11);
+  HostTensor In = f32({1024}, Gen.vector(1024));
+  Expected<std::vector<HostTensor>> R1 = X->run({In});
+  ASSERT_TRUE(bool(R1));
+  EXPECT_EQ(X->getPeakActivationBytes(), 3u * 4096);
+  Expected<std::vector<HostTensor>> R2 = X->run({In});
+  ASSERT_TRUE(bool(R2));
+  EXPECT_EQ((*R1)[0].Bytes, (*R2)[0].Bytes);
+  std::vector<float> XF = floatsOf(In), D = floatsOf((*R1)[0]);
+  for (size_t I = 0; I != XF.size(); ++I)
+    EXPECT_NEAR(D[I], std::tanh(std::exp(-XF[I])) + XF[I], 1e-6);
+}
+
+TEST(RuntimeCpu, SingleRankCommunicator) {
+  CpuBackend B;
+  Communicator &C = B.getCommunicator();
+  EXPECT_EQ(C.getRank(), 0);
+  EXPECT_EQ(C.getNumRanks(), 1);
+  float In[2] = {1, 2}, Out[2] = {0, 0};
+  Tensor TIn(ElementType::F32, {2}, In), TOut(ElementType::F32, {2}, Out);
+  std::chrono::milliseconds Timeout(100);
+  EXPECT_FALSE(bool(C.allReduce(TIn, TOut, {0}, Timeout)));
+  EXPECT_EQ(Out[1], 2);
+  EXPECT_EQ(toString(C.allGather(TIn, TOut, {0, 1}, 0, Timeout)),
+            "all-gather: a single-rank job has only rank 0; the group has 2 "
+            "ranks");
+  EXPECT_EQ(toString(C.send(TIn, 1, Timeout)),
+            "send to rank 1: a single-rank job has no other rank");
+}
+
+} // namespace

@@ -1,0 +1,98 @@
+//===- autopar-run.cpp - Runs autopar programs ----------------------------===//
+//
+// autopar-run interprets a program (autopar IR) on the CPU backend: once
+// with --eval (runtime/RunDriver), or as a training loop (runtime/
+// TrainDriver). This file only reads the command line.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/RunDriver.h"
+#include "runtime/TrainDriver.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+
+using namespace llvm;
+
+static cl::OptionCategory Category("autopar-run options");
+
+static cl::opt<std::string> Eval("eval",
+                                 cl::desc("Run the graph of this program once"),
+                                 cl::value_desc("program.air"),
+                                 cl::cat(Category));
+static cl::opt<std::string>
+    GraphName("graph", cl::desc("The graph to run (default: the only one)"),
+              cl::value_desc("name"), cl::cat(Category));
+static cl::list<std::string>
+    Inputs("input",
+           cl::desc("A graph input as a raw little-endian file, e.g. "
+                    "--input input_ids=ids.bin (one per input)"),
+           cl::value_desc("name=file"), cl::cat(Category));
+static cl::opt<std::string>
+    OutputDir("o",
+              cl::desc("Folder for the outputs (<index>.bin, outputs.json)"),
+              cl::value_desc("dir"), cl::cat(Category));
+static cl::opt<std::string> WeightsDir(
+    "weights-dir",
+    cl::desc("Folder of external parameter data (default: the program's)"),
+    cl::value_desc("dir"), cl::cat(Category));
+static cl::opt<uint64_t> Seed("seed",
+                              cl::desc("Seed of parameters that have no data"),
+                              cl::init(0), cl::cat(Category));
+static cl::opt<int> Threads("threads", cl::desc("OpenBLAS threads"),
+                            cl::init(1), cl::cat(Category));
+
+static cl::opt<std::string> Program(cl::Positional,
+                                    cl::desc("[training program.air]"),
+                                    cl::cat(Category));
+static cl::opt<int64_t> Steps("steps", cl::desc("Training steps"), cl::init(1),
+                              cl::cat(Category));
+static cl::opt<std::string>
+    Data("data", cl::desc("random, or a file of little-endian int32 tokens"),
+         cl::init("random"), cl::cat(Category));
+static cl::opt<std::string> Optimizer("optimizer",
+                                      cl::desc("adamw or sgd (as compiled)"),
+                                      cl::init("adamw"), cl::cat(Category));
+static cl::opt<double> Lr("lr", cl::desc("Learning rate"), cl::init(1e-3),
+                          cl::cat(Category));
+static cl::opt<double> Beta1("beta1", cl::desc("AdamW beta1"), cl::init(0.9),
+                             cl::cat(Category));
+static cl::opt<double> Beta2("beta2", cl::desc("AdamW beta2"), cl::init(0.999),
+                             cl::cat(Category));
+static cl::opt<double> Eps("eps", cl::desc("AdamW epsilon"), cl::init(1e-8),
+                           cl::cat(Category));
+static cl::opt<double> WeightDecay("weight-decay", cl::desc("Weight decay"),
+                                   cl::init(0.01), cl::cat(Category));
+
+int main(int argc, char **argv) {
+  InitLLVM X(argc, argv);
+  cl::HideUnrelatedOptions(Category);
+  cl::ParseCommandLineOptions(argc, argv, "autopar program runner\n");
+
+  if (Eval.empty()) {
+    autopar::TrainOptions T;
+    T.ProgramFile = Program;
+    T.GraphName = GraphName;
+    T.Steps = Steps;
+    T.Data = Data;
+    T.Seed = Seed;
+    T.Optimizer = Optimizer;
+    T.Lr = Lr;
+    T.Beta1 = Beta1;
+    T.Beta2 = Beta2;
+    T.Eps = Eps;
+    T.WeightDecay = WeightDecay;
+    T.WeightsDir = WeightsDir;
+    T.Threads = Threads;
+    return autopar::runTraining(T);
+  }
+  autopar::RunDriverOptions Options;
+  Options.ProgramFile = Eval;
+  Options.GraphName = GraphName;
+  Options.Inputs.assign(Inputs.begin(), Inputs.end());
+  Options.OutputDir = OutputDir;
+  Options.WeightsDir = WeightsDir;
+  Options.InitSeed = Seed;
+  Options.Threads = Threads;
+  return autopar::runRunDriver(Options);
+}
