@@ -6,6 +6,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <vector>
 
 using namespace autopar;
 using namespace llvm;
@@ -44,7 +45,17 @@ table { border-collapse: collapse; font-size: 13px; }
 td, th { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
 th { background: #f0f0f0; } td.text { text-align: left; }
 .warn { color: #b00; font-weight: bold; }
+p.elided { font-size: 13px; }
 svg text { font-size: 11px; font-family: sans-serif; }
+svg text.rank { font-size: 12px; font-weight: bold; text-anchor: middle; }
+svg text.dp { font-size: 9px; text-anchor: middle; }
+svg text.gap { font-size: 18px; font-weight: bold; text-anchor: middle; }
+ul.legend { font-size: 13px; list-style: none; padding-left: 0; }
+ul.legend li { margin: 4px 0; }
+.swatch, .tpbox { display: inline-block; width: 12px; height: 12px;
+  margin-right: 4px; vertical-align: middle; }
+.tpbox { width: 22px; border: 2px solid #111; border-radius: 4px;
+  box-sizing: border-box; }
 </style>)";
 
 /// Stage hues, repeated.
@@ -79,42 +90,318 @@ void summary(raw_ostream &OS, const ReportInput &In) {
   OS << "</table></section>\n";
 }
 
-/// Pipeline stages (rows) by data-parallel replicas (columns), each a box of
-/// tensor-parallel ranks; at most 16 of each are drawn.
+/// Where a global rank sits in the parallel groups: Megatron-LM's order
+/// (parallel_state's "tp-cp-ep-dp-pp" with no context or expert
+/// parallelism), tensor-parallel ranks innermost, then data-parallel, then
+/// pipeline: rank = tp + TP * (dp + DP * pp). The planner's costs assume the
+/// same placement (planner/Search.cpp: neighbouring stages are TP x DP ranks
+/// apart). The report's only mapping from ranks to groups.
+struct RankCoords {
+  unsigned Tp, Dp, Pp;
+};
+RankCoords getRankCoords(const PlanConfig &C, unsigned Rank) {
+  return {Rank % C.TP, Rank / C.TP % C.DP, Rank / C.TP / C.DP};
+}
+
+std::string bandwidth(double BytesPerSec) {
+  std::string S;
+  raw_string_ostream(S) << format("%.4g GB/s", BytesPerSec / 1e9);
+  return S;
+}
+
+/// "a..b", or "a" when a == b.
+std::string numberRange(unsigned A, unsigned B) {
+  return A == B ? std::to_string(A)
+                : std::to_string(A) + ".." + std::to_string(B);
+}
+
+/// Which links the groups' collectives cross, over every rank.
+struct GroupLinks {
+  /// The most nodes one tensor- or data-parallel group spans.
+  unsigned TpNodes = 1, DpNodes = 1;
+  /// Pairs of neighbouring stages (for each tensor- and data-parallel
+  /// index) on different nodes and on the same node.
+  uint64_t PpCross = 0, PpSame = 0;
+  /// The nodes holding a rank of data-parallel replica 0, ascending.
+  std::vector<unsigned> Replica0Nodes;
+};
+
+GroupLinks findGroupLinks(const PlanConfig &C, unsigned Ranks,
+                          unsigned PerNode) {
+  GroupLinks L;
+  // Ranks are visited in order, so nodes never decrease: a group spans as
+  // many nodes as its node changes.
+  struct Span {
+    std::vector<unsigned> Last, Count;
+    explicit Span(size_t N) : Last(N, ~0u), Count(N, 0) {}
+    void visit(size_t Group, unsigned Node) {
+      if (Last[Group] != Node) {
+        Last[Group] = Node;
+        ++Count[Group];
+      }
+    }
+    unsigned most() const {
+      return Count.empty() ? 1 : *std::max_element(Count.begin(), Count.end());
+    }
+  } Tp(size_t(C.DP) * C.PP), Dp(size_t(C.TP) * C.PP);
+  // The node of each (tp, dp) index's stages, stage innermost.
+  std::vector<unsigned> StageNode(Ranks);
+  for (unsigned Rank = 0; Rank != Ranks; ++Rank) {
+    RankCoords X = getRankCoords(C, Rank);
+    unsigned Node = Rank / PerNode;
+    Tp.visit(X.Dp + size_t(C.DP) * X.Pp, Node);
+    Dp.visit(X.Tp + size_t(C.TP) * X.Pp, Node);
+    StageNode[(X.Tp + size_t(C.TP) * X.Dp) * C.PP + X.Pp] = Node;
+    if (X.Dp == 0 &&
+        (L.Replica0Nodes.empty() || L.Replica0Nodes.back() != Node))
+      L.Replica0Nodes.push_back(Node);
+  }
+  L.TpNodes = Tp.most();
+  L.DpNodes = Dp.most();
+  for (size_t I = 0; I + 1 < StageNode.size(); ++I)
+    if ((I + 1) % C.PP != 0)
+      ++(StageNode[I] == StageNode[I + 1] ? L.PpSame : L.PpCross);
+  return L;
+}
+
+/// The physical cluster: a box per node with its GPUs (labelled by global
+/// rank, coloured by pipeline stage, tensor-parallel groups outlined), the
+/// node's NVLink as a bar joining its GPUs, and the network as a line
+/// joining the nodes; then a legend that says which link each group's
+/// collectives use. At most 16 nodes and 32 GPUs of each are drawn: all
+/// nodes when they fit, else those holding data-parallel replica 0 (one
+/// whole copy of the model), and the text says what is left out.
 void topology(raw_ostream &OS, const ReportInput &In) {
   const PlanConfig &C = In.Plans.front().Config;
-  unsigned Rows = std::min(C.PP, 16u), Cols = std::min(C.DP, 16u);
-  unsigned Tp = std::min(C.TP, 8u);
-  unsigned CellW = 12 * Tp + 8, CellH = 26;
-  unsigned W = 90 + Cols * CellW + 60, H = 30 + Rows * CellH + 20;
+  const Cluster &Cl = *In.Cl;
+  const unsigned MaxNodes = 16, MaxGpus = 32;
+  unsigned Ranks = C.TP * C.PP * C.DP;
+  unsigned PerNode = std::max(1u, std::min(Cl.GpusPerNode, Ranks));
+  unsigned Nodes = (Ranks + PerNode - 1) / PerNode;
+  GroupLinks L = findGroupLinks(C, Ranks, PerNode);
+  bool Cpu = Cl.Device.Name == "cpu";
+  StringRef Intra = Cpu ? "shared memory" : "NVLink";
+
+  std::vector<unsigned> Drawn;
+  if (Nodes <= MaxNodes)
+    for (unsigned N = 0; N != Nodes; ++N)
+      Drawn.push_back(N);
+  else
+    Drawn.assign(L.Replica0Nodes.begin(),
+                 L.Replica0Nodes.begin() +
+                     std::min<size_t>(L.Replica0Nodes.size(), MaxNodes));
+
   OS << "<section id=\"topology\"><h2>Cluster: " << C.PP
      << " pipeline stages x " << C.DP << " data-parallel replicas x " << C.TP
-     << " tensor-parallel ranks on " << In.Cl->numNodes() << " nodes of "
-     << In.Cl->GpusPerNode << "</h2>\n";
+     << " tensor-parallel ranks on " << Nodes
+     << (Nodes == 1 ? " node of " : " nodes of ") << PerNode
+     << (PerNode == 1 ? " GPU" : " GPUs") << "</h2>\n";
+
+  // Geometry: GPUs in rows of up to 8 inside a node, nodes side by side
+  // in rows under 1100 pixels, a network line under each row of nodes.
+  // A GPU's width fits its rank in bold 12-pixel digits.
+  const unsigned CellH = 32, Gap = 6, Pad = 10, NodeGap = 24;
+  unsigned CellW =
+      std::max<unsigned>(44, 7 * std::to_string(Ranks - 1).size() + 10);
+  unsigned Shown = std::min(PerNode, MaxGpus);
+  unsigned Cols = std::min(Shown, 8u), GpuRows = (Shown + Cols - 1) / Cols;
+  // Wide enough for the title and the ranks beside it.
+  unsigned NodeW = std::max(2 * Pad + Cols * (CellW + Gap) - Gap, 180u);
+  unsigned GpuTop = 26, BarTop = GpuTop + GpuRows * (CellH + Gap) - Gap + 12;
+  unsigned NodeH = BarTop + 18 + Pad;
+  unsigned PerRow = std::max<unsigned>(
+      1, std::min<unsigned>(Drawn.size(), 1100 / (NodeW + NodeGap)));
+  unsigned NodeRows = (Drawn.size() + PerRow - 1) / PerRow;
+  bool Network = Nodes > 1;
+  unsigned RowH = NodeH + (Network ? 58 : 12);
+  unsigned Left = Network ? 34 : 10;
+  unsigned W = Left + PerRow * (NodeW + NodeGap), H = 10 + NodeRows * RowH;
   OS << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W
      << "\" height=\"" << H << "\">\n";
-  for (unsigned D = 0; D != Cols; ++D)
-    OS << "<text x=\"" << 90 + D * CellW << "\" y=\"18\">dp " << D
+
+  for (unsigned I = 0; I != Drawn.size(); ++I) {
+    unsigned Node = Drawn[I], First = Node * PerNode;
+    unsigned Last = std::min(First + PerNode, Ranks) - 1;
+    unsigned X0 = Left + I % PerRow * (NodeW + NodeGap);
+    unsigned Y0 = 10 + I / PerRow * RowH;
+    auto CellX = [&](unsigned J) {
+      return X0 + Pad + J % Cols * (CellW + Gap);
+    };
+    auto CellY = [&](unsigned J) {
+      return Y0 + GpuTop + J / Cols * (CellH + Gap);
+    };
+    OS << "<g class=\"node\"><rect x=\"" << X0 << "\" y=\"" << Y0
+       << "\" width=\"" << NodeW << "\" height=\"" << NodeH
+       << "\" rx=\"6\" fill=\"#f7f7f7\" stroke=\"#666\"/>\n<text x=\""
+       << X0 + Pad << "\" y=\"" << Y0 + 17 << "\" font-weight=\"bold\">node "
+       << Node << "</text><text x=\"" << X0 + NodeW - Pad << "\" y=\""
+       << Y0 + 17 << "\" text-anchor=\"end\">"
+       << (First == Last ? "rank " : "ranks ") << numberRange(First, Last)
        << "</text>\n";
-  for (unsigned S = 0; S != Rows; ++S) {
-    unsigned Y = 26 + S * CellH;
-    OS << "<text x=\"4\" y=\"" << Y + 15 << "\">stage " << S << "</text>\n";
-    for (unsigned D = 0; D != Cols; ++D) {
-      unsigned X = 90 + D * CellW;
-      OS << "<rect x=\"" << X << "\" y=\"" << Y << "\" width=\"" << CellW - 4
-         << "\" height=\"" << CellH - 6
-         << "\" fill=\"none\" stroke=\"#888\"/>\n";
-      for (unsigned T = 0; T != Tp; ++T)
-        OS << "<rect x=\"" << X + 2 + 12 * T << "\" y=\"" << Y + 3
-           << "\" width=\"10\" height=\"" << CellH - 12 << "\" fill=\""
-           << stageColor(S) << "\"/>\n";
+    unsigned Count = std::min(Shown, Last - First + 1);
+    // Each GPU's link to the node's switch, under the GPUs.
+    for (unsigned J = 0; J != Count; ++J)
+      OS << "<line x1=\"" << CellX(J) + CellW / 2 << "\" y1=\"" << CellY(J)
+         << "\" x2=\"" << CellX(J) + CellW / 2 << "\" y2=\"" << Y0 + BarTop
+         << "\" stroke=\"#999\"/>\n";
+    OS << "<rect class=\"nvlink\" x=\"" << X0 + Pad << "\" y=\"" << Y0 + BarTop
+       << "\" width=\"" << NodeW - 2 * Pad
+       << "\" height=\"18\" rx=\"3\" fill=\"#c9c9c9\"/><text x=\""
+       << X0 + NodeW / 2 << "\" y=\"" << Y0 + BarTop + 13
+       << "\" text-anchor=\"middle\">" << Intra << " "
+       << bandwidth(Cl.IntraNode.BytesPerSec) << " per GPU</text>\n";
+    for (unsigned J = 0; J != Count; ++J) {
+      RankCoords X = getRankCoords(C, First + J);
+      OS << "<g class=\"gpu\"><title>rank " << First + J << ": stage " << X.Pp
+         << ", data-parallel replica " << X.Dp << ", tensor-parallel rank "
+         << X.Tp << "</title><rect x=\"" << CellX(J) << "\" y=\"" << CellY(J)
+         << "\" width=\"" << CellW << "\" height=\"" << CellH
+         << "\" rx=\"3\" fill=\"" << stageColor(X.Pp)
+         << "\"/><text class=\"rank\" x=\"" << CellX(J) + CellW / 2 << "\" y=\""
+         << CellY(J) + 14 << "\">" << First + J
+         << "</text><text class=\"dp\" x=\"" << CellX(J) + CellW / 2
+         << "\" y=\"" << CellY(J) + 27 << "\">d" << X.Dp << "</text></g>\n";
     }
+    // Tensor-parallel groups: a frame around each run of a group's GPUs
+    // within a row.
+    for (unsigned J = 0; C.TP > 1 && J != Count;) {
+      RankCoords X = getRankCoords(C, First + J);
+      unsigned End = J + 1;
+      while (End != Count && End % Cols != 0) {
+        RankCoords Y = getRankCoords(C, First + End);
+        if (Y.Dp != X.Dp || Y.Pp != X.Pp)
+          break;
+        ++End;
+      }
+      OS << "<rect class=\"tp-group\" x=\"" << CellX(J) - 2 << "\" y=\""
+         << CellY(J) - 2 << "\" width=\"" << (End - J) * (CellW + Gap) - Gap + 4
+         << "\" height=\"" << CellH + 4
+         << "\" rx=\"5\" fill=\"none\" stroke=\"#111\" stroke-width=\"2\"/>\n";
+      J = End;
+    }
+    // Nodes left out between two drawn ones of a row.
+    if (I % PerRow != 0 && Drawn[I - 1] + 1 != Node)
+      OS << "<text class=\"gap\" x=\"" << X0 - NodeGap / 2 << "\" y=\""
+         << Y0 + NodeH / 2 + 5 << "\">&#8230;</text>\n";
+    if (Network) {
+      unsigned Mid = X0 + NodeW / 2, Y1 = Y0 + NodeH;
+      OS << "<line x1=\"" << Mid << "\" y1=\"" << Y1 << "\" x2=\"" << Mid
+         << "\" y2=\"" << Y1 + 22
+         << "\" stroke=\"#555\" stroke-width=\"2\"/><text x=\"" << Mid + 5
+         << "\" y=\"" << Y1 + 15 << "\">"
+         << bandwidth(Cl.InterNode.BytesPerSec * PerNode) << "</text>\n";
+    }
+    OS << "</g>\n";
   }
-  if (C.PP > Rows || C.DP > Cols || C.TP > Tp)
-    OS << "<text x=\"4\" y=\"" << H - 4 << "\">(first " << Rows << " stages, "
-       << Cols << " replicas and " << Tp
-       << " tensor-parallel ranks drawn)</text>\n";
-  OS << "</svg></section>\n";
+  if (Network) {
+    // A line under each row of nodes, joined by a trunk on the left.
+    for (unsigned R = 0; R != NodeRows; ++R) {
+      unsigned Y = 10 + R * RowH + NodeH + 22;
+      unsigned InRow = std::min<unsigned>(PerRow, Drawn.size() - R * PerRow);
+      OS << "<line class=\"network\" x1=\"10\" y1=\"" << Y << "\" x2=\""
+         << Left + (InRow - 1) * (NodeW + NodeGap) + NodeW << "\" y2=\"" << Y
+         << "\" stroke=\"#555\" stroke-width=\"4\"/>\n";
+    }
+    unsigned Top = 10 + NodeH + 22;
+    if (NodeRows > 1)
+      OS << "<line x1=\"10\" y1=\"" << Top << "\" x2=\"10\" y2=\""
+         << Top + (NodeRows - 1) * RowH
+         << "\" stroke=\"#555\" stroke-width=\"4\"/>\n";
+    OS << "<text x=\"14\" y=\"" << Top + 17
+       << "\">network between nodes: " << bandwidth(Cl.InterNode.BytesPerSec)
+       << " per GPU, " << bandwidth(Cl.InterNode.BytesPerSec * PerNode)
+       << " per node (each direction)</text>\n";
+  }
+  OS << "</svg>\n";
+
+  // What is not drawn.
+  if (Drawn.size() < Nodes) {
+    std::vector<bool> IsDrawn(Nodes, false);
+    for (unsigned N : Drawn)
+      IsDrawn[N] = true;
+    unsigned DrawnMaxDp = 0, DrawnMaxPp = 0, OtherMinDp = C.DP;
+    for (unsigned Rank = 0; Rank != Ranks; ++Rank) {
+      RankCoords X = getRankCoords(C, Rank);
+      if (IsDrawn[Rank / PerNode]) {
+        DrawnMaxDp = std::max(DrawnMaxDp, X.Dp);
+        DrawnMaxPp = std::max(DrawnMaxPp, X.Pp);
+      } else {
+        OtherMinDp = std::min(OtherMinDp, X.Dp);
+      }
+    }
+    OS << "<p class=\"elided\">Drawn: ";
+    if (Drawn.size() == L.Replica0Nodes.size())
+      OS << "the " << Drawn.size()
+         << (Drawn.size() == 1 ? " node that holds" : " nodes that hold")
+         << " data-parallel replica 0 (one whole copy of the model, " << C.TP
+         << " tensor-parallel ranks x " << C.PP << " stages)";
+    else
+      OS << "the first " << Drawn.size() << " of the " << L.Replica0Nodes.size()
+         << " nodes that hold data-parallel replica 0 (stages "
+         << numberRange(0, DrawnMaxPp) << " of " << C.PP << ")";
+    if (DrawnMaxDp > 0)
+      OS << ", with replicas " << numberRange(0, DrawnMaxDp);
+    OS << "; &#8230; and " << Nodes - Drawn.size() << " more nodes";
+    if (OtherMinDp > DrawnMaxDp)
+      OS << ": replicas " << numberRange(DrawnMaxDp + 1, C.DP - 1)
+         << " of the same layout";
+    OS << ".</p>\n";
+  }
+  if (Shown < PerNode)
+    OS << "<p class=\"elided\">The first " << Shown << " of each node's "
+       << PerNode << " GPUs are drawn.</p>\n";
+
+  // The legend.
+  OS << "<ul class=\"legend\">\n";
+  unsigned Colors = std::min(C.PP, 8u);
+  OS << "<li>";
+  for (unsigned S = 0; S != Colors; ++S)
+    OS << "<span class=\"swatch\" style=\"background:" << stageColor(S)
+       << "\"></span>" << (C.PP > 8 ? "stages " : "stage ") << S
+       << (C.PP > 8 ? ", " + std::to_string(S + 8) + ", &#8230;" : "") << " ";
+  OS << "(colour: pipeline stage). ";
+  if (C.PP == 1)
+    OS << "One stage: no sends between stages.";
+  else if (L.PpCross == 0)
+    OS << "Sends between neighbouring stages use " << Intra
+       << " (both stages on the same node).";
+  else if (L.PpSame == 0)
+    OS << "Sends between neighbouring stages use the network (neighbouring "
+          "stages are on different nodes).";
+  else
+    OS << "Sends between neighbouring stages use the network for " << L.PpCross
+       << " of " << L.PpCross + L.PpSame
+       << " stage pairs (on different nodes), " << Intra << " for the others.";
+  OS << "</li>\n<li><span class=\"tpbox\"></span>";
+  if (C.TP == 1)
+    OS << "tp=1: no tensor-parallel groups.";
+  else if (L.TpNodes == 1)
+    OS << "Outlined: a tensor-parallel group (" << C.TP
+       << " consecutive ranks); its all-reduces and all-gathers use " << Intra
+       << " (each group inside one node).";
+  else
+    OS << "Outlined: a tensor-parallel group (" << C.TP
+       << " consecutive ranks) spans " << L.TpNodes
+       << " nodes; its collectives use " << Intra
+       << " inside a node and the network between nodes.";
+  OS << "</li>\n<li>";
+  if (C.DP == 1)
+    OS << "One data-parallel replica: no gradient synchronization.";
+  else {
+    OS << "d0..d" << C.DP - 1
+       << ": data-parallel replica; a data-parallel group is the " << C.DP
+       << " GPUs with the same stage and tensor-parallel rank. Its gradient "
+          "synchronization uses ";
+    if (L.DpNodes == 1)
+      OS << Intra << " (each group inside one node).";
+    else
+      OS << "the network, across " << L.DpNodes << " nodes"
+         << (L.DpNodes < C.DP ? " (" + Intra.str() +
+                                    " between members on one "
+                                    "node)."
+                              : ".");
+  }
+  OS << "</li>\n</ul></section>\n";
 }
 
 Error gantt(raw_ostream &OS, const ReportInput &In) {

@@ -1,8 +1,10 @@
 //===- Report.h - The plan as one self-contained HTML page ------*- C++ -*-===//
 //
 // report.html: inline CSS and SVG, no scripts, nothing fetched. The
-// cluster's groups (pipeline stages by data-parallel replicas by
-// tensor-parallel ranks), the pipeline schedule as a Gantt chart per rank
+// cluster's topology (nodes, their GPUs by global rank, NVLink and the
+// network) with the groups on it (stages as colours, tensor-parallel groups
+// outlined, a legend naming the link each group's collectives use), the
+// pipeline schedule as a Gantt chart per rank
 // (from the schedule simulator, with the bubble highlighted above 20%),
 // per-GPU memory as stacked bars against capacity, the alternatives the
 // search ranked, and where the step goes. Byte-stable: figures are printed
