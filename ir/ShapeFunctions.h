@@ -35,6 +35,8 @@ InferResult inferGather(const ShapeContext &Ctx);
 InferResult inferUnsqueeze(const ShapeContext &Ctx);
 /// The node's declared result types (for ops autopar does not know).
 InferResult inferDeclared(const ShapeContext &Ctx);
+/// Collectives: logical types, or per-rank ones with `local = 1`.
+InferResult inferCollective(const ShapeContext &Ctx);
 
 // ShapeFunctionsMath.cpp: elementwise, contractions, normalizations.
 llvm::Error verifyCast(const ShapeContext &Ctx);

@@ -17,10 +17,11 @@ using namespace llvm;
 
 Error autopar::verifyCollective(const ShapeContext &Ctx) {
   const Node &N = Ctx.getNode();
-  if (N.getOp() == OpId::SendRecv) {
-    if (Ctx.getIntAttr("src_stage", -1) < 0 ||
-        Ctx.getIntAttr("dst_stage", -1) < 0)
-      return Ctx.error("'src_stage' and 'dst_stage' must be at least 0");
+  if (N.getOp() == OpId::SendRecv || N.getOp() == OpId::Send ||
+      N.getOp() == OpId::Recv) {
+    for (StringRef Name : {"src_stage", "dst_stage"})
+      if (Ctx.getAttr(Name) && Ctx.getIntAttr(Name, -1) < 0)
+        return Ctx.error("'" + Name + "' must be at least 0");
     return Error::success();
   }
   const Attribute *Mesh = Ctx.getAttr("mesh");
@@ -40,4 +41,40 @@ Error autopar::verifyCollective(const ShapeContext &Ctx) {
                          " is not a dimension of a rank-" + Twine(Rank) +
                          " value");
   return Error::success();
+}
+
+// Logical types stay; with `local = 1` the per-rank sizes change along the
+// gathered, scattered or exchanged dimensions (verifyCollective has checked
+// the mesh, the axis and the dimensions).
+InferResult autopar::inferCollective(const ShapeContext &Ctx) {
+  const TensorType &X = Ctx.getOperandType(0);
+  if (!Ctx.getIntAttr("local", 0))
+    return SmallVector<TensorType, 1>{X};
+  const Node &N = Ctx.getNode();
+  const Mesh *M = N.getGraph()->lookupMesh(Ctx.getAttr("mesh")->getString());
+  int64_t Size = *M->getAxisSize(Ctx.getAttr("axis")->getString());
+  SmallVector<Dim, 4> Shape(X.getShape().begin(), X.getShape().end());
+  auto Scale = [&](int64_t D, bool Up) -> Error {
+    const Dim &Old = Shape[D];
+    if (Up) {
+      Shape[D] = Old * Dim::get(Size);
+      return Error::success();
+    }
+    std::optional<Dim> Q = Old.divide(Dim::get(Size));
+    if (!Q)
+      return Ctx.error("dimension " + Twine(D) + " is not divisible by the " +
+                       Twine(Size) + " ranks of axis '" +
+                       Ctx.getAttr("axis")->getString() + "'");
+    Shape[D] = *Q;
+    return Error::success();
+  };
+  bool Gather = N.getOp() == OpId::AllGather;
+  bool Scatter = N.getOp() == OpId::ReduceScatter;
+  if (Error E = Gather || Scatter ? Scale(Ctx.getIntAttr("dim", 0), Gather)
+                                  : Scale(Ctx.getIntAttr("dst_dim", 0), false))
+    return E;
+  if (!Gather && !Scatter)
+    if (Error E = Scale(Ctx.getIntAttr("src_dim", 0), true))
+      return E;
+  return SmallVector<TensorType, 1>{TensorType(X.getElementType(), Shape)};
 }
