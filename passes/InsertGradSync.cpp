@@ -15,8 +15,10 @@
 //     the outputs as `grad.bucket<K>` (the optimizer steps on flat shards,
 //     as DeepSpeed's partitioned optimizer does).
 // The reduction is a sum: the loss is already divided by the global token
-// count (autodiff's `loss-tokens`). Assumes static shapes and a mesh with
-// the axis (a pass option error names what is missing).
+// count (autodiff's `loss-tokens`). The `loss` output is all-reduced too,
+// right after it is computed, so every rank reports the global mean. Assumes
+// static shapes and a mesh with the axis (a pass option error names what is
+// missing).
 //
 //===----------------------------------------------------------------------===//
 
@@ -216,6 +218,24 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
       for (Node *N : New)
         G.getNodes().splice(Where, G.getNodes(), N->getIterator());
     }
+  }
+  // The loss too: every rank reports the global mean.
+  Value *Loss = G.getOutputs().front();
+  if (Loss->getName() == "loss" && Loss->getDefiningNode()) {
+    GradBuilder B(G);
+    AttrDict CA;
+    CA.set("mesh", Attribute::getString(Opts.Mesh));
+    CA.set("axis", Attribute::getString(Opts.Axis));
+    Node *Producer = Loss->getDefiningNode();
+    Expected<Value *> Sum = B.emit1(OpId::AllReduce, {Loss}, CA);
+    if (!Sum)
+      return Sum.takeError();
+    Node *Reduce = (*Sum)->getDefiningNode();
+    G.getNodes().splice(std::next(Producer->getIterator()), G.getNodes(),
+                        Reduce->getIterator());
+    G.renameValue(Loss, G.getUniqueName("loss.local"));
+    G.renameValue(*Sum, "loss");
+    Replacement[Loss] = *Sum;
   }
   SmallVector<Value *, 32> Outputs;
   for (Value *Out : G.getOutputs()) {

@@ -1,0 +1,184 @@
+//===- AccumulateMicroBatches.cpp - A step over several micro-batches -----===//
+//
+// `accumulate-micro-batches{micro-batches=M}` turns a training graph for one
+// micro-batch (after `autodiff`: outputs `loss`, `grad.<param>`, then the
+// forward outputs) into the rank's whole step: the token input [b, s]
+// becomes [M * b, s]; the forward and backward run M times in order, on
+// rows [k b, (k + 1) b) of it; the losses and each parameter's gradients are
+// summed in micro-batch order. Outputs: `loss`, then `grad.<param>` (the
+// forward outputs are dropped). The graph is cloned node by node; clones
+// carry `.mb<k>` names and the nodes' annotations. Autodiff's `loss-tokens`
+// should be the token count of the global batch, so that the sum is the
+// global mean. M = 1 leaves the graph as it is. Assumes static shapes and
+// one integer input (the tokens) besides parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/GradientRules.h"
+#include "passes/Passes.h"
+
+#include "ir/Diagnostics.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+struct AccumulateOptions {
+  /// Micro-batches per step on this rank.
+  int64_t MicroBatches = 1;
+
+  Error validate() const {
+    if (MicroBatches < 1)
+      return createStringError(inconvertibleErrorCode(),
+                               "accumulate-micro-batches: micro-batches must "
+                               "be 1 or more");
+    return Error::success();
+  }
+};
+
+class AccumulateMicroBatchesPass : public Pass {
+public:
+  AccumulateMicroBatchesPass() {
+    Options.bind("micro-batches", &Opts.MicroBatches,
+                 "Micro-batches per step on this rank");
+  }
+
+  StringRef getArgument() const override { return "accumulate-micro-batches"; }
+  Error validateOptions() override { return Opts.validate(); }
+
+  LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
+    if (Opts.MicroBatches == 1)
+      return success();
+    for (const std::unique_ptr<Graph> &G : M.getGraphs())
+      if (Error E = runOnGraph(*G)) {
+        Diag.error(G->getLoc(), "accumulate-micro-batches: graph @" +
+                                    G->getName() + ": " +
+                                    toString(std::move(E)));
+        return failure();
+      }
+    return success();
+  }
+
+private:
+  Error runOnGraph(Graph &G);
+
+  AccumulateOptions Opts;
+};
+
+} // namespace
+
+Error AccumulateMicroBatchesPass::runOnGraph(Graph &G) {
+  auto Fail = [](const Twine &Why) {
+    return createStringError(inconvertibleErrorCode(), Why);
+  };
+  if (G.getInputs().size() != 1)
+    return Fail("needs exactly one input (the tokens), has " +
+                Twine(G.getInputs().size()));
+  Value *Tokens = G.getInputs().front().get();
+  const TensorType TT = Tokens->getType();
+  if (isFloatElementType(TT.getElementType()) || TT.getRank() < 1 ||
+      !TT.hasStaticShape())
+    return Fail("the input %" + Tokens->getName() +
+                " must be static integer tokens, got " + TT.str());
+  ArrayRef<Value *> Outs = G.getOutputs();
+  if (Outs.empty() || Outs.front()->getName() != "loss")
+    return Fail("the first output must be the loss; run autodiff first");
+  SmallVector<Value *, 32> Grads;
+  for (Value *Out : Outs.drop_front())
+    if (Out->getName().startswith("grad."))
+      Grads.push_back(Out);
+
+  // The per-micro-batch nodes, before anything is added.
+  SmallVector<Node *, 128> Body;
+  for (Node &N : G.getNodes())
+    Body.push_back(&N);
+
+  // The token input grows to the whole step; each clone reads its rows.
+  SmallVector<int64_t, 4> Sizes = TT.getStaticSizes();
+  int64_t Rows = Sizes[0];
+  Sizes[0] *= Opts.MicroBatches;
+  Value *All = Tokens;
+  All->setType(TensorType::get(TT.getElementType(), Sizes));
+
+  GradBuilder B(G);
+  Value *Loss = nullptr;
+  SmallVector<Value *, 32> Sums(Grads.size(), nullptr);
+  DenseMap<Value *, Value *> Shared;
+  for (int64_t K = 0; K != Opts.MicroBatches; ++K) {
+    B.setForwardNode(nullptr);
+    Expected<Value *> Slice =
+        B.emit1(OpId::Slice, {All, B.ints({K * Rows}), B.ints({(K + 1) * Rows}),
+                              B.ints({0})});
+    if (!Slice)
+      return Slice.takeError();
+    DenseMap<Value *, Value *> Map;
+    Map[Tokens] = *Slice;
+    std::string Suffix = ".mb" + std::to_string(K);
+    for (Node *N : Body) {
+      // Constants are shared by the clones.
+      if (K != 0 && N->getOp() == OpId::Constant) {
+        Map[N->getResult(0)] = Shared.lookup(N->getResult(0));
+        continue;
+      }
+      SmallVector<Value *, 6> Operands;
+      for (Value *V : N->getOperands())
+        Operands.push_back(V ? Map.lookup(V) ? Map.lookup(V) : V : nullptr);
+      SmallVector<TensorType, 3> Types;
+      SmallVector<std::string, 3> Names;
+      for (Value *R : N->getResults()) {
+        Types.push_back(R->getType());
+        Names.push_back(G.getUniqueName(R->getName().str() + Suffix));
+      }
+      Node *C = G.createNode(N->getOp(), Operands, Types, N->getAttrs(), Names);
+      if (!N->getName().empty())
+        C->setName(N->getName().str() +
+                   (N->getOp() == OpId::Constant ? "" : Suffix));
+      for (unsigned I = 0; I != C->getNumResults(); ++I)
+        Map[N->getResult(I)] = C->getResult(I);
+      if (N->getOp() == OpId::Constant)
+        Shared[N->getResult(0)] = C->getResult(0);
+    }
+    Value *L = Map.lookup(Outs.front());
+    if (!Loss) {
+      Loss = L;
+    } else {
+      Expected<Value *> S = B.add(Loss, L);
+      if (!S)
+        return S.takeError();
+      Loss = *S;
+    }
+    for (unsigned I = 0; I != Grads.size(); ++I) {
+      Value *GK = Map.lookup(Grads[I]);
+      if (!Sums[I]) {
+        Sums[I] = GK;
+        continue;
+      }
+      Expected<Value *> S = B.add(Sums[I], GK);
+      if (!S)
+        return S.takeError();
+      Sums[I] = *S;
+    }
+  }
+  // The single-micro-batch body is dead now: drop it, last node first.
+  G.setOutputs({});
+  for (Node *N : reverse(Body))
+    N->erase();
+  std::vector<std::string> GradNames;
+  for (Value *Grad : Grads)
+    GradNames.push_back(Grad->getName().str());
+  G.renameValue(Loss, G.getUniqueName("loss"));
+  SmallVector<Value *, 32> NewOuts{Loss};
+  for (unsigned I = 0; I != Grads.size(); ++I) {
+    G.renameValue(Sums[I], G.getUniqueName(GradNames[I]));
+    NewOuts.push_back(Sums[I]);
+  }
+  G.setOutputs(NewOuts);
+  return Error::success();
+}
+
+std::unique_ptr<Pass> autopar::createAccumulateMicroBatchesPass() {
+  return std::make_unique<AccumulateMicroBatchesPass>();
+}
