@@ -33,6 +33,7 @@
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Support/Format.h"
 
 using namespace autopar;
 using namespace llvm;
@@ -351,4 +352,33 @@ double autopar::savedActivationBytes(
   for (const auto &[V, Bytes] : Kept)
     Total += Bytes;
   return Total;
+}
+
+ShardedNodeCost autopar::getShardedNodeCost(const Node &N,
+                                            const std::optional<OpLoops> &Loops,
+                                            LoopSplit Split,
+                                            const DeviceSpec &Device,
+                                            const CostSettings &Settings,
+                                            const GradientFlow &Flow) {
+  ShardedNodeCost C;
+  C.Split = Split;
+  C.Cost = getNodeCost(N, Loops, Split, Device, Settings, Flow);
+  SmallVector<SavedTensor, 4> Saved;
+  getSavedTensors(N, Loops, Flow, Settings, Saved);
+  for (const SavedTensor &T : Saved)
+    C.SavedBytes += T.bytes(Split);
+  return C;
+}
+
+void autopar::printShardedNodeCost(raw_ostream &OS, const Node &N,
+                                   const ShardedNodeCost &C) {
+  OS << '%' << N.getResult(0)->getName() << " = " << N.getOpName() << " split=";
+  if (C.Split.Degree > 1)
+    OS << "loop " << C.Split.Loop << " of " << C.Split.Degree;
+  else
+    OS << "none";
+  const NodeCost &Cost = C.Cost;
+  OS << format(": fwd=%.3es bwd=%.3es flops=%.4g bytes=%.4g saved=%.4g\n",
+               Cost.FwdSeconds, Cost.BwdSeconds, Cost.FwdFlops + Cost.BwdFlops,
+               Cost.FwdBytes + Cost.BwdBytes, C.SavedBytes);
 }

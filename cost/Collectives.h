@@ -32,6 +32,8 @@ enum class Collective {
   SendRecv,
   Broadcast
 };
+/// How many kinds there are: the size of an array indexed by Collective.
+constexpr unsigned NumCollectives = unsigned(Collective::Broadcast) + 1;
 
 enum class CollectiveAlgorithm {
   /// One ring through every rank, node after node: every step waits for

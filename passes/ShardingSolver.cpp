@@ -32,6 +32,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <unordered_map>
 
@@ -93,10 +94,34 @@ struct Breakdown {
   double FwdCompute = 0, BwdCompute = 0, FwdComm = 0, BwdComm = 0;
   double GradSync = 0, Tiebreak = 0;
   unsigned AllReduces = 0, AllGathers = 0, ReduceScatters = 0, AllToAlls = 0;
+  /// Where each collective goes, when wanted (the replay of the solution).
+  std::vector<PlacedCollective> *Placed = nullptr;
 
   double total() const {
     return FwdCompute + BwdCompute + FwdComm + BwdComm + GradSync + Tiebreak;
   }
+  void count(Collective Kind, unsigned N) {
+    switch (Kind) {
+    case Collective::AllReduce:
+      AllReduces += N;
+      break;
+    case Collective::ReduceScatter:
+      ReduceScatters += N;
+      break;
+    case Collective::AllGather:
+      AllGathers += N;
+      break;
+    default:
+      AllToAlls += N;
+      break;
+    }
+  }
+};
+
+/// The node a collective belongs to, and forward or backward.
+struct Site {
+  unsigned Node;
+  bool Backward;
 };
 
 struct Entry {
@@ -130,14 +155,17 @@ private:
   void measureValues();
   void buildStrategies();
   int boundaryFor(const Value *V, int Layout) const;
-  double reshard(unsigned Val, int From, int To, Breakdown &B) const;
-  double cheapestReshard(const Entry &E, int To, Breakdown &B) const;
-  void closeGradient(const Entry &E, Breakdown &B) const;
+  std::pair<double, int> reshardCost(unsigned Val, int From, int To) const;
+  double reshard(unsigned Val, int From, int To, Breakdown &B, Site At) const;
+  double cheapestReshard(const Entry &E, int To, Breakdown &B, Site At) const;
+  void place(Breakdown &B, Site At, unsigned Val, Collective Kind, double Bytes,
+             double Seconds, unsigned Count) const;
+  void closeGradient(const Entry &E, Breakdown &B, unsigned Reader) const;
   std::optional<Frontier> step(const Frontier &F, unsigned K, unsigned S,
                                Breakdown &B) const;
   Frontier initialFrontier() const;
   void finish(Frontier &F, Breakdown &B) const;
-  double lossSeconds(const Entry &E, int Layout, Breakdown &B) const;
+  double lossSeconds(const Entry &E, int Layout, Breakdown &B, Site At) const;
 
   const ShardingProblem &P;
   int64_t Degree = 1;
@@ -318,74 +346,95 @@ int Solver::boundaryFor(const Value *V, int B) const {
   return B;
 }
 
-double Solver::reshard(unsigned Val, int From, int To, Breakdown &B) const {
+/// The seconds and the collective (a Collective, -1 for none) that bring
+/// value Val from layout From to layout To.
+std::pair<double, int> Solver::reshardCost(unsigned Val, int From,
+                                           int To) const {
   if (From == To || To == LayoutPartial || From == LayoutReplicated)
-    return 0;
-  // Which collective: 0 all-reduce, 1 reduce-scatter, 2 all-gather,
-  // 3 all-to-all.
+    return {0, -1};
   uint64_t Key =
       uint64_t(Val) << 16 | uint64_t(From + 2) << 8 | uint64_t(To + 2);
   auto It = ReshardMemo.find(Key);
-  if (It == ReshardMemo.end()) {
-    double Bytes = ValueBytes[Val];
-    std::pair<double, int> R;
-    if (From == LayoutPartial && To == LayoutReplicated)
-      R = {collectiveSeconds(*P.Cl, Collective::AllReduce, Bytes, P.Group), 0};
-    else if (From == LayoutPartial)
-      R = {collectiveSeconds(*P.Cl, Collective::ReduceScatter, Bytes, P.Group),
-           1};
-    else if (To == LayoutReplicated)
-      R = {collectiveSeconds(*P.Cl, Collective::AllGather, Bytes, P.Group), 2};
-    else
-      R = {collectiveSeconds(*P.Cl, Collective::AllToAll, Bytes / Degree,
-                             P.Group),
-           3};
-    It = ReshardMemo.insert({Key, R}).first;
-  }
-  switch (It->second.second) {
-  case 0:
-    ++B.AllReduces;
-    break;
-  case 1:
-    ++B.ReduceScatters;
-    break;
-  case 2:
-    ++B.AllGathers;
-    break;
-  default:
-    ++B.AllToAlls;
-    break;
-  }
-  return It->second.first;
+  if (It != ReshardMemo.end())
+    return It->second;
+  double Bytes = ValueBytes[Val];
+  Collective Kind = From == LayoutPartial && To == LayoutReplicated
+                        ? Collective::AllReduce
+                    : From == LayoutPartial  ? Collective::ReduceScatter
+                    : To == LayoutReplicated ? Collective::AllGather
+                                             : Collective::AllToAll;
+  if (Kind == Collective::AllToAll)
+    Bytes /= Degree;
+  std::pair<double, int> R = {collectiveSeconds(*P.Cl, Kind, Bytes, P.Group),
+                              int(Kind)};
+  ReshardMemo.insert({Key, R});
+  return R;
 }
 
-double Solver::cheapestReshard(const Entry &E, int To, Breakdown &B) const {
+double Solver::reshard(unsigned Val, int From, int To, Breakdown &B,
+                       Site At) const {
+  auto [Seconds, Kind] = reshardCost(Val, From, To);
+  if (Kind < 0)
+    return 0;
+  B.count(Collective(Kind), 1);
+  double Bytes = ValueBytes[Val];
+  if (Collective(Kind) == Collective::AllToAll)
+    Bytes /= Degree;
+  place(B, At, Val, Collective(Kind), Bytes, Seconds, 1);
+  return Seconds;
+}
+
+void Solver::place(Breakdown &B, Site At, unsigned Val, Collective Kind,
+                   double Bytes, double Seconds, unsigned Count) const {
+  if (!B.Placed)
+    return;
+  PlacedCollective C;
+  C.Node = At.Node;
+  C.Backward = At.Backward;
+  C.Kind = Kind;
+  C.Count = Count;
+  C.Bytes = Bytes;
+  C.Seconds = Seconds;
+  const Node &N = *P.Nodes[At.Node];
+  C.OnResult = Producer[Val] == int(At.Node);
+  unsigned Slots = C.OnResult ? N.getNumResults() : N.getNumOperands();
+  for (unsigned I = 0; I != Slots; ++I)
+    if ((C.OnResult ? N.getResult(I) : N.getOperand(I)) == Values[Val]) {
+      C.Index = I;
+      break;
+    }
+  B.Placed->push_back(C);
+}
+
+double Solver::cheapestReshard(const Entry &E, int To, Breakdown &B,
+                               Site At) const {
   double Best = std::numeric_limits<double>::infinity();
-  Breakdown BestB;
+  int From = E.Layout;
   for (unsigned Bit = 0; Bit != 16; ++Bit) {
     if (!(E.Avail >> Bit & 1))
       continue;
-    Breakdown Try;
-    double C = reshard(E.Val, layoutOfBit(Bit), To, Try);
+    double C = reshardCost(E.Val, layoutOfBit(Bit), To).first;
     if (C < Best) {
       Best = C;
-      BestB = Try;
+      From = layoutOfBit(Bit);
     }
   }
-  B.AllReduces += BestB.AllReduces;
-  B.AllGathers += BestB.AllGathers;
-  B.ReduceScatters += BestB.ReduceScatters;
-  B.AllToAlls += BestB.AllToAlls;
-  return Best;
+  if (std::isinf(Best))
+    return Best;
+  return reshard(E.Val, From, To, B, At);
 }
 
-void Solver::closeGradient(const Entry &E, Breakdown &B) const {
+/// Brings the summed gradient of E's value back to its layout: at its
+/// producer, or at Reader for a layer input.
+void Solver::closeGradient(const Entry &E, Breakdown &B,
+                           unsigned Reader) const {
   if (!P.Flow->needsGrad(Values[E.Val]))
     return;
   int Target = E.Layout == LayoutPartial ? LayoutReplicated : E.Layout;
+  Site At = {Producer[E.Val] >= 0 ? unsigned(Producer[E.Val]) : Reader, true};
   for (unsigned Bit = 0; Bit != 16; ++Bit)
     if (E.Grad >> Bit & 1)
-      B.BwdComm += reshard(E.Val, layoutOfBit(Bit), Target, B);
+      B.BwdComm += reshard(E.Val, layoutOfBit(Bit), Target, B, At);
 }
 
 Frontier Solver::initialFrontier() const {
@@ -418,7 +467,7 @@ std::optional<Frontier> Solver::step(const Frontier &F, unsigned K, unsigned SI,
       return std::nullopt;
     int Req = S.Required[I];
     if (!(En->Avail & layoutBit(Req))) {
-      B.FwdComm += cheapestReshard(*En, Req, B);
+      B.FwdComm += cheapestReshard(*En, Req, B, {K, false});
       En->Avail |= layoutBit(Req);
     }
     En->Grad |= layoutBit(S.GradLayout[I]);
@@ -438,7 +487,7 @@ std::optional<Frontier> Solver::step(const Frontier &F, unsigned K, unsigned SI,
   Frontier Kept;
   for (const Entry &E : Out) {
     if (LastUse[E.Val] == int(K) && !LiveOut[E.Val])
-      closeGradient(E, B);
+      closeGradient(E, B, K);
     else
       Kept.push_back(E);
   }
@@ -447,7 +496,8 @@ std::optional<Frontier> Solver::step(const Frontier &F, unsigned K, unsigned SI,
   return Kept;
 }
 
-double Solver::lossSeconds(const Entry &E, int Layout, Breakdown &B) const {
+double Solver::lossSeconds(const Entry &E, int Layout, Breakdown &B,
+                           Site At) const {
   const Value *V = Values[E.Val];
   unsigned Rank = V->getType().getRank();
   double Elements = double(V->getType().getStaticNumElements().value_or(0));
@@ -457,29 +507,39 @@ double Solver::lossSeconds(const Entry &E, int Layout, Breakdown &B) const {
   double Bandwidth = P.Cl->Device.achievableHbmBytesPerSec();
   double Seconds = Bandwidth > 0 ? 3 * 4 * Local / Bandwidth : 0;
   if (Layout != LayoutReplicated) {
-    B.AllReduces += 3;
-    Seconds +=
-        3 * collectiveSeconds(*P.Cl, Collective::AllReduce, Rows * 4, P.Group);
+    B.count(Collective::AllReduce, 3);
+    double Each =
+        collectiveSeconds(*P.Cl, Collective::AllReduce, Rows * 4, P.Group);
+    Seconds += 3 * Each;
+    place(B, At, E.Val, Collective::AllReduce, Rows * 4, 3 * Each, 3);
   }
   return Seconds;
 }
 
 void Solver::finish(Frontier &F, Breakdown &B) const {
+  unsigned LastNode = P.Nodes.empty() ? 0 : unsigned(P.Nodes.size()) - 1;
   for (Entry &E : F) {
     if (!LiveOut[E.Val])
       continue;
     const Value *V = Values[E.Val];
+    Site At = {Producer[E.Val] >= 0 ? unsigned(Producer[E.Val]) : LastNode,
+               false};
     if (P.OutputsFeedLoss && V->getNumOutputUses() && V->getType().getRank()) {
       // Replicated, or split on the vocabulary: whichever is cheaper.
       int Last = int(V->getType().getRank()) - 1;
       Breakdown Rep, Split;
-      double CostRep = cheapestReshard(E, LayoutReplicated, Rep) +
-                       lossSeconds(E, LayoutReplicated, Rep);
+      std::vector<PlacedCollective> RepPlaced, SplitPlaced;
+      if (B.Placed) {
+        Rep.Placed = &RepPlaced;
+        Split.Placed = &SplitPlaced;
+      }
+      double CostRep = cheapestReshard(E, LayoutReplicated, Rep, At) +
+                       lossSeconds(E, LayoutReplicated, Rep, At);
       double CostSplit = std::numeric_limits<double>::infinity();
       if (Last < MaxSplitDims && V->getType().getDim(Last).isStatic() &&
           V->getType().getDim(Last).getSize() % Degree == 0)
-        CostSplit =
-            cheapestReshard(E, Last, Split) + lossSeconds(E, Last, Split);
+        CostSplit = cheapestReshard(E, Last, Split, At) +
+                    lossSeconds(E, Last, Split, At);
       Breakdown &Pick = CostSplit < CostRep ? Split : Rep;
       int Layout = CostSplit < CostRep ? Last : LayoutReplicated;
       B.FwdComm += std::min(CostRep, CostSplit);
@@ -487,15 +547,18 @@ void Solver::finish(Frontier &F, Breakdown &B) const {
       B.AllGathers += Pick.AllGathers;
       B.ReduceScatters += Pick.ReduceScatters;
       B.AllToAlls += Pick.AllToAlls;
+      if (B.Placed)
+        B.Placed->insert(B.Placed->end(), Pick.Placed->begin(),
+                         Pick.Placed->end());
       E.Grad |= layoutBit(Layout);
-      closeGradient(E, B);
+      closeGradient(E, B, LastNode);
       continue;
     }
     int Want = boundaryFor(Values[E.Val], P.OutputLayout);
     if (!(E.Avail & layoutBit(Want)))
-      B.FwdComm += cheapestReshard(E, Want, B);
+      B.FwdComm += cheapestReshard(E, Want, B, At);
     E.Grad |= layoutBit(Want);
-    closeGradient(E, B);
+    closeGradient(E, B, LastNode);
   }
 }
 
@@ -620,6 +683,7 @@ Expected<ShardingSolution> Solver::solve() {
   }
   ShardingSolution Sol;
   Breakdown Total;
+  Total.Placed = &Sol.Collectives;
   Frontier F = initialFrontier();
   SmallPtrSet<const Value *, 16> SeenParams;
   for (unsigned K = 0; K != P.Nodes.size(); ++K) {
@@ -656,10 +720,19 @@ Expected<ShardingSolution> Solver::solve() {
   Sol.AllGathers = Total.AllGathers;
   Sol.ReduceScatters = Total.ReduceScatters;
   Sol.AllToAlls = Total.AllToAlls;
+  for (const PlacedCollective &C : Sol.Collectives)
+    (C.Backward ? Sol.BwdCollectiveSeconds
+                : Sol.FwdCollectiveSeconds)[unsigned(C.Kind)] += C.Seconds;
   return Sol;
 }
 
 } // namespace
+
+const Value *PlacedCollective::getValue(const autopar::Node &At) const {
+  if (OnResult)
+    return Index < At.getNumResults() ? At.getResult(Index) : nullptr;
+  return Index < At.getNumOperands() ? At.getOperand(Index) : nullptr;
+}
 
 Expected<ShardingSolution> autopar::solveSharding(const ShardingProblem &P) {
   if (!P.Cl || !P.Settings || !P.Flow)

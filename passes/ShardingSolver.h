@@ -64,6 +64,29 @@ struct ShardingProblem {
   const GradientFlow *Flow = nullptr;
 };
 
+/// One collective of a solution: the node it belongs to (an index into the
+/// problem's nodes), whether it runs in forward or backward, the value it
+/// re-lays out (a result of that node, or one of its operands), its size
+/// (the nccl-tests convention of cost/Collectives.h) and its seconds. A
+/// forward collective belongs to the node that reads the value in a new
+/// layout, or for the layer's outputs to their producer; a backward one to
+/// the producer of the value whose gradient it brings back (the last
+/// reader for a layer input).
+struct PlacedCollective {
+  unsigned Node = 0;
+  bool Backward = false;
+  bool OnResult = false;
+  unsigned Index = 0;
+  Collective Kind = Collective::AllReduce;
+  /// How many run (the vocabulary-parallel loss runs three), the size of
+  /// each, and the seconds of all of them.
+  unsigned Count = 1;
+  double Bytes = 0, Seconds = 0;
+
+  /// The value, given the node it belongs to.
+  const Value *getValue(const autopar::Node &At) const;
+};
+
 struct ShardingSolution {
   /// Per node of the problem, in order.
   std::vector<LoopSplit> Splits;
@@ -81,6 +104,12 @@ struct ShardingSolution {
   llvm::DenseMap<const Value *, int> ParamLayouts;
   /// Collectives in the solution, by kind, for reports and tests.
   unsigned AllReduces = 0, AllGathers = 0, ReduceScatters = 0, AllToAlls = 0;
+  /// Each collective of FwdCommSeconds and BwdCommSeconds, and their
+  /// seconds by kind (indexed by Collective). FwdCommSeconds also holds the
+  /// loss's softmax over the logits, which is no collective.
+  std::vector<PlacedCollective> Collectives;
+  double FwdCollectiveSeconds[NumCollectives] = {};
+  double BwdCollectiveSeconds[NumCollectives] = {};
 
   double totalSeconds() const {
     return FwdComputeSeconds + BwdComputeSeconds + FwdCommSeconds +

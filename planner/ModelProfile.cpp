@@ -9,6 +9,9 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <algorithm>
+#include <iterator>
+
 using namespace autopar;
 using namespace llvm;
 
@@ -187,6 +190,10 @@ ModelProfile::compute(unsigned TP, unsigned TPRanksPerNode, bool SP) {
     C.BwdSeconds = Sol.BwdComputeSeconds + Sol.BwdCommSeconds;
     C.FwdCommSeconds = Sol.FwdCommSeconds;
     C.BwdCommSeconds = Sol.BwdCommSeconds;
+    std::copy(std::begin(Sol.FwdCollectiveSeconds),
+              std::end(Sol.FwdCollectiveSeconds), C.FwdCollectiveSeconds);
+    std::copy(std::begin(Sol.BwdCollectiveSeconds),
+              std::end(Sol.BwdCollectiveSeconds), C.BwdCollectiveSeconds);
     C.GradSyncSeconds = Sol.GradSyncSeconds;
     C.ParamElements = Sol.ParamElements;
     DenseMap<const Node *, LoopSplit> Splits;
@@ -238,6 +245,43 @@ ModelProfile::compute(unsigned TP, unsigned TPRanksPerNode, bool SP) {
     }
     Out.push_back(C);
   }
+  return Out;
+}
+
+Expected<std::vector<OpCostDetail>>
+ModelProfile::getOpCosts(unsigned Unit, unsigned TP, unsigned TPRanksPerNode,
+                         bool SP, int64_t MicroBatch) {
+  if (FixedBatch && MicroBatch != *FixedBatch)
+    return error("the model fixes the batch size to " + Twine(*FixedBatch));
+  if (Unit >= Units.size())
+    return error("the model has " + Twine(Units.size()) + " units, not " +
+                 Twine(Unit + 1));
+  bindBatch(MicroBatch);
+  Expected<std::vector<OpCostDetail>> Ops =
+      computeOps(Unit, TP, TPRanksPerNode, SP);
+  bindBatch(FixedBatch.value_or(1));
+  return Ops;
+}
+
+Expected<std::vector<OpCostDetail>>
+ModelProfile::computeOps(unsigned Unit, unsigned TP, unsigned TPRanksPerNode,
+                         bool SP) {
+  Expected<std::unique_ptr<GraphSharding>> Sharding =
+      shard(TP, TPRanksPerNode, SP);
+  if (!Sharding)
+    return Sharding.takeError();
+  const ShardingSolution &Sol = *(*Sharding)->Units[Unit];
+  std::vector<OpCostDetail> Out;
+  for (unsigned K = 0; K != Units[Unit].Nodes.size(); ++K) {
+    OpCostDetail D;
+    D.N = Units[Unit].Nodes[K];
+    D.Cost = getShardedNodeCost(*D.N, getOpLoops(*D.N), Sol.Splits[K],
+                                Cl.Device, Settings, *Flow);
+    Out.push_back(std::move(D));
+  }
+  for (const PlacedCollective &C : Sol.Collectives)
+    if (C.Node < Out.size())
+      Out[C.Node].Collectives.push_back(C);
   return Out;
 }
 

@@ -9,7 +9,8 @@
 // model (cost/), so they follow the layout the solver chose. The model's
 // batch dimension stays symbolic; each micro-batch size binds it (the types
 // are rebound in place and restored, nothing is re-imported). Results are
-// cached per (tp, sp, micro-batch).
+// cached per (tp, sp, micro-batch). For one unit it also gives each node's
+// cost and the collectives placed at it (what `autopar explain` prints).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,7 @@
 #include "cost/OpCost.h"
 #include "ir/Types.h"
 #include "passes/LayerUnits.h"
+#include "passes/ShardingSolver.h"
 
 #include "llvm/Support/Error.h"
 
@@ -43,6 +45,11 @@ struct UnitCost {
   /// users (norm weights under sequence parallelism).
   double GradSyncSeconds = 0;
   double FwdCommSeconds = 0, BwdCommSeconds = 0;
+  /// The collectives of FwdCommSeconds and BwdCommSeconds by kind (indexed
+  /// by Collective). The last unit's FwdCommSeconds also holds the loss's
+  /// softmax over the logits, which is in none of them.
+  double FwdCollectiveSeconds[NumCollectives] = {};
+  double BwdCollectiveSeconds[NumCollectives] = {};
   /// Forward time of the attention cores: what selective recomputation
   /// runs again.
   double AttentionCoreSeconds = 0;
@@ -60,6 +67,14 @@ struct UnitCost {
   double FwdFlops = 0, BwdFlops = 0, AttentionCoreFlops = 0;
   /// fp32 logits that a cross-entropy keeps (the last unit), this rank.
   double LossBytes = 0;
+};
+
+/// One node of a unit on one rank for one micro-batch: its split and cost,
+/// and the collectives the sharding solver places at it.
+struct OpCostDetail {
+  const Node *N = nullptr;
+  ShardedNodeCost Cost;
+  std::vector<PlacedCollective> Collectives;
 };
 
 class ModelProfile {
@@ -85,6 +100,11 @@ public:
   getUnitCosts(unsigned TP, unsigned TPRanksPerNode, bool SP,
                int64_t MicroBatch);
 
+  /// Unit Unit's nodes, in order, under the layout getUnitCosts prices.
+  llvm::Expected<std::vector<OpCostDetail>>
+  getOpCosts(unsigned Unit, unsigned TP, unsigned TPRanksPerNode, bool SP,
+             int64_t MicroBatch);
+
   /// Leaves the graph as the plan runs it: the batch bound to MicroBatch,
   /// `sharding` annotations over a mesh @cluster = [pp, dp, tp] for the
   /// tensor-parallel layout, and each unit's nodes annotated with their
@@ -102,6 +122,8 @@ private:
   shard(unsigned TP, unsigned TPRanksPerNode, bool SP);
   llvm::Expected<std::vector<UnitCost>>
   compute(unsigned TP, unsigned TPRanksPerNode, bool SP);
+  llvm::Expected<std::vector<OpCostDetail>>
+  computeOps(unsigned Unit, unsigned TP, unsigned TPRanksPerNode, bool SP);
 
   Graph &G;
   Cluster Cl;

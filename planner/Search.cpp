@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -140,6 +141,7 @@ namespace {
 struct PipelineCandidate {
   std::vector<unsigned> StageUnits;
   std::vector<double> Fwd, Bwd; // per chunk, one micro-batch
+  std::vector<double> Send;     // per chunk, one send
   double P2PSeconds = 0;        // what the simulation delayed receivers by
   PipelineResult Sim;
 };
@@ -314,6 +316,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
       }
       P.Fwd.push_back(F);
       P.Bwd.push_back(B);
+      P.Send.push_back(Send);
       P2PSeconds = std::max(P2PSeconds, Send);
       First += Size;
     }
@@ -422,6 +425,8 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
       C.DP, std::max(1u, std::min(C.DP, Cl.GpusPerNode / std::max(1u, C.TP)))};
   double After = 0, WorstSync = 0, WorstOpt = 0, WorstOffload = 0;
   double GradSync = 0;
+  // The data-parallel collectives by kind, per rank and on the worst.
+  double Kinds[NumCollectives] = {}, WorstKinds[NumCollectives] = {};
   unsigned First = 0;
   std::vector<double> RankParams(C.PP, 0), RankGradSync(C.PP, 0);
   // ZeRO-3 gathers and reduce-scatters layer by layer: one collective per
@@ -450,14 +455,20 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
       RankBwd += Pipe->Bwd[J];
     }
     double Exposed = 0;
+    std::fill(std::begin(Kinds), std::end(Kinds), 0.0);
     if (C.DP > 1 && C.Zero < 3) {
-      double Sync =
-          C.Zero == 0
-              ? collectiveSeconds(Cl, Collective::AllReduce, GradBytes, DpGroup)
-              : collectiveSeconds(Cl, Collective::ReduceScatter, GradBytes,
-                                  DpGroup) +
-                    collectiveSeconds(Cl, Collective::AllGather, WeightBytes,
-                                      DpGroup);
+      if (C.Zero == 0) {
+        Kinds[unsigned(Collective::AllReduce)] =
+            collectiveSeconds(Cl, Collective::AllReduce, GradBytes, DpGroup);
+      } else {
+        Kinds[unsigned(Collective::ReduceScatter)] = collectiveSeconds(
+            Cl, Collective::ReduceScatter, GradBytes, DpGroup);
+        Kinds[unsigned(Collective::AllGather)] =
+            collectiveSeconds(Cl, Collective::AllGather, WeightBytes, DpGroup);
+      }
+      double Sync = C.Zero == 0 ? Kinds[unsigned(Collective::AllReduce)]
+                                : Kinds[unsigned(Collective::ReduceScatter)] +
+                                      Kinds[unsigned(Collective::AllGather)];
       // Buckets reduce while the last micro-batch's backward runs.
       Exposed = O.OverlapGradReduce ? std::max(0.0, Sync - RankBwd) : Sync;
     }
@@ -470,6 +481,8 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
     double Offload = 0;
     if (C.Zero == 3) {
       double Gather = RankGathers[R], Scatter = RankScatters[R];
+      Kinds[unsigned(Collective::AllGather)] = C.MicroBatches * 2 * Gather;
+      Kinds[unsigned(Collective::ReduceScatter)] = C.MicroBatches * Scatter;
       double Fetch = 0, Down = 0;
       if (C.Offload == OffloadKind::AllCpu ||
           C.Offload == OffloadKind::AllNvme) {
@@ -500,6 +513,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
       WorstOpt = Opt;
       WorstOffload = Offload;
       GradSync = RankGradSync[R];
+      std::copy(std::begin(Kinds), std::end(Kinds), WorstKinds);
     }
   }
 
@@ -511,6 +525,9 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   P.BubbleFraction = Pipe->Sim.BubbleFraction;
   P.StepSeconds = P.PipelineSeconds + After;
   P.DpSyncSeconds = WorstSync + GradSync;
+  std::copy(std::begin(WorstKinds), std::end(WorstKinds),
+            P.DpCollectiveSeconds);
+  P.TpGradSyncSeconds = GradSync;
   P.OptimizerSeconds = WorstOpt;
   P.OffloadSeconds = WorstOffload;
   double ModelFlops = 0, Extra = 0;
@@ -541,6 +558,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   P.StageForward = Pipe->Fwd;
   P.StageBackward = Pipe->Bwd;
   P.P2PSeconds = Pipe->P2PSeconds;
+  P.StageSendSeconds = Pipe->Send;
   return std::optional<Plan>(std::move(Out));
 }
 

@@ -107,6 +107,19 @@ struct PlanPrediction {
   /// a send between stages: what the schedule was simulated with.
   std::vector<double> StageForward, StageBackward;
   double P2PSeconds = 0;
+  /// Per virtual stage, one send of its output to the next stage (and of
+  /// its input's gradient back, which costs the same); 0 without a
+  /// pipeline. Unless sends overlap compute, a chunk's forward ends with the
+  /// first (but on the last stage) and its backward with the second (but on
+  /// the first stage); StageForward and StageBackward include them.
+  std::vector<double> StageSendSeconds;
+  /// DpSyncSeconds by part, on the rank that finishes last: its
+  /// data-parallel collectives per step by kind (indexed by Collective)
+  /// before overlap hides part of them (the gradient all-reduce; ZeRO's
+  /// reduce-scatter and all-gather), and the tensor-parallel all-reduce of
+  /// the gradients of parameters held replicated.
+  double DpCollectiveSeconds[NumCollectives] = {};
+  double TpGradSyncSeconds = 0;
 };
 
 struct Plan {

@@ -88,22 +88,8 @@ LogicalResult TestPrintCostPass::print(const Graph &G, DiagnosticEngine &Diag,
                 [&](const Value *O) { return Flow.isActivation(O); }))
       continue;
     std::optional<OpLoops> L = getOpLoops(N);
-    LoopSplit Split = splitOf(N, L);
-    NodeCost C = getNodeCost(N, L, Split, Device, Settings, Flow);
-    SmallVector<SavedTensor, 4> Saved;
-    getSavedTensors(N, L, Flow, Settings, Saved);
-    double SavedBytes = 0;
-    for (const SavedTensor &T : Saved)
-      SavedBytes += T.bytes(Split);
-    OS << '%' << N.getResult(0)->getName() << " = " << N.getOpName()
-       << " split=";
-    if (Split.Degree > 1)
-      OS << "loop " << Split.Loop << " of " << Split.Degree;
-    else
-      OS << "none";
-    OS << format(": fwd=%.3es bwd=%.3es flops=%.4g bytes=%.4g saved=%.4g\n",
-                 C.FwdSeconds, C.BwdSeconds, C.FwdFlops + C.BwdFlops,
-                 C.FwdBytes + C.BwdBytes, SavedBytes);
+    printShardedNodeCost(
+        OS, N, getShardedNodeCost(N, L, splitOf(N, L), Device, Settings, Flow));
     if (const Attribute *S = N.getAttr("stage"))
       if (S->isa(Attribute::Kind::Int))
         Stages[S->getInt()].push_back(&N);
