@@ -162,13 +162,14 @@ Error AccumulateMicroBatchesPass::runOnGraph(Graph &G) {
       Sums[I] = *S;
     }
   }
-  // The single-micro-batch body is dead now: drop it, last node first.
-  G.setOutputs({});
-  for (Node *N : reverse(Body))
-    N->erase();
+  // The single-micro-batch body is dead now: drop it, last node first
+  // (keeping the gradients' names, which the sums take).
   std::vector<std::string> GradNames;
   for (Value *Grad : Grads)
     GradNames.push_back(Grad->getName().str());
+  G.setOutputs({});
+  for (Node *N : reverse(Body))
+    N->erase();
   G.renameValue(Loss, G.getUniqueName("loss"));
   SmallVector<Value *, 32> NewOuts{Loss};
   for (unsigned I = 0; I != Grads.size(); ++I) {
