@@ -131,6 +131,34 @@ Error Executor::loadParams(const ExecutorOptions &Options) {
   return Error::success();
 }
 
+Expected<HostTensor> Executor::readParam(const Value &P) const {
+  auto It = Params.find(&P);
+  if (It == Params.end())
+    return valueError(P, "is not a parameter of the graph");
+  const Tensor &T = It->second;
+  HostTensor H;
+  H.Elem = T.getElementType();
+  H.Shape.assign(T.getShape().begin(), T.getShape().end());
+  H.Bytes.resize(T.getSizeInBytes());
+  if (Error E = B.copyToHost(T, H.Bytes))
+    return valueError(P, toString(std::move(E)));
+  return H;
+}
+
+Error Executor::writeParam(const Value &P, ArrayRef<uint8_t> Bytes) {
+  auto It = Params.find(&P);
+  if (It == Params.end())
+    return valueError(P, "is not a parameter of the graph");
+  const Tensor &T = It->second;
+  if (Bytes.size() != T.getSizeInBytes())
+    return valueError(P, Twine(Bytes.size()) + " bytes given for " +
+                             T.getTypeString() + " (" +
+                             Twine(T.getSizeInBytes()) + " bytes)");
+  if (Error E = B.copyFromHost(T, Bytes))
+    return valueError(P, toString(std::move(E)));
+  return Error::success();
+}
+
 void Executor::planFrees() {
   DenseSet<const Value *> Outputs(G.getOutputs().begin(), G.getOutputs().end());
   DenseMap<const Value *, unsigned> LastUse;

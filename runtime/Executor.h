@@ -8,6 +8,7 @@
 // order, and copies the outputs back. A tensor is allocated when its node
 // runs and freed after its last use (a value no node uses, right after its
 // node); kernels check their result shapes against the program's types.
+// Parameters can be read back and overwritten between runs (checkpoints).
 // Errors name the value or the node.
 //
 //===----------------------------------------------------------------------===//
@@ -52,6 +53,16 @@ public:
   /// input's type; returns one tensor per graph output.
   llvm::Expected<std::vector<HostTensor>>
   run(llvm::ArrayRef<HostTensor> Inputs);
+
+  /// A copy of parameter P's current data: its initial data as updated by
+  /// the runs so far (optimizer steps write into their parameters). An
+  /// error naming P unless it is one of the graph's parameters.
+  llvm::Expected<HostTensor> readParam(const Value &P) const;
+  /// Overwrites parameter P's data with Bytes (the layout of
+  /// weights/TensorBytes.h, P's size exactly), e.g. from a checkpoint. An
+  /// error naming P unless it is one of the graph's parameters and the size
+  /// matches.
+  llvm::Error writeParam(const Value &P, llvm::ArrayRef<uint8_t> Bytes);
 
   /// The peak of the bytes the last run held in activations and outputs
   /// (parameters excluded).

@@ -247,5 +247,10 @@ int autopar::runRunDriver(const RunDriverOptions &Options) {
   Expected<std::vector<HostTensor>> Results = (*Exec)->run(Inputs);
   if (!Results)
     return fail(RunFailure, Results.takeError());
-  return writeOutputs(**G, *Results, Options.OutputDir);
+  // In a job of several ranks (mpirun), each rank writes DIR/rank<N>.
+  SmallString<256> OutputDir(Options.OutputDir);
+  const Communicator &Comm = Backend.getCommunicator();
+  if (Comm.getNumRanks() > 1)
+    sys::path::append(OutputDir, "rank" + std::to_string(Comm.getRank()));
+  return writeOutputs(**G, *Results, OutputDir);
 }

@@ -2,11 +2,15 @@
 //
 // See TrainDriver.h. Token ids are read from the data file once; random
 // data comes from a 64-bit LCG seeded with --seed, so two runs with the same
-// options see the same batches.
+// options see the same batches. A checkpoint records where the data stands
+// (the file position, the generator's state), so a resumed run sees the
+// batches the uninterrupted run would have seen. SIGTERM only sets a flag,
+// which the loop reads between steps.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/TrainDriver.h"
+#include "runtime/Checkpoint.h"
 #include "runtime/Executor.h"
 #include "runtime/RunDriver.h"
 #include "runtime/cpu/CpuBackend.h"
@@ -15,6 +19,7 @@
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -22,8 +27,14 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <thread>
 
 using namespace autopar;
 using namespace llvm;
@@ -49,6 +60,11 @@ Error TrainOptions::validate() const {
                "--beta1 and --beta2 in [0, 1)");
   if (Threads < 1)
     return Bad("--threads must be 1 or more");
+  if (CheckpointEvery < 0 || KeepCheckpoints < 0)
+    return Bad("--checkpoint-every and --keep-checkpoints must be >= 0");
+  if (CheckpointDir.empty() && (CheckpointEvery > 0 || Resume))
+    return Bad(Twine(Resume ? "--resume" : "--checkpoint-every") +
+               " needs --checkpoint-dir");
   return Error::success();
 }
 
@@ -92,6 +108,15 @@ public:
     return S;
   }
 
+  /// Where the source stands: the next token file position and the random
+  /// generator's state.
+  uint64_t getPosition() const { return Pos; }
+  uint64_t getRngState() const { return State; }
+  void restore(uint64_t Position, uint64_t RngState) {
+    Pos = Tokens.empty() ? 0 : size_t(Position % Tokens.size());
+    State = RngState;
+  }
+
   /// The next Count tokens.
   std::vector<int64_t> next(int64_t Count) {
     std::vector<int64_t> Out(Count);
@@ -132,9 +157,185 @@ static int64_t findVocabulary(const Graph &G) {
   return 0;
 }
 
+namespace {
+
+/// The environment's test hooks (TrainDriver.h).
+struct TestHooks {
+  unsigned StepDelayMs = 0;
+  CheckpointCrash Crash = CheckpointCrash::None;
+
+  static Expected<TestHooks> read() {
+    TestHooks H;
+    if (const char *Delay = std::getenv("AUTOPAR_TEST_STEP_DELAY_MS"))
+      if (StringRef(Delay).getAsInteger(10, H.StepDelayMs))
+        return createStringError(inconvertibleErrorCode(),
+                                 "AUTOPAR_TEST_STEP_DELAY_MS must be a number "
+                                 "of milliseconds, not '" +
+                                     Twine(Delay) + "'");
+    if (const char *Crash = std::getenv("AUTOPAR_TEST_CRASH_IN_CHECKPOINT")) {
+      StringRef C = Crash;
+      if (C == "1" || C == "shard")
+        H.Crash = CheckpointCrash::InShard;
+      else if (C == "rename")
+        H.Crash = CheckpointCrash::AfterRename;
+      else if (!C.empty() && C != "0")
+        return createStringError(inconvertibleErrorCode(),
+                                 "AUTOPAR_TEST_CRASH_IN_CHECKPOINT must be 1, "
+                                 "shard or rename, not '" +
+                                     C + "'");
+    }
+    return H;
+  }
+};
+
+/// Set by SIGTERM; read between steps.
+volatile std::sig_atomic_t TermRequested = 0;
+
+void onTerm(int) { TermRequested = 1; }
+
+/// Catches SIGTERM while it lives; restores the previous action after.
+class TermHandler {
+public:
+  TermHandler() {
+    TermRequested = 0;
+    struct sigaction Action;
+    std::memset(&Action, 0, sizeof(Action));
+    Action.sa_handler = onTerm;
+    sigemptyset(&Action.sa_mask);
+    Action.sa_flags = SA_RESTART;
+    Installed = ::sigaction(SIGTERM, &Action, &Previous) == 0;
+  }
+  ~TermHandler() {
+    if (Installed)
+      ::sigaction(SIGTERM, &Previous, nullptr);
+  }
+  TermHandler(const TermHandler &) = delete;
+  TermHandler &operator=(const TermHandler &) = delete;
+
+private:
+  struct sigaction Previous;
+  bool Installed = false;
+};
+
+/// What a rank saves and loads: the program's parameters, keyed by name.
+struct TrainState {
+  const TrainOptions &O;
+  const Graph &G;
+  Executor &X;
+  TokenSource &Source;
+  /// This rank and the job's ranks (one for now).
+  int Rank = 0, NumRanks = 1;
+
+  std::vector<CheckpointTensorSpec> getSpecs() const {
+    std::vector<CheckpointTensorSpec> Specs;
+    for (const std::unique_ptr<Value> &P : G.getParams()) {
+      CheckpointTensorSpec S;
+      S.Name = P->getName().str();
+      S.Elem = P->getType().getElementType();
+      SmallVector<int64_t, 4> Sizes = P->getType().getStaticSizes();
+      S.Shape.assign(Sizes.begin(), Sizes.end());
+      Specs.push_back(std::move(S));
+    }
+    return Specs;
+  }
+
+  /// Writes the checkpoint of Step; returns an exit code.
+  int save(int64_t Step, CheckpointCrash Crash) {
+    CheckpointIndex Meta;
+    Meta.Step = Step;
+    Meta.Rank = Rank;
+    Meta.NumRanks = NumRanks;
+    Meta.Program = sys::path::filename(O.ProgramFile).str();
+    Meta.Graph = G.getName().str();
+    Meta.Data = O.Data;
+    Meta.DataPosition = Source.getPosition();
+    Meta.DataRngState = Source.getRngState();
+    ArrayRef<std::unique_ptr<Value>> Params = G.getParams();
+    auto Read = [&](size_t I) -> Expected<std::vector<uint8_t>> {
+      Expected<HostTensor> H = X.readParam(*Params[I]);
+      if (!H)
+        return H.takeError();
+      return std::move(H->Bytes);
+    };
+    std::string Where = "checkpoint of step " + std::to_string(Step) + ": ";
+    if (Error E = writeCheckpointShard(O.CheckpointDir, Meta, getSpecs(), Read,
+                                       Crash))
+      return fail(RunIOError, Where + toString(std::move(E)));
+    // With several ranks, a barrier over all of them goes here (the
+    // Communicator's), so that rank 0 commits only when every rank's shard
+    // is on disk; the other ranks go on training meanwhile.
+    if (Rank != 0)
+      return RunSuccess;
+    if (Error E = commitCheckpoint(O.CheckpointDir, Step, NumRanks, Crash))
+      return fail(RunIOError, Where + toString(std::move(E)));
+    unsigned Keep = unsigned(std::min<int64_t>(O.KeepCheckpoints, UINT_MAX));
+    if (Error E = pruneCheckpoints(O.CheckpointDir, Step, Keep))
+      WithColor::warning(errs(), "autopar-run")
+          << toString(std::move(E)) << '\n';
+    return RunSuccess;
+  }
+
+  /// Loads O.CheckpointDir/latest, if any, setting Step to its step (0
+  /// when there is none); returns an exit code.
+  int load(int64_t &Step) {
+    Step = 0;
+    StringRef Dir = O.CheckpointDir;
+    Expected<std::optional<int64_t>> Latest = readLatestCheckpoint(Dir);
+    if (!Latest)
+      return fail(RunInvalidInput, toString(Latest.takeError()));
+    if (!*Latest) {
+      WithColor::note(errs(), "autopar-run")
+          << "no checkpoint in '" << Dir << "' (no 'latest'); starting from "
+          << "step 1\n";
+      return RunSuccess;
+    }
+    Expected<CheckpointIndex> Index = readCheckpointIndex(Dir, **Latest, Rank);
+    if (!Index)
+      return fail(RunInvalidInput, toString(Index.takeError()));
+    SmallString<256> IndexPath(Dir);
+    sys::path::append(IndexPath, getCheckpointName(**Latest),
+                      getCheckpointIndexName(Rank));
+    if (Index->NumRanks != NumRanks)
+      return fail(RunInvalidInput,
+                  "checkpoint '" + IndexPath + "' was written by " +
+                      Twine(Index->NumRanks) + " ranks; this run has " +
+                      Twine(NumRanks) +
+                      " (resharding across ranks is not implemented yet)");
+    if (Error E = matchCheckpointTensors(*Index, getSpecs(), IndexPath))
+      return fail(RunInvalidInput, toString(std::move(E)));
+    StringMap<const Value *> ByName;
+    for (const std::unique_ptr<Value> &P : G.getParams())
+      ByName[P->getName()] = P.get();
+    if (Error E = readCheckpointTensors(
+            Dir, *Index,
+            [&](const CheckpointTensor &T, ArrayRef<uint8_t> Bytes) {
+              return X.writeParam(*ByName.lookup(T.Name), Bytes);
+            }))
+      return fail(RunInvalidInput, toString(std::move(E)));
+    if (Index->Data != O.Data)
+      WithColor::warning(errs(), "autopar-run")
+          << "checkpoint '" << IndexPath << "' was written reading --data '"
+          << Index->Data << "'; this run reads '" << O.Data << "'\n";
+    Source.restore(Index->DataPosition, Index->DataRngState);
+    Step = Index->Step;
+    WithColor::note(errs(), "autopar-run")
+        << "resumed from '" << sys::path::parent_path(IndexPath)
+        << "': continuing after step " << Step << '\n';
+    return RunSuccess;
+  }
+};
+
+} // namespace
+
 int autopar::runTraining(const TrainOptions &O) {
   if (Error E = O.validate())
     return fail(RunBadOptions, toString(std::move(E)));
+  Expected<TestHooks> Hooks = TestHooks::read();
+  if (!Hooks)
+    return fail(RunBadOptions, toString(Hooks.takeError()));
+  // Installed first, so that a SIGTERM while loading still ends the run
+  // after a step, with a checkpoint.
+  TermHandler Term;
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
       MemoryBuffer::getFile(O.ProgramFile, /*IsText=*/true);
   if (!Buffer)
@@ -207,9 +408,38 @@ int autopar::runTraining(const TrainOptions &O) {
   if (!Exec)
     return fail(RunIOError, toString(Exec.takeError()));
 
+  // The state to continue from.
+  TrainState State{O, *G, **Exec, *Source};
+  int64_t Resumed = 0;
+  if (O.Resume) {
+    if (int Code = State.load(Resumed))
+      return Code;
+  } else if (!O.CheckpointDir.empty()) {
+    Expected<std::optional<int64_t>> Latest =
+        readLatestCheckpoint(O.CheckpointDir);
+    if (!Latest)
+      return fail(RunInvalidInput, toString(Latest.takeError()));
+    if (*Latest)
+      return fail(RunBadOptions,
+                  "'" + O.CheckpointDir + "' holds checkpoints already " +
+                      "(latest: " + getCheckpointName(**Latest) +
+                      "); pass --resume to continue from it, or use another "
+                      "folder");
+  }
+  if (Resumed >= O.Steps) {
+    WithColor::note(errs(), "autopar-run")
+        << "the checkpoint is at step " << Resumed << "; --steps " << O.Steps
+        << " leaves nothing to run\n";
+    return RunSuccess;
+  }
+
   SmallVector<int64_t, 2> Sizes = TokensIn->getType().getStaticSizes();
   int64_t TokensPerStep = Sizes[0] * Sizes[1];
-  for (int64_t Step = 1; Step <= O.Steps; ++Step) {
+  CheckpointCrash Crash = Hooks->Crash;
+  for (int64_t Step = Resumed + 1; Step <= O.Steps; ++Step) {
+    if (Hooks->StepDelayMs)
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(Hooks->StepDelayMs));
     std::vector<HostTensor> Inputs;
     for (const std::unique_ptr<Value> &In : G->getInputs()) {
       StringRef Name = In->getName();
@@ -259,6 +489,27 @@ int autopar::runTraining(const TrainOptions &O) {
            << format("%.1f", Seconds > 0 ? TokensPerStep / Seconds : 0.0)
            << "\n";
     outs().flush();
+
+    bool Stop = TermRequested != 0;
+    if (!O.CheckpointDir.empty() &&
+        (Stop || Step == O.Steps ||
+         (O.CheckpointEvery > 0 && Step % O.CheckpointEvery == 0))) {
+      if (int Code = State.save(Step, Crash))
+        return Code;
+      Crash = CheckpointCrash::None;
+    }
+    if (Stop) {
+      WithColor::note(errs(), "autopar-run")
+          << "SIGTERM: stopped after step " << Step;
+      if (O.CheckpointDir.empty()) {
+        errs() << " (no --checkpoint-dir: nothing saved)\n";
+      } else {
+        SmallString<256> Path(O.CheckpointDir);
+        sys::path::append(Path, getCheckpointName(Step));
+        errs() << "; saved checkpoint '" << Path << "'\n";
+      }
+      return RunSuccess;
+    }
   }
   return RunSuccess;
 }

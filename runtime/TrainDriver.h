@@ -10,6 +10,23 @@
 //     eps, weight_decay) and the step number (from 1).
 // It prints `step N loss X time_ms T tokens_per_s R` per step, where X is
 // the first output (the loss, computed before the step's update).
+//
+// With --checkpoint-dir D it saves the rank's state (every parameter,
+// optimizer moments included, the step and the data position; Checkpoint.h)
+// every --checkpoint-every K steps, after the last step, and when SIGTERM
+// arrives: the step under way finishes, its checkpoint is written, and the
+// run exits 0 with a note on standard error. --keep-checkpoints (2) are
+// kept. --resume loads D/latest and continues from the step after it to
+// --steps (the last step's number, not a count), printing what an
+// uninterrupted run prints for those steps; with no D/latest it starts
+// from step 1. Without --resume, a D that holds checkpoints is an error.
+//
+// Test hooks (environment): AUTOPAR_TEST_STEP_DELAY_MS=T sleeps T ms
+// before each step; AUTOPAR_TEST_CRASH_IN_CHECKPOINT=1 (or `shard`) kills
+// the process with SIGKILL halfway through writing its first checkpoint's
+// shard, `rename` right after renaming that checkpoint's folder, before
+// D/latest moves.
+//
 // Multi-rank plans (a plan folder, mpirun) come with the per-rank program
 // lowering (docs/Runtime.md).
 //
@@ -38,6 +55,15 @@ struct TrainOptions {
   double Lr = 1e-3, Beta1 = 0.9, Beta2 = 0.999, Eps = 1e-8, WeightDecay = 0.01;
   std::string WeightsDir;
   int Threads = 1;
+  /// Folder of checkpoints; none when empty.
+  std::string CheckpointDir;
+  /// Save every this many steps (0: only after the last step and on
+  /// SIGTERM).
+  int64_t CheckpointEvery = 0;
+  /// Checkpoints kept (0: all).
+  int64_t KeepCheckpoints = 2;
+  /// Continue from CheckpointDir/latest.
+  bool Resume = false;
 
   llvm::Error validate() const;
 };

@@ -14,6 +14,8 @@ packages=(
   zlib1g-dev      # LLVMSupport's CMake config links ZLIB::ZLIB
   libgtest-dev
   libopenblas-dev # CBLAS GEMMs of the CPU runtime (runtime/cpu/)
+  libopenmpi-dev  # MPI for multi-rank jobs (runtime/cpu/MpiCommunicator.cpp)
+  openmpi-bin     # mpirun: multi-rank runs and test/Runtime/mpi-*.test
   pkgconf         # finds OpenBLAS for CMake
   libonnx-dev     # ONNX's generated protobuf classes (frontend/)
   libprotobuf-dev

@@ -81,6 +81,14 @@ if config.autopar_sanitize:
 # (scripts/test.sh --with-chromium).
 if shutil.which("chromium"):
     config.available_features.add("chromium")
+# Multi-rank runtime tests start autopar-run under OpenMPI's mpirun (test/
+# Runtime/mpi-*.test). mpirun refuses to run as root without these (CI and
+# sandboxes often are root); oversubscription is asked for on the command
+# line, as test machines have fewer cores than ranks.
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 # tools/autopar-modelgen runs on Debian's python3 with python3-onnx.
 if os.path.exists("/usr/bin/python3") and subprocess.call(
         ["/usr/bin/python3", "-c", "import onnx"], stdout=subprocess.DEVNULL,

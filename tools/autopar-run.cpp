@@ -2,7 +2,8 @@
 //
 // autopar-run interprets a program (autopar IR) on the CPU backend: once
 // with --eval (runtime/RunDriver), or as a training loop (runtime/
-// TrainDriver). This file only reads the command line.
+// TrainDriver, with checkpoints: runtime/Checkpoint). This file only reads
+// the command line.
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,13 +64,32 @@ static cl::opt<double> Eps("eps", cl::desc("AdamW epsilon"), cl::init(1e-8),
                            cl::cat(Category));
 static cl::opt<double> WeightDecay("weight-decay", cl::desc("Weight decay"),
                                    cl::init(0.01), cl::cat(Category));
+static cl::opt<std::string> CheckpointDir(
+    "checkpoint-dir",
+    cl::desc("Save checkpoints into this folder (step_<N>/, latest)"),
+    cl::value_desc("dir"), cl::cat(Category));
+static cl::opt<int64_t> CheckpointEvery(
+    "checkpoint-every",
+    cl::desc("Save a checkpoint every N steps (0: only after the last step "
+             "and on SIGTERM)"),
+    cl::init(0), cl::cat(Category));
+static cl::opt<int64_t>
+    KeepCheckpoints("keep-checkpoints",
+                    cl::desc("Checkpoints to keep (0: all)"), cl::init(2),
+                    cl::cat(Category));
+static cl::opt<bool>
+    Resume("resume",
+           cl::desc("Continue from the checkpoint-dir's latest checkpoint "
+                    "up to --steps"),
+           cl::cat(Category));
 
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
   cl::HideUnrelatedOptions(Category);
   cl::ParseCommandLineOptions(argc, argv, "autopar program runner\n");
 
-  if (Eval.empty()) {
+  // Training takes a program; --eval, or -o without a program, is a run.
+  if (Eval.empty() && (!Program.empty() || OutputDir.empty())) {
     autopar::TrainOptions T;
     T.ProgramFile = Program;
     T.GraphName = GraphName;
@@ -84,6 +104,10 @@ int main(int argc, char **argv) {
     T.WeightDecay = WeightDecay;
     T.WeightsDir = WeightsDir;
     T.Threads = Threads;
+    T.CheckpointDir = CheckpointDir;
+    T.CheckpointEvery = CheckpointEvery;
+    T.KeepCheckpoints = KeepCheckpoints;
+    T.Resume = Resume;
     return autopar::runTraining(T);
   }
   autopar::RunDriverOptions Options;

@@ -8,12 +8,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/CpuBackend.h"
+#include "runtime/cpu/CollectiveKernels.h"
 #include "runtime/cpu/CpuCommunicator.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/MpiCommunicator.h"
 
 #include "ir/Graph.h"
 
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -166,14 +172,40 @@ static bool movesElements(OpId Op) {
   }
 }
 
-bool CpuBackend::hasKernel(OpId Op) { return lookupKernel(Op) != nullptr; }
+bool CpuBackend::hasKernel(OpId Op) {
+  return lookupKernel(Op) != nullptr || isCommunicationOp(Op);
+}
+
+std::chrono::milliseconds CpuBackendOptions::getDefaultCommTimeout() {
+  std::chrono::milliseconds Default(300 * 1000);
+  const char *Value = std::getenv("AUTOPAR_COMM_TIMEOUT");
+  if (!Value)
+    return Default;
+  double Seconds = 0;
+  if (StringRef(Value).getAsDouble(Seconds) || !(Seconds > 0) ||
+      Seconds > 1e9) {
+    WithColor::warning(errs(), "autopar-run")
+        << "AUTOPAR_COMM_TIMEOUT='" << Value
+        << "' is not a positive number of seconds; using 300\n";
+    return Default;
+  }
+  return std::chrono::milliseconds(
+      std::max<int64_t>(1, int64_t(Seconds * 1000)));
+}
+
+static std::unique_ptr<Communicator>
+createCommunicator(const CpuBackendOptions &Options) {
+  if (MpiCommunicator::isLaunchedByMpi())
+    return std::make_unique<MpiCommunicator>(Options.CommTimeout);
+  return std::make_unique<SingleRankCommunicator>();
+}
 
 CpuBackend::CpuBackend(const CpuBackendOptions &Options)
-    : Comm(std::make_unique<SingleRankCommunicator>()) {
+    : Comm(createCommunicator(Options)), CommTimeout(Options.CommTimeout) {
   setBlasThreads(Options.BlasThreads);
 }
 
-CpuBackend::~CpuBackend() = default;
+CpuBackend::~CpuBackend() { MpiCommunicator::abortIfFailed(); }
 
 static constexpr std::align_val_t Alignment{64};
 
@@ -278,6 +310,18 @@ static void storeFromFloat(const Tensor &T, int64_t I, float V) {
 
 Error CpuBackend::runNode(const Node &N, ArrayRef<Tensor> Inputs,
                           ArrayRef<Tensor> Outputs) {
+  Error E = runKernel(N, Inputs, Outputs);
+  if (E)
+    MpiCommunicator::noteFailure();
+  return E;
+}
+
+Error CpuBackend::runKernel(const Node &N, ArrayRef<Tensor> Inputs,
+                            ArrayRef<Tensor> Outputs) {
+  // Communication moves the tensors as they are (sums of narrow floats
+  // add in f32 inside the communicator).
+  if (isCommunicationOp(N.getOp()))
+    return runCommunication(KernelArgs{N, Inputs, Outputs}, *Comm, CommTimeout);
   KernelFn Kernel = lookupKernel(N.getOp());
   if (!Kernel)
     return createNodeError(N, "no CPU kernel");

@@ -2,7 +2,11 @@
 //
 // Host memory (64-byte aligned), the kernels of Kernels.h found by the
 // node's op, GEMMs through OpenBLAS with a thread count the runtime sets (1
-// by default), and a single-rank communicator until MPI lands.
+// by default), and the communication ops (CollectiveKernels.h) through an
+// MPI communicator when the process was started by mpirun, else through the
+// single-rank communicator. Under MPI, a backend one of whose nodes failed
+// aborts the job when it is destroyed, so that the other ranks do not wait
+// for this one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +15,7 @@
 
 #include "runtime/Backend.h"
 
+#include <chrono>
 #include <memory>
 
 namespace autopar {
@@ -21,6 +26,12 @@ struct CpuBackendOptions {
   /// OpenBLAS threads. Results do not depend on it (every reduction has a
   /// fixed order); 1 keeps runs quiet on shared machines.
   int BlasThreads = 1;
+  /// How long a communication may take before the job is aborted
+  /// (MpiCommunicator.h): AUTOPAR_COMM_TIMEOUT seconds when that
+  /// environment variable is set, else 300 s.
+  std::chrono::milliseconds CommTimeout = getDefaultCommTimeout();
+
+  static std::chrono::milliseconds getDefaultCommTimeout();
 };
 
 class CpuBackend : public Backend {
@@ -44,7 +55,11 @@ public:
   static bool hasKernel(OpId Op);
 
 private:
+  llvm::Error runKernel(const Node &N, llvm::ArrayRef<Tensor> Inputs,
+                        llvm::ArrayRef<Tensor> Outputs);
+
   std::unique_ptr<Communicator> Comm;
+  std::chrono::milliseconds CommTimeout;
 };
 
 } // namespace autopar

@@ -3,7 +3,20 @@
 // SingleRankCommunicator: the job is one rank (rank 0), so every group is
 // {0} and each collective copies its operand (a one-rank sum, gather or
 // scatter is the operand itself). Point-to-point calls have no peer and are
-// errors. The MPI communicator replaces it for multi-rank jobs.
+// errors. MpiCommunicator (MpiCommunicator.h) replaces it for jobs started
+// by mpirun.
+//
+// Also what every communicator of the CPU backend shares:
+// - Groups from meshes. A job's world ranks lie on a graph's mesh in
+//   row-major order over its axes (listed outer to inner, so the last axis,
+//   `tp` in `[pp, dp, tp]`, is innermost: Megatron's order). The group of
+//   (mesh, axis) for a rank is the ranks that share all its other
+//   coordinates, in the order of their coordinate on the axis.
+// - Chunk layouts: a gather or scatter along dimension Dim moves the P
+//   chunks of Dim; packChunks makes each chunk contiguous, unpackChunks
+//   puts contiguous chunks back along Dim.
+// - CommunicationLabel: what the communication in progress is for, for
+//   messages about it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +25,13 @@
 
 #include "runtime/Backend.h"
 
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
 namespace autopar {
+
+struct Mesh;
 
 class SingleRankCommunicator : public Communicator {
 public:
@@ -36,6 +55,55 @@ public:
 private:
   llvm::Error copy(llvm::StringRef What, const Tensor &In, const Tensor &Out,
                    llvm::ArrayRef<int> Group);
+};
+
+/// "mesh @cluster = [dp = 2, tp = 2]".
+std::string describeMesh(const Mesh &M);
+/// "ranks [0, 2]" (or "rank 0" for one).
+std::string describeGroup(llvm::ArrayRef<int> Group);
+
+/// Rank's coordinates on M, one per axis (Rank in [0, devices)).
+llvm::SmallVector<int64_t, 4> getMeshCoordinates(const Mesh &M, int Rank);
+/// The group of (M, Axis) that Rank belongs to, in axis order. An error
+/// when the mesh has no such axis or its device count is not NumRanks.
+llvm::Expected<llvm::SmallVector<int, 8>>
+getMeshGroup(const Mesh &M, llvm::StringRef Axis, int Rank, int NumRanks);
+/// The rank with Rank's coordinates except Coordinate on Axis (a pipeline
+/// stage on `pp`). Errors as getMeshGroup's, and when Coordinate is not on
+/// the axis.
+llvm::Expected<int> getMeshPeer(const Mesh &M, llvm::StringRef Axis,
+                                int64_t Coordinate, int Rank, int NumRanks);
+/// An error unless M's device count is NumRanks.
+llvm::Error checkMeshSize(const Mesh &M, int NumRanks);
+
+/// Copies Src, of type Shape, into Dst so that each of the Parts chunks of
+/// dimension Dim is contiguous: Src viewed as [outer, Parts, chunk] becomes
+/// [Parts, outer, chunk]. Shape[Dim] must be divisible by Parts.
+void packChunks(const void *Src, void *Dst, llvm::ArrayRef<int64_t> Shape,
+                size_t ElemSize, unsigned Dim, int64_t Parts);
+/// The inverse: Src holds Parts contiguous chunks; Dst, of type Shape,
+/// gets them side by side along Dim.
+void unpackChunks(const void *Src, void *Dst, llvm::ArrayRef<int64_t> Shape,
+                  size_t ElemSize, unsigned Dim, int64_t Parts);
+/// True when packing along Dim moves nothing (every dimension before Dim
+/// is 1), so the tensor's bytes are already its chunks in order.
+bool chunksAreContiguous(llvm::ArrayRef<int64_t> Shape, unsigned Dim);
+
+/// Sets what the communication in progress is for, e.g. "axis 'tp' of
+/// mesh @cluster, node '%y' (AllReduce)", while it lives; communicators
+/// put it in their messages (a timeout, the launcher's termination).
+class CommunicationLabel {
+public:
+  explicit CommunicationLabel(std::string Text);
+  ~CommunicationLabel();
+  CommunicationLabel(const CommunicationLabel &) = delete;
+  CommunicationLabel &operator=(const CommunicationLabel &) = delete;
+
+  /// The innermost live label, or "".
+  static llvm::StringRef current();
+
+private:
+  std::string Previous;
 };
 
 } // namespace autopar

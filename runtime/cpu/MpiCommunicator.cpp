@@ -1,0 +1,918 @@
+//===- MpiCommunicator.cpp - Communication over MPI -----------------------===//
+//
+// See MpiCommunicator.h. An operation posts all its receives, then all its
+// sends, and polls them (Transfers::wait); large transfers are split into
+// messages of at most 1 GiB because MPI counts are ints. Between one pair of
+// ranks, every operation's messages carry its kind's tag and the operations
+// run one at a time in program order, so MPI's non-overtaking rule matches
+// them; stage transfers (send/recv) have their own tag, as they may be
+// pending while collectives run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/MpiCommunicator.h"
+#include "runtime/cpu/CpuCommunicator.h"
+#include "runtime/cpu/KernelSupport.h"
+
+#include "ir/Attributes.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/raw_ostream.h"
+
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <sched.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Duration = Communicator::Duration;
+
+/// Message tags, one per kind of operation.
+enum Tag : int {
+  TagReduceChunks = 101,
+  TagGatherChunks = 102,
+  TagAllGather = 103,
+  TagReduceScatter = 104,
+  TagAllToAll = 105,
+  TagStage = 106,
+};
+
+/// The largest message; larger transfers are split.
+constexpr size_t MaxMessageBytes = size_t(1) << 30;
+
+/// The status of a rank that aborts the job (autopar-run's RunFailure).
+constexpr int AbortStatus = 3;
+
+/// A send that has been started and not yet seen complete; owns a copy of
+/// the data.
+struct PendingSend {
+  std::unique_ptr<char[]> Data;
+  std::vector<MPI_Request> Requests;
+  int Peer = 0;
+};
+
+/// The process's MPI state: created with the first communicator, finalised
+/// at exit, never freed.
+struct MpiProcess {
+  int Rank = 0;
+  int Size = 1;
+  bool Failed = false;
+  Duration ExitTimeout{0};
+  std::vector<PendingSend> Sends;
+  // Test-only faults (MpiCommunicator.h).
+  int HangRank = -1, KillRank = -1;
+  int64_t HangAt = 1, KillAt = 1;
+  int64_t Operations = 0;
+};
+
+MpiProcess *Process = nullptr;
+
+// What the SIGTERM handler prints: written outside it, only read inside.
+char SignalRank[16];
+char SignalActivity[1024];
+// The SIGTERM action this process had before MPI (a driver's own handler).
+struct sigaction PreviousTermAction;
+
+void writeToStderr(const char *S) {
+  size_t N = 0;
+  while (S[N])
+    ++N;
+  while (N) {
+    ssize_t Written = ::write(STDERR_FILENO, S, N);
+    if (Written <= 0)
+      return;
+    S += Written;
+    N -= size_t(Written);
+  }
+}
+
+/// Appends S to Buffer (of Size bytes, NUL-terminated at Length), as far as
+/// it fits; async-signal-safe.
+void append(char *Buffer, size_t Size, size_t &Length, const char *S) {
+  while (*S && Length + 1 < Size)
+    Buffer[Length++] = *S++;
+  Buffer[Length] = 0;
+}
+
+/// mpirun ends the ranks with SIGTERM when one dies, fails or aborts: say
+/// what this one was doing, in one write. The handler the process had
+/// before then runs (LLVM's, which removes temporary files and dies by the
+/// signal; the training loop's, which stops after the step under way);
+/// without one, the rank exits.
+void onTerminate(int Signal, siginfo_t *Info, void *Context) {
+  static char Line[sizeof(SignalActivity) + 256];
+  size_t Length = 0;
+  bool Chained = (PreviousTermAction.sa_flags & SA_SIGINFO)
+                     ? PreviousTermAction.sa_sigaction != nullptr
+                     : PreviousTermAction.sa_handler != SIG_DFL;
+  append(Line, sizeof(Line), Length, "autopar-run: error: rank ");
+  append(Line, sizeof(Line), Length, SignalRank);
+  append(Line, sizeof(Line), Length, ": terminated by SIGTERM");
+  if (SignalActivity[0]) {
+    append(Line, sizeof(Line), Length, " during ");
+    append(Line, sizeof(Line), Length, SignalActivity);
+  }
+  append(Line, sizeof(Line), Length,
+         " (mpirun ends every rank when one dies, fails or times out)\n");
+  writeToStderr(Line);
+  if (!Chained)
+    _exit(128 + Signal);
+  if (PreviousTermAction.sa_flags & SA_SIGINFO)
+    PreviousTermAction.sa_sigaction(Signal, Info, Context);
+  else if (PreviousTermAction.sa_handler != SIG_IGN)
+    PreviousTermAction.sa_handler(Signal);
+}
+
+/// Prints "autopar-run: Kind: Message" and a newline in one write, so that
+/// the lines of ranks that print at once (mpirun merges their output) do
+/// not interleave.
+void printLine(StringRef Kind, const Twine &Message) {
+  errs().flush();
+  writeToStderr(("autopar-run: " + Kind + ": " + Message + "\n").str().c_str());
+}
+
+void setSignalActivity(StringRef Text) {
+  size_t N = std::min(Text.size(), sizeof(SignalActivity) - 1);
+  // The handler prints no activity while the first byte is 0.
+  SignalActivity[0] = 0;
+  if (N == 0)
+    return;
+  std::memcpy(SignalActivity + 1, Text.data() + 1, N - 1);
+  SignalActivity[N] = 0;
+  SignalActivity[0] = Text[0];
+}
+
+std::string formatSeconds(Duration D) {
+  char Buffer[32];
+  std::snprintf(Buffer, sizeof(Buffer), "%g", double(D.count()) / 1000.0);
+  return Buffer;
+}
+
+/// Waits for a blocking MPI call (MPI_Init, MPI_Finalize) on another
+/// thread; when the call has not returned within the timeout, prints
+/// Message and exits the process, and mpirun then ends the job.
+class BlockingWatchdog {
+public:
+  BlockingWatchdog(std::string Message, Duration Timeout)
+      : Message(std::move(Message)), Thread([this, Timeout] {
+          std::unique_lock<std::mutex> Lock(Mutex);
+          if (!Done.wait_for(Lock, Timeout, [this] { return Finished; })) {
+            writeToStderr(this->Message.c_str());
+            _exit(AbortStatus);
+          }
+        }) {}
+  ~BlockingWatchdog() {
+    {
+      std::lock_guard<std::mutex> Lock(Mutex);
+      Finished = true;
+    }
+    Done.notify_all();
+    Thread.join();
+  }
+
+private:
+  std::string Message;
+  std::mutex Mutex;
+  std::condition_variable Done;
+  bool Finished = false;
+  std::thread Thread;
+};
+
+/// One operation in progress: what it is (e.g. "all-reduce") and where
+/// ("on ranks [0, 1] (axis 'tp' of mesh @cluster, ...)"), for messages.
+class Operation {
+public:
+  Operation(StringRef What, const Twine &Where)
+      : What(What), Where(Where.str()) {
+    StringRef Label = CommunicationLabel::current();
+    if (!Label.empty())
+      this->Where += " (" + Label.str() + ")";
+  }
+  ~Operation() { SignalActivity[0] = 0; }
+
+  std::string describe() const { return What + " " + Where; }
+  Error error(const Twine &Message) const {
+    return createStringError(
+        inconvertibleErrorCode(),
+        ("rank " + Twine(Process->Rank) + ": " + describe() + ": " + Message)
+            .str());
+  }
+  Error mpiError(int Code) const {
+    char Text[MPI_MAX_ERROR_STRING];
+    int Length = 0;
+    MPI_Error_string(Code, Text, &Length);
+    return error("MPI error: " + StringRef(Text, size_t(Length)));
+  }
+
+  /// Records the operation for the SIGTERM handler, makes progress on
+  /// pending sends and injects the test-only faults.
+  Error begin() const;
+
+private:
+  std::string What;
+  std::string Where;
+};
+
+[[noreturn]] void abortJob() {
+  errs().flush();
+  MPI_Abort(MPI_COMM_WORLD, AbortStatus);
+  std::_Exit(AbortStatus);
+}
+
+/// Tests the pending sends and forgets those that are complete.
+Error progressSends(const Operation &Op) {
+  for (PendingSend &S : Process->Sends) {
+    int Done = 0;
+    int Code = MPI_Testall(int(S.Requests.size()), S.Requests.data(), &Done,
+                           MPI_STATUSES_IGNORE);
+    if (Code != MPI_SUCCESS)
+      return Op.mpiError(Code);
+    if (Done)
+      S.Requests.clear();
+  }
+  llvm::erase_if(Process->Sends,
+                 [](const PendingSend &S) { return S.Requests.empty(); });
+  return Error::success();
+}
+
+Error Operation::begin() const {
+  setSignalActivity(describe());
+  if (Error E = progressSends(*this))
+    return E;
+  int64_t N = ++Process->Operations;
+  if (Process->Rank == Process->HangRank && N == Process->HangAt) {
+    printLine("note", "rank " + Twine(Process->Rank) + ": hanging before " +
+                          describe() + " (AUTOPAR_TEST_HANG_RANK)");
+    for (;;)
+      ::pause();
+  }
+  if (Process->Rank == Process->KillRank && N == Process->KillAt) {
+    printLine("note", "rank " + Twine(Process->Rank) +
+                          ": killing itself before " + describe() +
+                          " (AUTOPAR_TEST_KILL_RANK)");
+    std::raise(SIGKILL);
+  }
+  return Error::success();
+}
+
+/// The messages of one operation.
+class Transfers {
+public:
+  void send(const void *Data, size_t Bytes, int Peer, int Tag) {
+    post(const_cast<void *>(Data), Bytes, Peer, Tag, /*IsRecv=*/false);
+  }
+  void recv(void *Data, size_t Bytes, int Peer, int Tag) {
+    post(Data, Bytes, Peer, Tag, /*IsRecv=*/true);
+  }
+  /// Adds a request started elsewhere.
+  void add(MPI_Request Request, int Peer) {
+    List.push_back({Request, Peer, 0, false, MPI_SUCCESS});
+  }
+  /// Polls every message until all are complete. An error when MPI reports
+  /// one or a receive has the wrong size; on a timeout, prints it and
+  /// aborts the job.
+  Error wait(const Operation &Op, Duration Timeout);
+
+private:
+  struct Message {
+    MPI_Request Request;
+    int Peer;
+    int Bytes;
+    bool IsRecv;
+    int PostCode;
+  };
+  void post(void *Data, size_t Bytes, int Peer, int Tag, bool IsRecv);
+  [[noreturn]] void timedOut(const Operation &Op, Duration Timeout) const;
+
+  std::vector<Message> List;
+};
+
+void Transfers::post(void *Data, size_t Bytes, int Peer, int Tag, bool IsRecv) {
+  char *P = static_cast<char *>(Data);
+  size_t Offset = 0;
+  do {
+    int Count = int(std::min(Bytes - Offset, MaxMessageBytes));
+    Message M{MPI_REQUEST_NULL, Peer, Count, IsRecv, MPI_SUCCESS};
+    M.PostCode = IsRecv ? MPI_Irecv(P + Offset, Count, MPI_BYTE, Peer, Tag,
+                                    MPI_COMM_WORLD, &M.Request)
+                        : MPI_Isend(P + Offset, Count, MPI_BYTE, Peer, Tag,
+                                    MPI_COMM_WORLD, &M.Request);
+    List.push_back(M);
+    Offset += size_t(Count);
+  } while (Offset < Bytes);
+}
+
+Error Transfers::wait(const Operation &Op, Duration Timeout) {
+  for (const Message &M : List)
+    if (M.PostCode != MPI_SUCCESS)
+      return Op.mpiError(M.PostCode);
+  Clock::time_point Deadline = Clock::now() + Timeout;
+  size_t Left = llvm::count_if(
+      List, [](const Message &M) { return M.Request != MPI_REQUEST_NULL; });
+  unsigned Idle = 0;
+  while (Left) {
+    bool Progress = false;
+    for (Message &M : List) {
+      if (M.Request == MPI_REQUEST_NULL)
+        continue;
+      int Done = 0;
+      MPI_Status Status;
+      int Code = MPI_Test(&M.Request, &Done, &Status);
+      if (Code != MPI_SUCCESS)
+        return Op.mpiError(Code);
+      if (!Done)
+        continue;
+      M.Request = MPI_REQUEST_NULL;
+      Progress = true;
+      --Left;
+      if (!M.IsRecv)
+        continue;
+      int Count = 0;
+      MPI_Get_count(&Status, MPI_BYTE, &Count);
+      if (Count != M.Bytes)
+        return Op.error("rank " + Twine(M.Peer) + " sent " + Twine(Count) +
+                        " bytes where " + Twine(M.Bytes) +
+                        " were expected (the ranks' programs disagree on the "
+                        "type)");
+    }
+    if (!Left)
+      break;
+    if (Progress) {
+      Idle = 0;
+      continue;
+    }
+    if (Clock::now() >= Deadline)
+      timedOut(Op, Timeout);
+    // Poll hot for a moment, then sleep a little: ranks may share cores.
+    ++Idle;
+    if (Idle < 64)
+      sched_yield();
+    else
+      ::usleep(Idle < 1024 ? 50 : 500);
+  }
+  return Error::success();
+}
+
+void Transfers::timedOut(const Operation &Op, Duration Timeout) const {
+  SmallVector<int, 8> Waiting;
+  for (const Message &M : List)
+    if (M.Request != MPI_REQUEST_NULL && M.Peer >= 0)
+      Waiting.push_back(M.Peer);
+  llvm::sort(Waiting);
+  Waiting.erase(std::unique(Waiting.begin(), Waiting.end()), Waiting.end());
+  std::string Peers;
+  for (size_t I = 0; I != Waiting.size(); ++I)
+    Peers += (I ? ", " : "") + std::to_string(Waiting[I]);
+  std::string Waited;
+  if (!Waiting.empty())
+    Waited =
+        (Waiting.size() == 1 ? "; waiting for rank " : "; waiting for ranks ") +
+        Peers;
+  printLine("error", "rank " + Twine(Process->Rank) + ": " + Op.describe() +
+                         " timed out after " + formatSeconds(Timeout) +
+                         " s (a peer rank is dead or hung" + Waited + ")");
+  abortJob();
+}
+
+/// An error unless Group is distinct valid ranks including this one;
+/// this rank's index in it.
+Expected<unsigned> checkGroup(const Operation &Op, ArrayRef<int> Group) {
+  std::optional<unsigned> Self;
+  SmallVector<int, 8> Sorted(Group.begin(), Group.end());
+  llvm::sort(Sorted);
+  for (unsigned I = 0; I != Group.size(); ++I) {
+    if (Group[I] < 0 || Group[I] >= Process->Size)
+      return Op.error("the job has no rank " + Twine(Group[I]) + " (it has " +
+                      Twine(Process->Size) + ")");
+    if (Group[I] == Process->Rank)
+      Self = I;
+  }
+  if (std::adjacent_find(Sorted.begin(), Sorted.end()) != Sorted.end())
+    return Op.error("the group names a rank twice");
+  if (!Self)
+    return Op.error("the group does not include this rank");
+  return *Self;
+}
+
+Error checkPeer(const Operation &Op, int Peer) {
+  if (Peer < 0 || Peer >= Process->Size)
+    return Op.error("the job has no rank " + Twine(Peer) + " (it has " +
+                    Twine(Process->Size) + ")");
+  if (Peer == Process->Rank)
+    return Op.error("the peer is this rank");
+  return Error::success();
+}
+
+Error checkSameType(const Operation &Op, const Tensor &In, const Tensor &Out) {
+  if (In.getElementType() != Out.getElementType() ||
+      In.getShape() != Out.getShape())
+    return Op.error("operand " + In.getTypeString() + " and result " +
+                    Out.getTypeString() + " differ");
+  return Error::success();
+}
+
+/// An error unless Out is Expected's shape with In's element type.
+Error checkResult(const Operation &Op, const Tensor &In, const Tensor &Out,
+                  ArrayRef<int64_t> Shape, const Twine &How) {
+  if (In.getElementType() != Out.getElementType() || Out.getShape() != Shape)
+    return Op.error(How + " makes " +
+                    formatTensorType(In.getElementType(), Shape) + " from " +
+                    In.getTypeString() + "; the result is " +
+                    Out.getTypeString());
+  return Error::success();
+}
+
+Error checkDim(const Operation &Op, const Tensor &T, unsigned Dim) {
+  if (Dim >= T.getRank())
+    return Op.error("dimension " + Twine(Dim) + " is not a dimension of " +
+                    T.getTypeString());
+  return Error::success();
+}
+
+void copyTensor(const Tensor &In, const Tensor &Out) {
+  if (In.getData() != Out.getData() && In.getSizeInBytes() != 0)
+    std::memcpy(Out.getData(), In.getData(), In.getSizeInBytes());
+}
+
+/// Out[k] = Parts[0][k] + Parts[1][k] + ..., added in that order in Acc.
+template <typename Acc, typename LoadFn, typename StoreFn>
+void sumParts(ArrayRef<const char *> Parts, char *Out, int64_t N, LoadFn Load,
+              StoreFn Store) {
+  std::vector<Acc> Sum(static_cast<size_t>(N));
+  for (int64_t K = 0; K != N; ++K)
+    Sum[K] = Load(Parts[0], K);
+  for (size_t P = 1; P != Parts.size(); ++P)
+    for (int64_t K = 0; K != N; ++K)
+      Sum[K] += Load(Parts[P], K);
+  for (int64_t K = 0; K != N; ++K)
+    Store(Out, K, Sum[K]);
+}
+
+template <typename T> T loadRaw(const char *P, int64_t K) {
+  T V;
+  std::memcpy(&V, P + K * int64_t(sizeof(T)), sizeof(T));
+  return V;
+}
+template <typename T> void storeRaw(char *P, int64_t K, T V) {
+  std::memcpy(P + K * int64_t(sizeof(T)), &V, sizeof(T));
+}
+
+/// Integers add with wrap-around (unsigned arithmetic of their width).
+template <typename U>
+void sumIntegers(ArrayRef<const char *> Parts, char *Out, int64_t N) {
+  sumParts<U>(Parts, Out, N, loadRaw<U>, storeRaw<U>);
+}
+
+bool canSum(ElementType Elem) { return Elem != ElementType::Bool; }
+
+/// Out = the elementwise sum of Parts, in order. Floats narrower than f32
+/// add in f32 and round once; f64 adds in f64.
+void sumInOrder(ElementType Elem, ArrayRef<const char *> Parts, char *Out,
+                int64_t N) {
+  switch (Elem) {
+  case ElementType::F32:
+    return sumParts<float>(Parts, Out, N, loadRaw<float>, storeRaw<float>);
+  case ElementType::F64:
+    return sumParts<double>(Parts, Out, N, loadRaw<double>, storeRaw<double>);
+  case ElementType::F16:
+    return sumParts<float>(
+        Parts, Out, N,
+        [](const char *P, int64_t K) {
+          return halfToFloat(loadRaw<uint16_t>(P, K));
+        },
+        [](char *P, int64_t K, float V) {
+          storeRaw<uint16_t>(P, K, floatToHalf(V));
+        });
+  case ElementType::BF16:
+    return sumParts<float>(
+        Parts, Out, N,
+        [](const char *P, int64_t K) {
+          return bfloat16ToFloat(loadRaw<uint16_t>(P, K));
+        },
+        [](char *P, int64_t K, float V) {
+          storeRaw<uint16_t>(P, K, floatToBfloat16(V));
+        });
+  case ElementType::F8E4M3:
+    return sumParts<float>(
+        Parts, Out, N,
+        [](const char *P, int64_t K) {
+          return float(decodeF8E4M3(uint8_t(P[K])));
+        },
+        [](char *P, int64_t K, float V) { P[K] = char(encodeF8E4M3(V)); });
+  case ElementType::I64:
+    return sumIntegers<uint64_t>(Parts, Out, N);
+  case ElementType::I32:
+    return sumIntegers<uint32_t>(Parts, Out, N);
+  case ElementType::I8:
+  case ElementType::U8:
+    return sumIntegers<uint8_t>(Parts, Out, N);
+  case ElementType::Bool:
+    break;
+  }
+  llvm_unreachable("checked by canSum");
+}
+
+Error checkSummable(const Operation &Op, const Tensor &In) {
+  if (!canSum(In.getElementType()))
+    return Op.error("cannot sum " + In.getTypeString());
+  return Error::success();
+}
+
+void parseFault(const char *Variable, int &Rank, int64_t &At) {
+  const char *Value = std::getenv(Variable);
+  if (!Value)
+    return;
+  auto [R, N] = StringRef(Value).split(':');
+  if (R.getAsInteger(10, Rank))
+    Rank = -1;
+  if (N.empty() || N.getAsInteger(10, At) || At < 1)
+    At = 1;
+}
+
+/// At exit: completes the pending sends and meets every rank at a barrier,
+/// each within the timeout, then finalises MPI; aborts the job instead when
+/// this rank failed or a wait timed out.
+void finishMpi() {
+  if (!Process)
+    return;
+  int Finalized = 0;
+  MPI_Finalized(&Finalized);
+  if (Finalized)
+    return;
+  if (Process->Failed)
+    abortJob();
+  Duration Timeout = Process->ExitTimeout;
+  {
+    SmallVector<int, 8> Peers;
+    Transfers Sends;
+    for (PendingSend &S : Process->Sends) {
+      for (MPI_Request R : S.Requests)
+        Sends.add(R, S.Peer);
+      Peers.push_back(S.Peer);
+    }
+    llvm::sort(Peers);
+    Peers.erase(std::unique(Peers.begin(), Peers.end()), Peers.end());
+    Operation Op("completing the sends",
+                 "to " + describeGroup(Peers) + " at exit");
+    if (!Peers.empty())
+      if (Error E = Sends.wait(Op, Timeout)) {
+        printLine("error", toString(std::move(E)));
+        abortJob();
+      }
+  }
+  {
+    Operation Op("the final barrier",
+                 "on all " + Twine(Process->Size) + " ranks");
+    setSignalActivity(Op.describe());
+    auto Barrier = [&]() -> Error {
+      MPI_Request Request;
+      if (int Code = MPI_Ibarrier(MPI_COMM_WORLD, &Request))
+        return Op.mpiError(Code);
+      Transfers Wait;
+      Wait.add(Request, -1);
+      return Wait.wait(Op, Timeout);
+    };
+    if (Error E = Barrier()) {
+      printLine("error", toString(std::move(E)));
+      abortJob();
+    }
+  }
+  std::snprintf(SignalActivity, sizeof(SignalActivity), "MPI_Finalize");
+  BlockingWatchdog Watchdog(
+      "autopar-run: error: rank " + std::to_string(Process->Rank) +
+          ": MPI_Finalize timed out after " + formatSeconds(Timeout) + " s\n",
+      Timeout);
+  MPI_Finalize();
+}
+
+} // namespace
+
+bool MpiCommunicator::isLaunchedByMpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK");
+}
+
+MpiCommunicator::MpiCommunicator(Duration Timeout) {
+  if (Process) {
+    Process->ExitTimeout = std::max(Process->ExitTimeout, Timeout);
+    return;
+  }
+  int Initialized = 0;
+  MPI_Initialized(&Initialized);
+  if (!Initialized) {
+    const char *Rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    BlockingWatchdog Watchdog(
+        "autopar-run: error: rank " + std::string(Rank ? Rank : "?") +
+            ": MPI_Init timed out after " + formatSeconds(Timeout) +
+            " s (a rank did not start or is hung)\n",
+        Timeout);
+    int Provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &Provided);
+  }
+  Process = new MpiProcess;
+  Process->ExitTimeout = Timeout;
+  MPI_Comm_rank(MPI_COMM_WORLD, &Process->Rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &Process->Size);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  parseFault("AUTOPAR_TEST_HANG_RANK", Process->HangRank, Process->HangAt);
+  parseFault("AUTOPAR_TEST_KILL_RANK", Process->KillRank, Process->KillAt);
+
+  std::snprintf(SignalRank, sizeof(SignalRank), "%d", Process->Rank);
+  struct sigaction Action;
+  std::memset(&Action, 0, sizeof(Action));
+  Action.sa_sigaction = onTerminate;
+  Action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&Action.sa_mask);
+  sigaction(SIGTERM, &Action, &PreviousTermAction);
+  std::atexit(finishMpi);
+}
+
+MpiCommunicator::~MpiCommunicator() = default;
+
+void MpiCommunicator::noteFailure() {
+  if (Process)
+    Process->Failed = true;
+}
+
+void MpiCommunicator::abortIfFailed() {
+  if (Process && Process->Failed)
+    abortJob();
+}
+
+int MpiCommunicator::getRank() const { return Process->Rank; }
+int MpiCommunicator::getNumRanks() const { return Process->Size; }
+
+/// The first element of chunk J when N elements are split into P chunks
+/// whose sizes differ by at most one.
+static int64_t chunkBegin(int64_t N, size_t P, size_t J) {
+  return int64_t(J) * (N / int64_t(P)) + std::min<int64_t>(J, N % int64_t(P));
+}
+
+Error MpiCommunicator::allReduce(const Tensor &In, const Tensor &Out,
+                                 ArrayRef<int> Group, Duration Timeout) {
+  Operation Op("all-reduce", "on " + describeGroup(Group));
+  Expected<unsigned> Self = checkGroup(Op, Group);
+  if (!Self)
+    return Self.takeError();
+  if (Error E = checkSameType(Op, In, Out))
+    return E;
+  if (Error E = checkSummable(Op, In))
+    return E;
+  if (Error E = Op.begin())
+    return E;
+  size_t P = Group.size();
+  if (P == 1) {
+    copyTensor(In, Out);
+    return Error::success();
+  }
+  // Reduce-scatter: member J owns chunk J and adds the group's
+  // contributions to it in group order...
+  int64_t N = In.getNumElements();
+  size_t ES = getElementSize(In.getElementType());
+  const char *InData = static_cast<const char *>(In.getData());
+  char *OutData = static_cast<char *>(Out.getData());
+  auto Begin = [&](size_t J) { return chunkBegin(N, P, J); };
+  auto Bytes = [&](size_t J) { return size_t(Begin(J + 1) - Begin(J)) * ES; };
+  size_t MyBytes = Bytes(*Self);
+  std::vector<char> Received(P * MyBytes);
+  Transfers Scatter;
+  for (size_t J = 0; J != P; ++J)
+    if (J != *Self)
+      Scatter.recv(Received.data() + J * MyBytes, MyBytes, Group[J],
+                   TagReduceChunks);
+  for (size_t J = 0; J != P; ++J)
+    if (J != *Self)
+      Scatter.send(InData + Begin(J) * ES, Bytes(J), Group[J], TagReduceChunks);
+  if (Error E = Scatter.wait(Op, Timeout))
+    return E;
+  SmallVector<const char *, 8> Parts;
+  for (size_t J = 0; J != P; ++J)
+    Parts.push_back(J == *Self ? InData + Begin(J) * ES
+                               : Received.data() + J * MyBytes);
+  sumInOrder(In.getElementType(), Parts, OutData + Begin(*Self) * ES,
+             Begin(*Self + 1) - Begin(*Self));
+  // ... then every member gets every owner's chunk.
+  Transfers Gather;
+  for (size_t J = 0; J != P; ++J)
+    if (J != *Self)
+      Gather.recv(OutData + Begin(J) * ES, Bytes(J), Group[J], TagGatherChunks);
+  for (size_t J = 0; J != P; ++J)
+    if (J != *Self)
+      Gather.send(OutData + Begin(*Self) * ES, MyBytes, Group[J],
+                  TagGatherChunks);
+  return Gather.wait(Op, Timeout);
+}
+
+Error MpiCommunicator::allGather(const Tensor &In, const Tensor &Out,
+                                 ArrayRef<int> Group, unsigned Dim,
+                                 Duration Timeout) {
+  Operation Op("all-gather", "on " + describeGroup(Group));
+  Expected<unsigned> Self = checkGroup(Op, Group);
+  if (!Self)
+    return Self.takeError();
+  if (Error E = checkDim(Op, In, Dim))
+    return E;
+  size_t P = Group.size();
+  SmallVector<int64_t, 4> Shape(In.getShape().begin(), In.getShape().end());
+  Shape[Dim] *= int64_t(P);
+  if (Error E = checkResult(Op, In, Out, Shape,
+                            "gathering " + Twine(P) +
+                                " ranks along dimension " + Twine(Dim)))
+    return E;
+  if (Error E = Op.begin())
+    return E;
+  if (P == 1) {
+    copyTensor(In, Out);
+    return Error::success();
+  }
+  size_t InBytes = In.getSizeInBytes();
+  bool Direct = chunksAreContiguous(Shape, Dim);
+  std::vector<char> Buffer(Direct ? 0 : Out.getSizeInBytes());
+  char *Chunks = Direct ? static_cast<char *>(Out.getData()) : Buffer.data();
+  Transfers T;
+  for (size_t J = 0; J != P; ++J)
+    if (J != *Self)
+      T.recv(Chunks + J * InBytes, InBytes, Group[J], TagAllGather);
+  for (size_t J = 0; J != P; ++J)
+    if (J != *Self)
+      T.send(In.getData(), InBytes, Group[J], TagAllGather);
+  if (InBytes)
+    std::memcpy(Chunks + *Self * InBytes, In.getData(), InBytes);
+  if (Error E = T.wait(Op, Timeout))
+    return E;
+  if (!Direct)
+    unpackChunks(Chunks, Out.getData(), Shape,
+                 getElementSize(In.getElementType()), Dim, int64_t(P));
+  return Error::success();
+}
+
+Error MpiCommunicator::reduceScatter(const Tensor &In, const Tensor &Out,
+                                     ArrayRef<int> Group, unsigned Dim,
+                                     Duration Timeout) {
+  Operation Op("reduce-scatter", "on " + describeGroup(Group));
+  Expected<unsigned> Self = checkGroup(Op, Group);
+  if (!Self)
+    return Self.takeError();
+  if (Error E = checkDim(Op, In, Dim))
+    return E;
+  if (Error E = checkSummable(Op, In))
+    return E;
+  size_t P = Group.size();
+  if (In.getDim(Dim) % int64_t(P))
+    return Op.error("dimension " + Twine(Dim) + " of " + In.getTypeString() +
+                    " is not divisible by the " + Twine(P) + " ranks");
+  SmallVector<int64_t, 4> Shape(In.getShape().begin(), In.getShape().end());
+  Shape[Dim] /= int64_t(P);
+  if (Error E = checkResult(Op, In, Out, Shape,
+                            "scattering over " + Twine(P) +
+                                " ranks along dimension " + Twine(Dim)))
+    return E;
+  if (Error E = Op.begin())
+    return E;
+  if (P == 1) {
+    copyTensor(In, Out);
+    return Error::success();
+  }
+  size_t ES = getElementSize(In.getElementType());
+  size_t ChunkBytes = Out.getSizeInBytes();
+  std::vector<char> Packed;
+  const char *Chunks = static_cast<const char *>(In.getData());
+  if (!chunksAreContiguous(In.getShape(), Dim)) {
+    Packed.resize(In.getSizeInBytes());
+    packChunks(In.getData(), Packed.data(), In.getShape(), ES, Dim, int64_t(P));
+    Chunks = Packed.data();
+  }
+  std::vector<char> Received(P * ChunkBytes);
+  Transfers T;
+  for (size_t J = 0; J != P; ++J)
+    if (J != *Self)
+      T.recv(Received.data() + J * ChunkBytes, ChunkBytes, Group[J],
+             TagReduceScatter);
+  for (size_t J = 0; J != P; ++J)
+    if (J != *Self)
+      T.send(Chunks + J * ChunkBytes, ChunkBytes, Group[J], TagReduceScatter);
+  if (Error E = T.wait(Op, Timeout))
+    return E;
+  SmallVector<const char *, 8> Parts;
+  for (size_t J = 0; J != P; ++J)
+    Parts.push_back(J == *Self ? Chunks + J * ChunkBytes
+                               : Received.data() + J * ChunkBytes);
+  sumInOrder(In.getElementType(), Parts, static_cast<char *>(Out.getData()),
+             Out.getNumElements());
+  return Error::success();
+}
+
+Error MpiCommunicator::allToAll(const Tensor &In, const Tensor &Out,
+                                ArrayRef<int> Group, unsigned SrcDim,
+                                unsigned DstDim, Duration Timeout) {
+  Operation Op("all-to-all", "on " + describeGroup(Group));
+  Expected<unsigned> Self = checkGroup(Op, Group);
+  if (!Self)
+    return Self.takeError();
+  if (Error E = checkDim(Op, In, SrcDim))
+    return E;
+  if (Error E = checkDim(Op, In, DstDim))
+    return E;
+  size_t P = Group.size();
+  if (In.getDim(SrcDim) % int64_t(P))
+    return Op.error("dimension " + Twine(SrcDim) + " of " + In.getTypeString() +
+                    " is not divisible by the " + Twine(P) + " ranks");
+  SmallVector<int64_t, 4> Part(In.getShape().begin(), In.getShape().end());
+  Part[SrcDim] /= int64_t(P);
+  SmallVector<int64_t, 4> Shape = Part;
+  Shape[DstDim] *= int64_t(P);
+  if (Error E = checkResult(Op, In, Out, Shape,
+                            "exchanging among " + Twine(P) +
+                                " ranks from dimension " + Twine(SrcDim) +
+                                " to dimension " + Twine(DstDim)))
+    return E;
+  if (Error E = Op.begin())
+    return E;
+  if (P == 1) {
+    copyTensor(In, Out);
+    return Error::success();
+  }
+  size_t ES = getElementSize(In.getElementType());
+  size_t PartBytes = In.getSizeInBytes() / P;
+  std::vector<char> Packed;
+  const char *Sent = static_cast<const char *>(In.getData());
+  if (!chunksAreContiguous(In.getShape(), SrcDim)) {
+    Packed.resize(In.getSizeInBytes());
+    packChunks(In.getData(), Packed.data(), In.getShape(), ES, SrcDim,
+               int64_t(P));
+    Sent = Packed.data();
+  }
+  bool Direct = chunksAreContiguous(Shape, DstDim);
+  std::vector<char> Buffer(Direct ? 0 : Out.getSizeInBytes());
+  char *Received = Direct ? static_cast<char *>(Out.getData()) : Buffer.data();
+  Transfers T;
+  for (size_t J = 0; J != P; ++J)
+    if (J != *Self)
+      T.recv(Received + J * PartBytes, PartBytes, Group[J], TagAllToAll);
+  for (size_t J = 0; J != P; ++J)
+    if (J != *Self)
+      T.send(Sent + J * PartBytes, PartBytes, Group[J], TagAllToAll);
+  if (PartBytes)
+    std::memcpy(Received + *Self * PartBytes, Sent + *Self * PartBytes,
+                PartBytes);
+  if (Error E = T.wait(Op, Timeout))
+    return E;
+  if (!Direct)
+    unpackChunks(Received, Out.getData(), Shape, ES, DstDim, int64_t(P));
+  return Error::success();
+}
+
+Error MpiCommunicator::send(const Tensor &In, int DstRank, Duration) {
+  Operation Op("send", "to rank " + Twine(DstRank));
+  if (Error E = checkPeer(Op, DstRank))
+    return E;
+  if (Error E = Op.begin())
+    return E;
+  size_t Bytes = In.getSizeInBytes();
+  PendingSend S;
+  S.Data.reset(new char[std::max<size_t>(Bytes, 1)]);
+  if (Bytes)
+    std::memcpy(S.Data.get(), In.getData(), Bytes);
+  S.Peer = DstRank;
+  size_t Offset = 0;
+  do {
+    int Count = int(std::min(Bytes - Offset, MaxMessageBytes));
+    MPI_Request R;
+    int Code = MPI_Isend(S.Data.get() + Offset, Count, MPI_BYTE, DstRank,
+                         TagStage, MPI_COMM_WORLD, &R);
+    if (Code != MPI_SUCCESS)
+      return Op.mpiError(Code);
+    S.Requests.push_back(R);
+    Offset += size_t(Count);
+  } while (Offset < Bytes);
+  Process->Sends.push_back(std::move(S));
+  return Error::success();
+}
+
+Error MpiCommunicator::recv(const Tensor &Out, int SrcRank, Duration Timeout) {
+  Operation Op("receive", "from rank " + Twine(SrcRank));
+  if (Error E = checkPeer(Op, SrcRank))
+    return E;
+  if (Error E = Op.begin())
+    return E;
+  Transfers T;
+  T.recv(Out.getData(), Out.getSizeInBytes(), SrcRank, TagStage);
+  return T.wait(Op, Timeout);
+}
