@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds autopar in build/ and runs it on the bundled examples:
 # the IR and the ONNX importer on examples/, then the planner on generated
-# GPT models (175B on 1024 A100s, a 1T model on 3072).
+# GPT models (175B on 1024 A100s, a 1T model on 3072), and last the runtime
+# training a small generated GPT on the CPU for a few steps.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -11,7 +12,7 @@ bash scripts/install-deps.sh
 cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g" >/dev/null
-cmake --build build --target autopar-opt autopar
+cmake --build build --target autopar-opt autopar autopar-run
 
 run() {
   echo
@@ -54,3 +55,19 @@ run build/bin/autopar build/demo/gpt-175b.onnx --gpus 1024 \
 # The 1T model with Megatron-LM's published configuration pinned.
 run build/bin/autopar build/demo/gpt-1t.onnx --dim sequence=2048 --gpus 3072 \
   --global-batch 3072 --fix tp=8,pp=64,recompute=full,sp=off
+
+# Training on the CPU runtime (one rank; multi-rank plans come with the
+# per-rank program lowering, docs/Runtime.md): a 2-layer GPT, compiled with
+# the backward, the AdamW step and 2 micro-batches per step, its weights
+# initialised by the runtime (the generated weights file is never written),
+# trained on a fixed token stream so the loss falls.
+run tools/autopar-modelgen --model gpt2 --layers 2 --hidden 64 --heads 4 \
+  --ffn 256 --vocab 100 --max-pos 32 -o build/demo/gpt-tiny.onnx
+echo
+echo "\$ build/bin/autopar-opt build/demo/gpt-tiny.onnx --dim batch=4 --dim sequence=16 --passes='import-canonical,autodiff{loss-tokens=120},accumulate-micro-batches{micro-batches=2},insert-optimizer' | (drop the weights file references) > build/demo/gpt-tiny-train.air"
+build/bin/autopar-opt build/demo/gpt-tiny.onnx --dim batch=4 --dim sequence=16 \
+  --passes='import-canonical,autodiff{loss-tokens=120},accumulate-micro-batches{micro-batches=2},insert-optimizer' \
+  2>/dev/null | sed -e 's/ = external<[^>]*>//' >build/demo/gpt-tiny-train.air
+python3 -c "import struct; open('build/demo/tokens.i32', 'wb').write(struct.pack('<128i', *[(7 * i) % 100 for i in range(128)]))"
+run build/bin/autopar-run build/demo/gpt-tiny-train.air --steps 8 \
+  --data build/demo/tokens.i32 --lr 0.01 --weight-decay 0
