@@ -7,6 +7,7 @@
 #include "weights/WeightReader.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Path.h"
 
 #include <algorithm>
 
@@ -97,6 +98,19 @@ Executor::create(const Graph &G, Backend &B, const ExecutorOptions &Options) {
     return E;
   X->planFrees();
   return X;
+}
+
+ExecutorOptions ExecutorOptions::forProgram(StringRef ProgramFile,
+                                            StringRef WeightsDir,
+                                            uint64_t InitSeed) {
+  ExecutorOptions O;
+  O.WeightsDir = WeightsDir.str();
+  if (O.WeightsDir.empty()) {
+    StringRef Parent = sys::path::parent_path(ProgramFile);
+    O.WeightsDir = Parent.empty() ? "." : Parent.str();
+  }
+  O.InitSeed = InitSeed;
+  return O;
 }
 
 Executor::~Executor() {

@@ -36,6 +36,12 @@ struct ExecutorOptions {
   std::string WeightsDir = ".";
   /// Mixed into the generator of parameters without data (ParamInit.h).
   uint64_t InitSeed = 0;
+
+  /// The options of a program read from ProgramFile: external data relative
+  /// to WeightsDir, or to the program's folder when WeightsDir is empty.
+  static ExecutorOptions forProgram(llvm::StringRef ProgramFile,
+                                    llvm::StringRef WeightsDir,
+                                    uint64_t InitSeed);
 };
 
 class Executor {

@@ -233,13 +233,8 @@ int autopar::runRunDriver(const RunDriverOptions &Options) {
   CpuBackendOptions BackendOptions;
   BackendOptions.BlasThreads = Options.Threads;
   CpuBackend Backend(BackendOptions);
-  ExecutorOptions ExecOptions;
-  ExecOptions.WeightsDir = Options.WeightsDir;
-  if (ExecOptions.WeightsDir.empty()) {
-    StringRef Parent = sys::path::parent_path(Options.ProgramFile);
-    ExecOptions.WeightsDir = Parent.empty() ? "." : Parent.str();
-  }
-  ExecOptions.InitSeed = Options.InitSeed;
+  ExecutorOptions ExecOptions = ExecutorOptions::forProgram(
+      Options.ProgramFile, Options.WeightsDir, Options.InitSeed);
   Expected<std::unique_ptr<Executor>> Exec =
       Executor::create(**G, Backend, ExecOptions);
   if (!Exec)

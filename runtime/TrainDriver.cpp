@@ -397,13 +397,8 @@ int autopar::runTraining(const TrainOptions &O) {
   CpuBackendOptions BO;
   BO.BlasThreads = O.Threads;
   CpuBackend Backend(BO);
-  ExecutorOptions EO;
-  EO.WeightsDir = O.WeightsDir;
-  if (EO.WeightsDir.empty()) {
-    StringRef Parent = sys::path::parent_path(O.ProgramFile);
-    EO.WeightsDir = Parent.empty() ? "." : Parent.str();
-  }
-  EO.InitSeed = O.Seed;
+  ExecutorOptions EO =
+      ExecutorOptions::forProgram(O.ProgramFile, O.WeightsDir, O.Seed);
   Expected<std::unique_ptr<Executor>> Exec = Executor::create(*G, Backend, EO);
   if (!Exec)
     return fail(RunIOError, toString(Exec.takeError()));
