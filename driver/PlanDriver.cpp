@@ -267,6 +267,61 @@ static std::string suggestGpus(ModelProfile &Profile, const Cluster &Cl,
          "memory (--gpu) or offload (--fix offload=cpu,zero=3)";
 }
 
+/// When nothing fits: the largest model of the same shape that does (the
+/// most of its repeated blocks, found by bisection: memory grows with
+/// blocks), with its parameter count and plan.
+static std::string suggestLayers(ModelProfile &Profile, const Cluster &Cl,
+                                 const SearchOptions &SO) {
+  std::vector<unsigned> Repeated = Profile.getRepeatedUnits();
+  if (Repeated.size() < 2)
+    return "";
+  auto Fits = [&](unsigned Keep) -> std::optional<Plan> {
+    SearchOptions Fewer = SO;
+    Fewer.TopK = 1;
+    Fewer.KeepBlocks = Keep;
+    Fewer.Progress = nullptr;
+    Expected<SearchResult> R = searchPlans(Profile, Cl, Fewer);
+    if (!R) {
+      consumeError(R.takeError());
+      return std::nullopt;
+    }
+    if (R->Plans.empty())
+      return std::nullopt;
+    return std::move(R->Plans.front());
+  };
+  // Invariant: Lo blocks fit (or Lo = 0 and nothing was tried), Hi do not.
+  unsigned Lo = 0, Hi = Repeated.size();
+  std::optional<Plan> Best;
+  while (Hi - Lo > 1) {
+    unsigned Mid = Lo + (Hi - Lo) / 2;
+    if (std::optional<Plan> P = Fits(Mid)) {
+      Lo = Mid;
+      Best = std::move(P);
+    } else {
+      Hi = Mid;
+    }
+  }
+  if (!Best)
+    return ("no smaller model of this shape fits either: even 1 of its " +
+            Twine(Repeated.size()) + " blocks does not")
+        .str();
+  // Parameters of the smaller model: the whole model's less the dropped
+  // blocks' (each block holds the same parameters).
+  Expected<const std::vector<UnitCost> *> Whole =
+      Profile.getUnitCosts(1, 1, false, Best->Config.MicroBatch);
+  double Params = Profile.getTotalParams();
+  if (Whole)
+    Params -= double(Repeated.size() - Lo) *
+              (**Whole)[Repeated.front()].ParamElements;
+  else
+    consumeError(Whole.takeError());
+  return ("the largest model of this shape that fits keeps " + Twine(Lo) +
+          " of its " + Twine(Repeated.size()) + " blocks (" +
+          formatv("{0:f2}", Params / 1e9) +
+          "B parameters): " + Best->Config.str())
+      .str();
+}
+
 /// `autopar check`'s comparison: 0 when every file is there with the same
 /// bytes; else 1, naming each file that differs and showing the first
 /// lines that do.
@@ -547,6 +602,9 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
       return 1;
     }
     errs() << "\n  " << suggestGpus(**Profile, *Cl, SO) << "\n";
+    std::string Smaller = suggestLayers(**Profile, *Cl, SO);
+    if (!Smaller.empty())
+      errs() << "  " << Smaller << "\n";
     return ExitBadOptions;
   }
 

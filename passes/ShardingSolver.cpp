@@ -32,6 +32,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -177,8 +178,9 @@ private:
   std::vector<bool> LiveOut;
   std::vector<uint32_t> TokenDims; // bitmask per value
   std::vector<double> ValueBytes;  // whole tensor, training precision
-  /// reshard() results by (value, from, to): seconds and the collective.
-  mutable DenseMap<uint64_t, std::pair<double, int>> ReshardMemo;
+  /// Per value, the seconds of each resharding collective over the group
+  /// (indexed by Collective; all-to-all moves 1/degree of the tensor).
+  std::vector<std::array<double, 4>> ReshardSeconds;
   std::vector<std::vector<Strategy>> Strategies;
 };
 
@@ -217,6 +219,14 @@ void Solver::measureValues() {
     ValueBytes.push_back(
         double(V->getType().getStaticNumElements().value_or(0)) *
         trainingElementBytes(*V, *P.Settings));
+  for (double Bytes : ValueBytes) {
+    std::array<double, 4> &S = ReshardSeconds.emplace_back();
+    for (Collective K : {Collective::AllReduce, Collective::AllGather,
+                         Collective::ReduceScatter, Collective::AllToAll})
+      S[unsigned(K)] = collectiveSeconds(
+          *P.Cl, K, K == Collective::AllToAll ? Bytes / Degree : Bytes,
+          P.Group);
+  }
 }
 
 void Solver::findTokenDims() {
@@ -352,23 +362,12 @@ std::pair<double, int> Solver::reshardCost(unsigned Val, int From,
                                            int To) const {
   if (From == To || To == LayoutPartial || From == LayoutReplicated)
     return {0, -1};
-  uint64_t Key =
-      uint64_t(Val) << 16 | uint64_t(From + 2) << 8 | uint64_t(To + 2);
-  auto It = ReshardMemo.find(Key);
-  if (It != ReshardMemo.end())
-    return It->second;
-  double Bytes = ValueBytes[Val];
   Collective Kind = From == LayoutPartial && To == LayoutReplicated
                         ? Collective::AllReduce
                     : From == LayoutPartial  ? Collective::ReduceScatter
                     : To == LayoutReplicated ? Collective::AllGather
                                              : Collective::AllToAll;
-  if (Kind == Collective::AllToAll)
-    Bytes /= Degree;
-  std::pair<double, int> R = {collectiveSeconds(*P.Cl, Kind, Bytes, P.Group),
-                              int(Kind)};
-  ReshardMemo.insert({Key, R});
-  return R;
+  return {ReshardSeconds[Val][unsigned(Kind)], int(Kind)};
 }
 
 double Solver::reshard(unsigned Val, int From, int To, Breakdown &B,
@@ -648,7 +647,7 @@ Expected<ShardingSolution> Solver::solve() {
         if (!F)
           continue;
         double Cost = St.Cost + B.total();
-        auto [It, New] = Index.insert({keyOf(*F), unsigned(Next.size())});
+        auto [It, New] = Index.try_emplace(keyOf(*F), unsigned(Next.size()));
         if (New)
           Next.push_back({std::move(*F), Cost, int(SIdx), Strat});
         else if (Cost < Next[It->second].Cost)

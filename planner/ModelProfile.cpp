@@ -310,3 +310,20 @@ Error ModelProfile::annotatePlan(unsigned TP, unsigned TPRanksPerNode, bool SP,
                                               Attribute::getInt(Stage));
   return Error::success();
 }
+
+std::vector<unsigned> ModelProfile::getRepeatedUnits() const {
+  std::map<unsigned, unsigned> Count;
+  for (const LayerUnit &U : Units)
+    ++Count[U.Class];
+  unsigned Best = 0, BestCount = 0;
+  for (const LayerUnit &U : Units)
+    if (Count[U.Class] > BestCount) {
+      Best = U.Class;
+      BestCount = Count[U.Class];
+    }
+  std::vector<unsigned> Repeated;
+  for (unsigned I = 0; I != Units.size(); ++I)
+    if (Units[I].Class == Best)
+      Repeated.push_back(I);
+  return Repeated;
+}

@@ -94,6 +94,9 @@ public:
   /// Heads of the attention ops, 0 when none (tensor parallelism should
   /// divide them).
   int64_t getAttentionHeads() const { return Heads; }
+  /// The units of the most frequent class (the model's repeated blocks), in
+  /// order; ties go to the class that comes first.
+  std::vector<unsigned> getRepeatedUnits() const;
 
   /// Per unit, in order.
   llvm::Expected<const std::vector<UnitCost> *>

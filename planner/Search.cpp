@@ -250,7 +250,19 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
                            C.SequenceParallel, C.MicroBatch);
   if (!CostsOr)
     return CostsOr.takeError();
-  const std::vector<UnitCost> &Costs = **CostsOr;
+  const std::vector<UnitCost> *AllCosts = *CostsOr;
+  std::vector<UnitCost> Kept;
+  if (O.KeepBlocks) {
+    std::vector<unsigned> Repeated = Profile.getRepeatedUnits();
+    std::vector<bool> Drop(AllCosts->size());
+    for (unsigned I = *O.KeepBlocks; I < Repeated.size(); ++I)
+      Drop[Repeated[I]] = true;
+    for (unsigned U = 0; U != AllCosts->size(); ++U)
+      if (!Drop[U])
+        Kept.push_back((*AllCosts)[U]);
+    AllCosts = &Kept;
+  }
+  const std::vector<UnitCost> &Costs = *AllCosts;
   unsigned NumUnits = Costs.size();
   unsigned Chunks = C.PP * C.VPP;
   if (NumUnits < Chunks)
@@ -634,6 +646,10 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                    Valid);
   }
   unsigned NumUnits = Profile.getUnits().size();
+  if (O.KeepBlocks) {
+    size_t Repeated = Profile.getRepeatedUnits().size();
+    NumUnits -= Repeated - std::min<size_t>(Repeated, *O.KeepBlocks);
+  }
   for (unsigned TP : divisorsOf(N)) {
     if (TP > MaxTP || (F.TP && TP != *F.TP) || (Heads && Heads % TP))
       continue;

@@ -69,6 +69,10 @@ struct SearchOptions {
   /// ShardIndex: threads split the space this way and mergeSearchResults
   /// joins their results into what one search would give.
   unsigned ShardIndex = 0, ShardCount = 1;
+  /// Plan a smaller model of the same shape: only the first KeepBlocks of
+  /// the model's repeated units (ModelProfile::getRepeatedUnits), the other
+  /// units as they are. What "the largest model that fits" searches over.
+  std::optional<unsigned> KeepBlocks;
 };
 
 struct PlanConfig {
