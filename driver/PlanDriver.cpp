@@ -6,6 +6,7 @@
 #include "codegen/PlanRecord.h"
 #include "codegen/Report.h"
 #include "driver/Explain.h"
+#include "driver/LowerPlan.h"
 #include "driver/OptDriver.h"
 #include "driver/OutputFiles.h"
 #include "ir/Graph.h"
@@ -751,6 +752,26 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   SmallString<256> ReportPath(O.OutputDir);
   sys::path::append(ReportPath, "report.html");
   Files.push_back({ReportPath.str().str(), std::move(*Html)});
+  // The runtime's programs, when this kind of plan lowers (a note says why
+  // not otherwise; the plan files are written either way).
+  std::string Unlowered = getUnloweredReason(*M, C);
+  if (Unlowered.empty()) {
+    Expected<std::vector<std::pair<std::string, std::string>>> Programs =
+        lowerPlanToPrograms(*M, C, SO.Optimizer);
+    if (!Programs) {
+      error() << O.ModelFile << ": " << toString(Programs.takeError()) << "\n";
+      return ExitPassFailure;
+    }
+    for (auto &[Name, Text] : *Programs) {
+      SmallString<256> Path(O.OutputDir);
+      sys::path::append(Path, Name);
+      Files.push_back({Path.str().str(), std::move(Text)});
+    }
+  } else if (!O.CheckOnly) {
+    WithColor::note(errs(), "autopar")
+        << "no training programs in " << O.OutputDir << ": " << Unlowered
+        << "\n";
+  }
   if (O.CheckOnly)
     return compareFiles(Files, O.OutputDir);
   if (std::error_code EC = sys::fs::create_directories(LaunchDir)) {

@@ -98,6 +98,23 @@ int64_t Mesh::getNumDevices() const {
   return N;
 }
 
+TensorType Value::getLogicalType() const {
+  const Attribute *Local = Attrs.get("local");
+  const Attribute *S = Attrs.get("sharding");
+  if (!Local || !Local->isa(Attribute::Kind::Int) || !Local->getInt() || !S ||
+      !S->isa(Attribute::Kind::Sharding) || !Parent)
+    return Type;
+  const Sharding &Layout = S->getSharding();
+  const Mesh *M = Parent->lookupMesh(Layout.Mesh);
+  if (!M)
+    return Type;
+  SmallVector<Dim, 4> Shape(Type.getShape().begin(), Type.getShape().end());
+  for (unsigned D = 0; D != Shape.size() && D != Layout.DimAxes.size(); ++D)
+    for (const std::string &Axis : Layout.DimAxes[D])
+      Shape[D] = Shape[D] * Dim::get(M->getAxisSize(Axis).value_or(1));
+  return TensorType(Type.getElementType(), Shape);
+}
+
 std::optional<int64_t> Mesh::getAxisSize(StringRef Axis) const {
   for (const auto &A : Axes)
     if (A.first == Axis)

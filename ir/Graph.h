@@ -59,6 +59,11 @@ public:
   llvm::StringRef getName() const { return Name; }
   const TensorType &getType() const { return Type; }
   void setType(TensorType T) { Type = std::move(T); }
+  /// The type of the whole tensor: getType(), except for a parameter of a
+  /// per-rank program that holds its shard (`local = 1` and a `sharding`),
+  /// whose dimensions are multiplied by the sizes of the mesh axes that
+  /// split them (its data, if any, is the whole tensor's).
+  TensorType getLogicalType() const;
   Graph *getGraph() const { return Parent; }
 
   /// The node that defines a result, else null.

@@ -73,20 +73,22 @@ void Verifier::verifyParam(const Value &P) {
   const std::optional<WeightSource> &S = P.getWeightSource();
   if (!S)
     return;
+  // A shard's data is the whole tensor's.
+  TensorType Whole = P.getLogicalType();
   if (S->SourceKind == WeightSource::Kind::Inline) {
-    if (S->Data->getType() != P.getType())
+    if (S->Data->getType() != Whole)
       Report("inline data of type " + S->Data->getType().str() +
-             " does not match the parameter type " + P.getType().str());
+             " does not match the parameter type " + Whole.str());
     return;
   }
-  if (!P.getType().hasStaticShape())
+  if (!Whole.hasStaticShape())
     return;
-  std::optional<int64_t> Bytes = P.getType().getStaticSizeInBytes();
+  std::optional<int64_t> Bytes = Whole.getStaticSizeInBytes();
   if (!Bytes)
-    Report("type " + P.getType().str() + " is too large");
+    Report("type " + Whole.str() + " is too large");
   else if (S->Length != *Bytes)
     Report("external data length " + Twine(S->Length) + " does not match " +
-           P.getType().str() + " (" + Twine(*Bytes) + " bytes)");
+           Whole.str() + " (" + Twine(*Bytes) + " bytes)");
 }
 
 void Verifier::verifyNode(const Node &N) {

@@ -1,19 +1,35 @@
 //===- InsertGradSync.cpp - Data-parallel gradient synchronisation --------===//
 //
-// `insert-grad-sync` makes data parallelism's gradient reduction explicit in
-// a training graph (after `autodiff`): the gradients (outputs named
-// `grad.<param>`) are packed, in the order the backward pass produces them,
-// into buckets of at most `bucket-mib` MiB (PyTorch DDP's `bucket_cap_mb`,
-// 25 by default; a larger gradient is a bucket of its own). Each bucket is
-// flattened into one buffer (Reshape + Concat) and reduced over the `axis`
-// of `mesh` with one collective placed right after the node that produces
-// its last gradient, so it overlaps the rest of the backward pass:
-//   - zero=0 or 1: AllReduce (sum); the bucket is split back into the
-//     gradients, which replace the graph's gradient outputs;
-//   - zero=2 or 3: ReduceScatter along the flat dimension; each rank keeps
-//     its shard of the bucket, which replaces the bucket's gradients among
-//     the outputs as `grad.bucket<K>` (the optimizer steps on flat shards,
-//     as DeepSpeed's partitioned optimizer does).
+// `insert-grad-sync` makes data parallelism explicit in a training graph
+// (after `autodiff` and `accumulate-micro-batches`): the gradients (outputs
+// named `grad.<param>`) are packed, in the order the backward pass produces
+// them, into buckets of at most `bucket-mib` MiB (PyTorch DDP's
+// `bucket_cap_mb`, 25 by default; a larger gradient is a bucket of its own),
+// and each bucket is reduced over the `axis` of `mesh` with one collective
+// placed right after the node that produces its last gradient, so that it
+// overlaps the rest of the backward pass.
+//   - zero=0: each bucket is flattened (Reshape + Concat), all-reduced
+//     (sum) and split back into the gradients.
+//   - zero=1, 2, 3: the optimizer works on shards (Rajbhandari et al. 2020;
+//     Megatron-LM's distributed optimizer). Every trainable parameter whose
+//     dimension 0 the axis divides is stored as this rank's rows of it:
+//     its type becomes the local shard, annotated `sharding` (dimension 0
+//     over the axis) and `local = 1`. Its gradient bucket is reduce-
+//     scattered: each gradient is viewed as [ranks, n / ranks] (rank r's
+//     rows are row block r), the views are concatenated along dimension 1,
+//     one ReduceScatter (dim 0, local) leaves this rank's block of every
+//     gradient, and `grad.<param>` becomes the shard, the parameter's local
+//     type. Uses of the parameter read an AllGather (dim 0, local) of it:
+//     zero=1 and 2 gather each parameter once, before its first use, and
+//     keep it for the step (what those stages hold: whole weights); zero=3
+//     gathers before every node that uses it, and places each gather
+//     before the user of the previous one, so the next shard is fetched
+//     while the current op runs (prefetch one ahead) and a gathered
+//     parameter lives only around its use. Parameters the axis does not
+//     divide stay whole, with all-reduced gradients in buckets of their
+//     own. Gradients are accumulated whole over the micro-batches and
+//     reduced once per step (ZeRO-2/3's per-micro-batch reduction is not
+//     expressed yet).
 // The reduction is a sum: the loss is already divided by the global token
 // count (autodiff's `loss-tokens`). The `loss` output is all-reduced too,
 // right after it is computed, so every rank reports the global mean. Assumes
@@ -30,6 +46,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace autopar;
 using namespace llvm;
@@ -39,7 +56,7 @@ namespace {
 struct InsertGradSyncOptions {
   /// Largest bucket, in MiB (DDP's default bucket_cap_mb).
   double BucketMiB = 25;
-  /// ZeRO stage: 0/1 all-reduce, 2/3 reduce-scatter.
+  /// ZeRO stage: 0 all-reduce; 1-3 shard parameters (3 gathers per use).
   int64_t Zero = 0;
   /// The mesh and its data-parallel axis.
   std::string Mesh = "cluster";
@@ -62,7 +79,8 @@ public:
     Options.bind("bucket-mib", &Opts.BucketMiB,
                  "Largest gradient bucket in MiB (default 25)");
     Options.bind("zero", &Opts.Zero,
-                 "ZeRO stage: 0/1 all-reduce, 2/3 reduce-scatter");
+                 "ZeRO stage: 0 all-reduce; 1-3 sharded parameters, "
+                 "reduce-scattered gradients");
     Options.bind("mesh", &Opts.Mesh, "Mesh of the collectives");
     Options.bind("axis", &Opts.Axis, "Data-parallel axis of the mesh");
   }
@@ -82,8 +100,19 @@ public:
 
 private:
   Error runOnGraph(Graph &G);
-  Error syncBucket(Graph &G, ArrayRef<Value *> Grads, unsigned Index,
-                   DenseMap<Value *, Value *> &Replacement);
+  Error syncBucket(Graph &G, ArrayRef<Value *> Grads, bool Scatter,
+                   int64_t Ranks, DenseMap<Value *, Value *> &Replacement);
+  Error shardParams(Graph &G, ArrayRef<Value *> Params, int64_t Ranks);
+  AttrDict collectiveAttrs(bool Dim0) const {
+    AttrDict CA;
+    CA.set("mesh", Attribute::getString(Opts.Mesh));
+    CA.set("axis", Attribute::getString(Opts.Axis));
+    if (Dim0) {
+      CA.set("dim", Attribute::getInt(0));
+      CA.set("local", Attribute::getInt(1));
+    }
+    return CA;
+  }
 
   InsertGradSyncOptions Opts;
 };
@@ -103,7 +132,7 @@ static Node *lastProducer(ArrayRef<Value *> Grads,
 }
 
 Error InsertGradSyncPass::syncBucket(Graph &G, ArrayRef<Value *> Grads,
-                                     unsigned Index,
+                                     bool Scatter, int64_t Ranks,
                                      DenseMap<Value *, Value *> &Replacement) {
   GradBuilder B(G);
   B.setForwardNode(nullptr);
@@ -111,51 +140,115 @@ Error InsertGradSyncPass::syncBucket(Graph &G, ArrayRef<Value *> Grads,
   SmallVector<int64_t, 8> Sizes;
   for (Value *Grad : Grads) {
     int64_t N = *Grad->getType().getStaticNumElements();
-    Sizes.push_back(N);
-    Expected<Value *> R = B.reshape(Grad, {N});
+    // Scattered: [ranks, n / ranks], row block r in row r.
+    Sizes.push_back(Scatter ? N / Ranks : N);
+    Expected<Value *> R =
+        Scatter ? B.reshape(Grad, {Ranks, N / Ranks}) : B.reshape(Grad, {N});
     if (!R)
       return R.takeError();
     Flat.push_back(*R);
   }
-  AttrDict Axis0;
-  Axis0.set("axis", Attribute::getInt(0));
+  int64_t Axis = Scatter ? 1 : 0;
+  AttrDict Along;
+  Along.set("axis", Attribute::getInt(Axis));
   Value *Bucket = Flat.front();
   if (Flat.size() > 1) {
-    Expected<Value *> C = B.emit1(OpId::Concat, Flat, Axis0);
+    Expected<Value *> C = B.emit1(OpId::Concat, Flat, Along);
     if (!C)
       return C.takeError();
     Bucket = *C;
   }
-  AttrDict CA;
-  CA.set("mesh", Attribute::getString(Opts.Mesh));
-  CA.set("axis", Attribute::getString(Opts.Axis));
-  bool Scatter = Opts.Zero >= 2;
-  if (Scatter)
-    CA.set("dim", Attribute::getInt(0));
   Expected<Value *> Synced =
-      B.emit1(Scatter ? OpId::ReduceScatter : OpId::AllReduce, {Bucket}, CA);
+      B.emit1(Scatter ? OpId::ReduceScatter : OpId::AllReduce, {Bucket},
+              collectiveAttrs(Scatter));
   if (!Synced)
     return Synced.takeError();
-  if (Scatter) {
-    G.renameValue(*Synced,
-                  G.getUniqueName("grad.bucket" + std::to_string(Index)));
-    for (Value *Grad : Grads)
-      Replacement[Grad] = Grad == Grads.front() ? *Synced : nullptr;
-    return Error::success();
-  }
   SmallVector<Value *, 8> Parts{*Synced};
   if (Grads.size() > 1) {
     Expected<SmallVector<Value *, 3>> S =
-        B.emit(OpId::Split, {*Synced, B.ints(Sizes)}, Axis0, Grads.size());
+        B.emit(OpId::Split, {*Synced, B.ints(Sizes)}, Along, Grads.size());
     if (!S)
       return S.takeError();
     Parts.assign(S->begin(), S->end());
   }
   for (auto [Grad, Part] : zip(Grads, Parts)) {
-    Expected<Value *> R = B.reshape(Part, Grad->getType().getStaticSizes());
+    SmallVector<int64_t, 4> Shape = Grad->getType().getStaticSizes();
+    if (Scatter)
+      Shape[0] /= Ranks;
+    Expected<Value *> R = B.reshape(Part, Shape);
     if (!R)
       return R.takeError();
     Replacement[Grad] = *R;
+  }
+  return Error::success();
+}
+
+/// Moves node N right before Where.
+static void moveBefore(Graph &G, Node *N, Node *Where) {
+  G.getNodes().splice(Where->getIterator(), G.getNodes(), N->getIterator());
+}
+
+Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
+                                      int64_t Ranks) {
+  SmallPtrSet<Value *, 32> IsSharded(Params.begin(), Params.end());
+  // Each (parameter, user) pair in program order, one per user node.
+  SmallVector<std::pair<Value *, Node *>, 64> Uses;
+  for (Node &N : G.getNodes()) {
+    SmallPtrSet<Value *, 4> Seen;
+    for (Value *V : N.getOperands())
+      if (V && IsSharded.count(V) && Seen.insert(V).second)
+        Uses.push_back({V, &N});
+  }
+  for (Value *P : Params) {
+    TensorType Ty = P->getType();
+    SmallVector<Dim, 4> Shape(Ty.getShape().begin(), Ty.getShape().end());
+    Shape[0] = Dim::get(Shape[0].getSize() / Ranks);
+    P->setType(TensorType(Ty.getElementType(), Shape));
+    Sharding S;
+    S.Mesh = Opts.Mesh;
+    S.DimAxes.assign(Shape.size(), {});
+    S.DimAxes[0] = {Opts.Axis};
+    P->getAttrs().set("sharding", Attribute::getSharding(std::move(S)));
+    P->getAttrs().set("local", Attribute::getInt(1));
+  }
+  GradBuilder B(G);
+  B.setForwardNode(nullptr);
+  auto Gather = [&](Value *P) -> Expected<Value *> {
+    Expected<Value *> Whole =
+        B.emit1(OpId::AllGather, {P}, collectiveAttrs(/*Dim0=*/true));
+    if (Whole)
+      G.renameValue(*Whole, G.getUniqueName(P->getName().str() + ".whole"));
+    return Whole;
+  };
+  auto Rewire = [](Node *User, Value *P, Value *Whole) {
+    for (unsigned I = 0, E = User->getNumOperands(); I != E; ++I)
+      if (User->getOperand(I) == P)
+        User->setOperand(I, Whole);
+  };
+  if (Opts.Zero < 3) {
+    DenseMap<Value *, Value *> Gathered;
+    for (auto [P, User] : Uses) {
+      Value *&Whole = Gathered[P];
+      if (!Whole) {
+        Expected<Value *> W = Gather(P);
+        if (!W)
+          return W.takeError();
+        Whole = *W;
+        moveBefore(G, Whole->getDefiningNode(), User);
+      }
+      Rewire(User, P, Whole);
+    }
+    return Error::success();
+  }
+  Node *PreviousUser = nullptr;
+  for (auto [P, User] : Uses) {
+    Expected<Value *> Whole = Gather(P);
+    if (!Whole)
+      return Whole.takeError();
+    moveBefore(G, (*Whole)->getDefiningNode(),
+               PreviousUser ? PreviousUser : User);
+    Rewire(User, P, *Whole);
+    PreviousUser = User;
   }
   return Error::success();
 }
@@ -189,13 +282,32 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
            Order.lookup(B->getDefiningNode());
   });
 
-  // Buckets, then the nodes of each after its last gradient's producer.
+  // ZeRO: the gradients that reduce to shards, and their parameters.
+  int64_t Ranks = *M->getAxisSize(Opts.Axis);
+  SmallPtrSet<Value *, 32> Scattered;
+  SmallVector<Value *, 32> ShardedParams;
+  if (Opts.Zero >= 1 && Ranks > 1) {
+    for (const std::unique_ptr<Value> &P : G.getParams()) {
+      Value *Grad = G.lookupValue(("grad." + P->getName()).str());
+      const TensorType &Ty = P->getType();
+      if (!Grad || Grad->getNumOutputUses() == 0 || Ty.getRank() == 0 ||
+          !Ty.getDim(0).isStatic() || Ty.getDim(0).getSize() % Ranks)
+        continue;
+      ShardedParams.push_back(P.get());
+      Scattered.insert(Grad);
+    }
+  }
+
+  // Buckets (one kind of reduction each), then the nodes of each after its
+  // last gradient's producer.
   double Cap = Opts.BucketMiB * 1024 * 1024;
   SmallVector<SmallVector<Value *, 8>, 8> Buckets(1);
   double Bytes = 0;
   for (Value *Grad : Grads) {
     double Size = double(*Grad->getType().getStaticSizeInBytes());
-    if (!Buckets.back().empty() && Bytes + Size > Cap) {
+    if (!Buckets.back().empty() &&
+        (Bytes + Size > Cap ||
+         Scattered.count(Grad) != Scattered.count(Buckets.back().front()))) {
       Buckets.emplace_back();
       Bytes = 0;
     }
@@ -206,7 +318,9 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
   for (unsigned K = 0; K != Buckets.size(); ++K) {
     Node *Anchor = lastProducer(Buckets[K], Order);
     Node *OldLast = G.getNodes().empty() ? nullptr : &G.getNodes().back();
-    if (Error E = syncBucket(G, Buckets[K], K, Replacement))
+    if (Error E =
+            syncBucket(G, Buckets[K], Scattered.count(Buckets[K].front()) != 0,
+                       Ranks, Replacement))
       return E;
     // The bucket's nodes were appended; move them right after Anchor.
     if (Anchor && OldLast && Anchor != OldLast) {
@@ -223,9 +337,7 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
   Value *Loss = G.getOutputs().front();
   if (Loss->getName() == "loss" && Loss->getDefiningNode()) {
     GradBuilder B(G);
-    AttrDict CA;
-    CA.set("mesh", Attribute::getString(Opts.Mesh));
-    CA.set("axis", Attribute::getString(Opts.Axis));
+    AttrDict CA = collectiveAttrs(false);
     Node *Producer = Loss->getDefiningNode();
     Expected<Value *> Sum = B.emit1(OpId::AllReduce, {Loss}, CA);
     if (!Sum)
@@ -247,13 +359,13 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
   }
   G.setOutputs(Outputs);
   // Synced gradients take the gradient names; the raw ones get `.local`.
-  if (Opts.Zero < 2)
-    for (Value *Raw : Grads) {
-      Value *Synced = Replacement.lookup(Raw);
-      std::string Name = Raw->getName().str();
-      G.renameValue(Raw, G.getUniqueName(Name + ".local"));
-      G.renameValue(Synced, Name);
-    }
+  for (Value *Raw : Grads) {
+    Value *Synced = Replacement.lookup(Raw);
+    std::string Name = Raw->getName().str();
+    G.renameValue(Raw, G.getUniqueName(Name + ".local"));
+    G.renameValue(Synced, Name);
+  }
+  return shardParams(G, ShardedParams, Ranks);
   return Error::success();
 }
 

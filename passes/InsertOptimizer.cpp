@@ -11,8 +11,10 @@
 // `optimizer.weight_decay` and `optimizer.step` (AdamW) or `optimizer.lr`
 // and `optimizer.weight_decay` (SGD), which the runtime binds from its
 // options, so one program serves any learning-rate schedule. Outputs do not
-// change. Gradients reduced to flat ZeRO-2/3 shards (`grad.bucket<K>`) are
-// an error for now: their optimizer works on flat shards.
+// change. A parameter that insert-grad-sync sharded (ZeRO) is updated as
+// the shard it is, with moments of the shard's type and annotations
+// (`sharding`, `local`), so each rank keeps only its part of the optimizer
+// state.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,10 +78,6 @@ Error InsertOptimizerPass::runOnGraph(Graph &G) {
     StringRef Name = Out->getName();
     if (!Name.consume_front("grad."))
       continue;
-    if (Name.startswith("bucket"))
-      return Fail("gradient %" + Out->getName() +
-                  " is a flat ZeRO-2/3 shard; the optimizer on flat shards "
-                  "is not built yet (use zero=0 or 1)");
     Value *P = G.lookupValue(Name);
     if (!P || !P->isParam())
       return Fail("output %" + Out->getName() + " names no parameter");
@@ -109,6 +107,9 @@ Error InsertOptimizerPass::runOnGraph(Graph &G) {
             G.getUniqueName(("adamw." + Moment + "." + P->getName()).str());
         Value *M = G.addParam(Name, P->getType());
         M->getAttrs().set("init", Attribute::getString("zeros"));
+        for (StringRef Copied : {"sharding", "local"})
+          if (const Attribute *A = P->getAttrs().get(Copied))
+            M->getAttrs().set(Copied, *A);
         Operands.push_back(M);
       }
     Operands.append(Hyper.begin(), Hyper.end());

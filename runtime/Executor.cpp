@@ -119,27 +119,21 @@ Executor::~Executor() {
 }
 
 Error Executor::loadParams(const ExecutorOptions &Options) {
+  ParamSource Source;
+  Source.WeightsDir = Options.WeightsDir;
+  Source.Seed = Options.InitSeed;
+  Source.RandomInit = Options.RandomInit;
+  Source.Rank = B.getCommunicator().getRank();
   for (const std::unique_ptr<Value> &P : G.getParams()) {
-    std::vector<uint8_t> Bytes;
-    if (P->getWeightSource()) {
-      Expected<std::vector<uint8_t>> Read =
-          readWeightBytes(*P, Options.WeightsDir);
-      if (!Read)
-        return Read.takeError();
-      Bytes = std::move(*Read);
-    } else {
-      Expected<std::vector<uint8_t>> Init =
-          initParamBytes(*P, Options.InitSeed);
-      if (!Init)
-        return Init.takeError();
-      Bytes = std::move(*Init);
-    }
+    Expected<std::vector<uint8_t>> Bytes = loadParamBytes(*P, Source);
+    if (!Bytes)
+      return Bytes.takeError();
     const TensorType &Ty = P->getType();
     Expected<Tensor> T = B.allocate(Ty.getElementType(), Ty.getStaticSizes());
     if (!T)
       return valueError(*P, toString(T.takeError()));
     Params[P.get()] = *T;
-    if (Error E = B.copyFromHost(*T, Bytes))
+    if (Error E = B.copyFromHost(*T, *Bytes))
       return valueError(*P, toString(std::move(E)));
   }
   return Error::success();

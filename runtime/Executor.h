@@ -36,6 +36,8 @@ struct ExecutorOptions {
   std::string WeightsDir = ".";
   /// Mixed into the generator of parameters without data (ParamInit.h).
   uint64_t InitSeed = 0;
+  /// Initialise every parameter from the seed, ignoring the model's data.
+  bool RandomInit = false;
 
   /// The options of a program read from ProgramFile: external data relative
   /// to WeightsDir, or to the program's folder when WeightsDir is empty.

@@ -3,7 +3,9 @@
 #include "runtime/ParamInit.h"
 
 #include "ir/Graph.h"
+#include "runtime/MeshGroups.h"
 #include "weights/TensorBytes.h"
+#include "weights/WeightReader.h"
 
 #include <cmath>
 #include <cstring>
@@ -67,7 +69,12 @@ static std::vector<uint8_t> sampleNormal(StringRef Name, const TensorType &Ty,
 
 Expected<std::vector<uint8_t>> autopar::initParamBytes(const Value &Param,
                                                        uint64_t Seed) {
-  const TensorType &Ty = Param.getType();
+  return initParamBytes(Param, Param.getType(), Seed);
+}
+
+Expected<std::vector<uint8_t>> autopar::initParamBytes(const Value &Param,
+                                                       const TensorType &Ty,
+                                                       uint64_t Seed) {
   bool IsFloat = isFloatElementType(Ty.getElementType());
   StringRef Init = IsFloat ? "normal" : "zeros";
   if (const Attribute *A = Param.getAttrs().get("init"))
@@ -85,4 +92,85 @@ Expected<std::vector<uint8_t>> autopar::initParamBytes(const Value &Param,
   if (!IsFloat)
     return Fail("init \"normal\" needs a float type, not " + Ty.str());
   return sampleNormal(Param.getName(), Ty, Seed);
+}
+
+/// P's `sharding` when it is a per-rank shard (`local = 1`), else null.
+static const Sharding *getLocalSharding(const Value &P) {
+  const Attribute *Local = P.getAttrs().get("local");
+  const Attribute *S = P.getAttrs().get("sharding");
+  if (!Local || !Local->isa(Attribute::Kind::Int) || !Local->getInt() || !S ||
+      !S->isa(Attribute::Kind::Sharding))
+    return nullptr;
+  return &S->getSharding();
+}
+
+/// Rank's block of Whole (of type Logical) under P's sharding: along each
+/// dimension, the axes split it major to minor, so the block index is the
+/// rank's coordinates on those axes in that order.
+static std::vector<uint8_t> sliceShard(const Value &P, const Sharding &S,
+                                       const TensorType &Logical,
+                                       ArrayRef<uint8_t> Whole, int Rank) {
+  const Mesh &M = *P.getGraph()->lookupMesh(S.Mesh);
+  SmallVector<int64_t, 4> Coords = getMeshCoordinates(M, Rank);
+  SmallVector<int64_t, 4> Full = Logical.getStaticSizes();
+  SmallVector<int64_t, 4> Local = P.getType().getStaticSizes();
+  unsigned Rank_ = Full.size();
+  SmallVector<int64_t, 4> Offset(Rank_, 0);
+  for (unsigned D = 0; D != Rank_ && D != S.DimAxes.size(); ++D) {
+    int64_t Block = 0;
+    for (const std::string &Axis : S.DimAxes[D])
+      for (unsigned I = 0; I != M.Axes.size(); ++I)
+        if (M.Axes[I].first == Axis)
+          Block = Block * M.Axes[I].second + Coords[I];
+    Offset[D] = Block * Local[D];
+  }
+  size_t Elem =
+      Whole.size() / std::max<int64_t>(1, *Logical.getStaticNumElements());
+  // Copy rows of the last dimension.
+  int64_t Rows = 1;
+  for (unsigned D = 0; D + 1 < Rank_; ++D)
+    Rows *= Local[D];
+  size_t RowBytes = (Rank_ ? Local[Rank_ - 1] : 1) * Elem;
+  std::vector<uint8_t> Out(Rows * RowBytes);
+  SmallVector<int64_t, 4> Index(Rank_, 0);
+  for (int64_t Row = 0; Row != Rows; ++Row) {
+    int64_t Flat = 0;
+    for (unsigned D = 0; D != Rank_; ++D)
+      Flat = Flat * Full[D] + Offset[D] + (D + 1 < Rank_ ? Index[D] : 0);
+    std::memcpy(Out.data() + Row * RowBytes, Whole.data() + Flat * Elem,
+                RowBytes);
+    for (int D = int(Rank_) - 2; D >= 0; --D) {
+      if (++Index[D] < Local[D])
+        break;
+      Index[D] = 0;
+    }
+  }
+  return Out;
+}
+
+Expected<std::vector<uint8_t>>
+autopar::loadParamBytes(const Value &P, const ParamSource &Source) {
+  TensorType Logical = P.getLogicalType();
+  if (!Logical.hasStaticShape() || !Logical.getStaticSizeInBytes())
+    return createStringError(inconvertibleErrorCode(),
+                             "parameter '" + P.getName() +
+                                 "': its logical type " + Logical.str() +
+                                 " has no static size");
+  std::vector<uint8_t> Whole;
+  if (P.getWeightSource() && !Source.RandomInit) {
+    Expected<std::vector<uint8_t>> Read = readWeightBytes(P, Source.WeightsDir);
+    if (!Read)
+      return Read.takeError();
+    Whole = std::move(*Read);
+  } else {
+    Expected<std::vector<uint8_t>> Init =
+        initParamBytes(P, Logical, Source.Seed);
+    if (!Init)
+      return Init.takeError();
+    Whole = std::move(*Init);
+  }
+  const Sharding *S = getLocalSharding(P);
+  if (!S || Logical == P.getType())
+    return Whole;
+  return sliceShard(P, *S, Logical, Whole, Source.Rank);
 }

@@ -18,7 +18,10 @@
 
 #include "llvm/Support/Error.h"
 
+#include "ir/Types.h"
+
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace autopar {
@@ -33,6 +36,30 @@ constexpr double InitStdDev = 0.02;
 /// `init`, or "normal" on a type that is not a float.
 llvm::Expected<std::vector<uint8_t>> initParamBytes(const Value &Param,
                                                     uint64_t Seed);
+/// The same for a tensor of type Ty under Param's name and `init`.
+llvm::Expected<std::vector<uint8_t>>
+initParamBytes(const Value &Param, const TensorType &Ty, uint64_t Seed);
+
+/// Where a program's parameters come from on one rank.
+struct ParamSource {
+  /// The folder that external data is relative to.
+  std::string WeightsDir = ".";
+  /// Mixed into the generator of parameters without data.
+  uint64_t Seed = 0;
+  /// Initialise every parameter as if it had no data (training from
+  /// scratch on a model whose weights are absent).
+  bool RandomInit = false;
+  /// World rank (picks the shard of a `local = 1` parameter).
+  int Rank = 0;
+};
+
+/// Param's bytes on a rank: its data (or its seeded init) as the logical
+/// tensor, then, for a shard, this rank's block of it (along each
+/// dimension, the block whose index is the rank's coordinates on the
+/// splitting axes, major to minor). Every plan thus starts from the same
+/// logical values.
+llvm::Expected<std::vector<uint8_t>> loadParamBytes(const Value &Param,
+                                                    const ParamSource &Source);
 
 } // namespace autopar
 

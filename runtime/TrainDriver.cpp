@@ -12,14 +12,17 @@
 #include "runtime/TrainDriver.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/Executor.h"
+#include "runtime/MeshGroups.h"
 #include "runtime/RunDriver.h"
 #include "runtime/cpu/CpuBackend.h"
+#include "runtime/cpu/CpuCommunicator.h"
 
 #include "ir/Graph.h"
 #include "ir/Parser.h"
 #include "ir/Verifier.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -149,6 +152,25 @@ static HostTensor scalarTensor(float V) {
   return H;
 }
 
+/// Parses and verifies the program in Path into M (kept with its SM);
+/// returns an exit code, having printed what is wrong.
+static int parseProgram(StringRef Path, SourceMgr &SM,
+                        std::unique_ptr<Module> &M) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
+      MemoryBuffer::getFile(Path, /*IsText=*/true);
+  if (!Buffer)
+    return fail(RunIOError,
+                "cannot read '" + Path + "': " + Buffer.getError().message());
+  SM.AddNewSourceBuffer(std::move(*Buffer), SMLoc());
+  DiagnosticEngine Diag(&SM, Path);
+  M = parseModule(SM, Diag);
+  if (!M || failed(verifyModule(*M, Diag)))
+    return RunInvalidInput;
+  if (M->getGraphs().empty())
+    return fail(RunInvalidInput, Path + ": no graph");
+  return RunSuccess;
+}
+
 /// The vocabulary: the classes of the loss's logits, else 0.
 static int64_t findVocabulary(const Graph &G) {
   for (const Node &N : G.getNodes())
@@ -223,8 +245,27 @@ struct TrainState {
   const Graph &G;
   Executor &X;
   TokenSource &Source;
-  /// This rank and the job's ranks (one for now).
+  Backend &B;
+  /// This rank and the job's ranks.
   int Rank = 0, NumRanks = 1;
+
+  /// Waits until every rank of the job gets here (an all-reduce of one
+  /// element over all of them).
+  Error barrier() {
+    if (NumRanks == 1)
+      return Error::success();
+    Expected<Tensor> T = B.allocate(ElementType::F32, {1});
+    if (!T)
+      return T.takeError();
+    SmallVector<int, 8> All;
+    for (int R = 0; R != NumRanks; ++R)
+      All.push_back(R);
+    CommunicationLabel Label("the checkpoint barrier");
+    Error E = B.getCommunicator().allReduce(
+        *T, *T, All, CpuBackendOptions::getDefaultCommTimeout());
+    B.deallocate(*T);
+    return E;
+  }
 
   std::vector<CheckpointTensorSpec> getSpecs() const {
     std::vector<CheckpointTensorSpec> Specs;
@@ -261,17 +302,21 @@ struct TrainState {
     if (Error E = writeCheckpointShard(O.CheckpointDir, Meta, getSpecs(), Read,
                                        Crash))
       return fail(RunIOError, Where + toString(std::move(E)));
-    // With several ranks, a barrier over all of them goes here (the
-    // Communicator's), so that rank 0 commits only when every rank's shard
-    // is on disk; the other ranks go on training meanwhile.
-    if (Rank != 0)
-      return RunSuccess;
-    if (Error E = commitCheckpoint(O.CheckpointDir, Step, NumRanks, Crash))
-      return fail(RunIOError, Where + toString(std::move(E)));
-    unsigned Keep = unsigned(std::min<int64_t>(O.KeepCheckpoints, UINT_MAX));
-    if (Error E = pruneCheckpoints(O.CheckpointDir, Step, Keep))
-      WithColor::warning(errs(), "autopar-run")
-          << toString(std::move(E)) << '\n';
+    // Rank 0 commits only when every rank's shard is on disk, and the
+    // others wait for the commit (so that its pruning never meets a shard
+    // still being written).
+    if (Error E = barrier())
+      return fail(RunFailure, Where + toString(std::move(E)));
+    if (Rank == 0) {
+      if (Error E = commitCheckpoint(O.CheckpointDir, Step, NumRanks, Crash))
+        return fail(RunIOError, Where + toString(std::move(E)));
+      unsigned Keep = unsigned(std::min<int64_t>(O.KeepCheckpoints, UINT_MAX));
+      if (Error E = pruneCheckpoints(O.CheckpointDir, Step, Keep))
+        WithColor::warning(errs(), "autopar-run")
+            << toString(std::move(E)) << '\n';
+    }
+    if (Error E = barrier())
+      return fail(RunFailure, Where + toString(std::move(E)));
     return RunSuccess;
   }
 
@@ -327,6 +372,42 @@ struct TrainState {
 
 } // namespace
 
+/// The program this rank runs: Path itself, or, for a folder that
+/// `autopar -o` wrote, its `stage<S>.air` for this rank's pipeline stage S
+/// (the `pp` coordinate on stage0.air's first mesh).
+static Expected<std::string> findRankProgram(StringRef Path,
+                                             const Communicator &Comm) {
+  if (!sys::fs::is_directory(Path))
+    return Path.str();
+  SmallString<256> First(Path);
+  sys::path::append(First, "stage0.air");
+  if (!sys::fs::exists(First))
+    return createStringError(inconvertibleErrorCode(),
+                             "'" + Path +
+                                 "' holds no training program (stage0.air); "
+                                 "`autopar MODEL -o DIR` writes them when the "
+                                 "plan lowers");
+  SourceMgr SM;
+  std::unique_ptr<Module> M;
+  if (parseProgram(First, SM, M))
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot use '" + First + "'");
+  const Graph &G = *M->getGraphs().front();
+  if (G.getMeshes().empty())
+    return First.str().str();
+  const Mesh &Cluster = G.getMeshes()[0];
+  if (Cluster.getNumDevices() != Comm.getNumRanks())
+    return First.str().str(); // the caller names the mismatch
+  for (unsigned I = 0; I != Cluster.Axes.size(); ++I)
+    if (Cluster.Axes[I].first == "pp") {
+      int64_t Stage = getMeshCoordinates(Cluster, Comm.getRank())[I];
+      SmallString<256> Mine(Path);
+      sys::path::append(Mine, "stage" + std::to_string(Stage) + ".air");
+      return Mine.str().str();
+    }
+  return First.str().str();
+}
+
 int autopar::runTraining(const TrainOptions &O) {
   if (Error E = O.validate())
     return fail(RunBadOptions, toString(std::move(E)));
@@ -336,17 +417,19 @@ int autopar::runTraining(const TrainOptions &O) {
   // Installed first, so that a SIGTERM while loading still ends the run
   // after a step, with a checkpoint.
   TermHandler Term;
-  ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
-      MemoryBuffer::getFile(O.ProgramFile, /*IsText=*/true);
-  if (!Buffer)
-    return fail(RunIOError, "cannot read '" + O.ProgramFile +
-                                "': " + Buffer.getError().message());
+  // The backend first: its communicator says which rank this is, and so
+  // which program to run.
+  CpuBackendOptions BO;
+  BO.BlasThreads = O.Threads;
+  CpuBackend Backend(BO);
+  Communicator &Comm = Backend.getCommunicator();
+  Expected<std::string> ProgramPath = findRankProgram(O.ProgramFile, Comm);
+  if (!ProgramPath)
+    return fail(RunIOError, toString(ProgramPath.takeError()));
   SourceMgr SM;
-  SM.AddNewSourceBuffer(std::move(*Buffer), SMLoc());
-  DiagnosticEngine Diag(&SM, O.ProgramFile);
-  std::unique_ptr<Module> M = parseModule(SM, Diag);
-  if (!M || failed(verifyModule(*M, Diag)))
-    return RunInvalidInput;
+  std::unique_ptr<Module> M;
+  if (int Code = parseProgram(*ProgramPath, SM, M))
+    return Code;
   const Graph *G = O.GraphName.empty() && M->getGraphs().size() == 1
                        ? M->getGraphs().front().get()
                        : M->lookupGraph(O.GraphName);
@@ -354,6 +437,25 @@ int autopar::runTraining(const TrainOptions &O) {
     return fail(RunBadOptions, "name the graph to train with --graph");
   if (Error E = Executor::checkStaticShapes(*G))
     return fail(RunInvalidInput, toString(std::move(E)));
+  // A program for several ranks runs on exactly that many.
+  const Mesh *Cluster = G->getMeshes().empty() ? nullptr : &G->getMeshes()[0];
+  if (Comm.getNumRanks() > 1 || (Cluster && Cluster->getNumDevices() > 1)) {
+    if (!Cluster)
+      return fail(RunInvalidInput, *ProgramPath + ": a job of " +
+                                       Twine(Comm.getNumRanks()) +
+                                       " ranks needs a program with a mesh");
+    if (Error E = checkMeshSize(*Cluster, Comm.getNumRanks()))
+      return fail(RunBadOptions, *ProgramPath + ": " + toString(std::move(E)));
+  }
+  // Data parallelism: every rank draws the global batch, in the same order
+  // on every run, and keeps its replica's rows.
+  int64_t DataParallel = 1, Replica = 0;
+  if (Cluster)
+    for (unsigned I = 0; I != Cluster->Axes.size(); ++I)
+      if (Cluster->Axes[I].first == "dp") {
+        DataParallel = Cluster->Axes[I].second;
+        Replica = getMeshCoordinates(*Cluster, Comm.getRank())[I];
+      }
 
   // The program's optimizer must be the one asked for.
   bool HasAdam = false, HasSgd = false;
@@ -394,17 +496,16 @@ int autopar::runTraining(const TrainOptions &O) {
   if (!Source)
     return fail(RunIOError, toString(Source.takeError()));
 
-  CpuBackendOptions BO;
-  BO.BlasThreads = O.Threads;
-  CpuBackend Backend(BO);
   ExecutorOptions EO =
-      ExecutorOptions::forProgram(O.ProgramFile, O.WeightsDir, O.Seed);
+      ExecutorOptions::forProgram(*ProgramPath, O.WeightsDir, O.Seed);
+  EO.RandomInit = O.RandomInit;
   Expected<std::unique_ptr<Executor>> Exec = Executor::create(*G, Backend, EO);
   if (!Exec)
     return fail(RunIOError, toString(Exec.takeError()));
 
   // The state to continue from.
-  TrainState State{O, *G, **Exec, *Source};
+  TrainState State{
+      O, *G, **Exec, *Source, Backend, Comm.getRank(), Comm.getNumRanks()};
   int64_t Resumed = 0;
   if (O.Resume) {
     if (int Code = State.load(Resumed))
@@ -429,7 +530,8 @@ int autopar::runTraining(const TrainOptions &O) {
   }
 
   SmallVector<int64_t, 2> Sizes = TokensIn->getType().getStaticSizes();
-  int64_t TokensPerStep = Sizes[0] * Sizes[1];
+  int64_t TokensPerRank = Sizes[0] * Sizes[1];
+  int64_t TokensPerStep = TokensPerRank * DataParallel;
   CheckpointCrash Crash = Hooks->Crash;
   for (int64_t Step = Resumed + 1; Step <= O.Steps; ++Step) {
     if (Hooks->StepDelayMs)
@@ -439,7 +541,10 @@ int autopar::runTraining(const TrainOptions &O) {
     for (const std::unique_ptr<Value> &In : G->getInputs()) {
       StringRef Name = In->getName();
       if (In.get() == TokensIn) {
-        std::vector<int64_t> Ids = Source->next(TokensPerStep);
+        std::vector<int64_t> Global = Source->next(TokensPerStep);
+        std::vector<int64_t> Ids(Global.begin() + Replica * TokensPerRank,
+                                 Global.begin() +
+                                     (Replica + 1) * TokensPerRank);
         HostTensor H;
         H.Elem = In->getType().getElementType();
         H.Shape.assign(Sizes.begin(), Sizes.end());
@@ -479,10 +584,11 @@ int autopar::runTraining(const TrainOptions &O) {
       return fail(RunInvalidInput,
                   O.ProgramFile + ": the first output must be the f32 loss");
     std::memcpy(&Loss, Out->front().Bytes.data(), 4);
-    outs() << "step " << Step << " loss " << format("%.9g", Loss) << " time_ms "
-           << format("%.3f", Seconds * 1e3) << " tokens_per_s "
-           << format("%.1f", Seconds > 0 ? TokensPerStep / Seconds : 0.0)
-           << "\n";
+    if (Comm.getRank() == 0)
+      outs() << "step " << Step << " loss " << format("%.9g", Loss)
+             << " time_ms " << format("%.3f", Seconds * 1e3) << " tokens_per_s "
+             << format("%.1f", Seconds > 0 ? TokensPerStep / Seconds : 0.0)
+             << "\n";
     outs().flush();
 
     bool Stop = TermRequested != 0;

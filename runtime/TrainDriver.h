@@ -54,6 +54,8 @@ struct TrainOptions {
   std::string Optimizer = "adamw";
   double Lr = 1e-3, Beta1 = 0.9, Beta2 = 0.999, Eps = 1e-8, WeightDecay = 0.01;
   std::string WeightsDir;
+  /// Initialise every parameter from the seed, ignoring the model's data.
+  bool RandomInit = false;
   int Threads = 1;
   /// Folder of checkpoints; none when empty.
   std::string CheckpointDir;

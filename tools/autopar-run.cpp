@@ -37,6 +37,10 @@ static cl::opt<std::string> WeightsDir(
     "weights-dir",
     cl::desc("Folder of external parameter data (default: the program's)"),
     cl::value_desc("dir"), cl::cat(Category));
+static cl::opt<bool> RandomInit(
+    "random-init",
+    cl::desc("Train from scratch: initialise every parameter from the seed "
+             "(normal(0, 0.02)), ignoring the model's data"));
 static cl::opt<uint64_t> Seed("seed",
                               cl::desc("Seed of parameters that have no data"),
                               cl::init(0), cl::cat(Category));
@@ -103,6 +107,7 @@ int main(int argc, char **argv) {
     T.Eps = Eps;
     T.WeightDecay = WeightDecay;
     T.WeightsDir = WeightsDir;
+    T.RandomInit = RandomInit;
     T.Threads = Threads;
     T.CheckpointDir = CheckpointDir;
     T.CheckpointEvery = CheckpointEvery;

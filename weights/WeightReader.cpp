@@ -50,10 +50,11 @@ Expected<std::vector<uint8_t>> autopar::readWeightBytes(const Value &Param,
       readWeightBytes(Param.getName(), *Source, ModelDir);
   if (!Bytes)
     return Bytes.takeError();
-  std::optional<int64_t> Size = Param.getType().getStaticSizeInBytes();
+  std::optional<int64_t> Size = Param.getLogicalType().getStaticSizeInBytes();
   if (Size && uint64_t(*Size) != Bytes->size())
     return paramError(Param.getName(), "its data has " + Twine(Bytes->size()) +
-                                           " bytes; " + Param.getType().str() +
+                                           " bytes; " +
+                                           Param.getLogicalType().str() +
                                            " needs " + Twine(*Size));
   return Bytes;
 }

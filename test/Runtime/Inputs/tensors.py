@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Raw little-endian tensors for the runtime tests, without numpy.
 
-  tensors.py encode TYPE FILE V...     writes the values V as TYPE (f32, i64)
+  tensors.py encode TYPE FILE V...     writes the values V as TYPE (f32, i32, i64)
   tensors.py decode TYPE FILE          prints the values, one per line (%.6g)
   tensors.py ids REF.json FILE         writes REF.json's input_ids as i64
   tensors.py compare OUT.bin REF.f32   compares f32 outputs with a reference:
@@ -12,7 +12,7 @@ import array
 import json
 import sys
 
-CODES = {"f32": "f", "i64": "q"}
+CODES = {"f32": "f", "i32": "i", "i64": "q"}
 
 
 def read(code, path):

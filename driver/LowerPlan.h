@@ -1,0 +1,40 @@
+//===- LowerPlan.h - A plan's per-rank training programs --------*- C++ -*-===//
+//
+// What `autopar -o DIR` writes beside plan.air for the runtime: per
+// pipeline stage one SPMD training program (`stage<S>.air`), lowered from
+// the plan's partitioned forward by the training passes (autodiff,
+// accumulate-micro-batches, insert-grad-sync, insert-optimizer). The
+// runtime (autopar-run DIR) interprets these and never plans. See
+// docs/Runtime.md for what the programs hold and which plans lower so far.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_DRIVER_LOWERPLAN_H
+#define AUTOPAR_DRIVER_LOWERPLAN_H
+
+#include "cost/ModelState.h"
+#include "planner/Search.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace autopar {
+
+class Module;
+
+/// Why a plan cannot be lowered to programs yet, or "" when it can.
+std::string getUnloweredReason(const Module &Plan, const PlanConfig &C);
+
+/// The training programs of Plan (the module plan.air prints: one graph,
+/// batch bound to the micro-batch, collectives inserted) under C, as (file
+/// name, text) pairs in stage order. Plan is not changed.
+llvm::Expected<std::vector<std::pair<std::string, std::string>>>
+lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
+                    OptimizerKind Optimizer);
+
+} // namespace autopar
+
+#endif // AUTOPAR_DRIVER_LOWERPLAN_H
