@@ -91,13 +91,23 @@ std::string autopar::getCheckpointIndexName(int Rank) {
 std::string CheckpointIndex::toJSON() const {
   json::Array Entries;
   for (const CheckpointTensor &T : Tensors) {
-    json::Array Shape;
-    for (int64_t D : T.Shape)
-      Shape.push_back(D);
+    auto Ints = [](ArrayRef<int64_t> V) {
+      json::Array A;
+      for (int64_t D : V)
+        A.push_back(D);
+      return A;
+    };
     Entries.push_back(json::Object{
         {"name", T.Name},
         {"dtype", getElementTypeName(T.Elem)},
-        {"shape", std::move(Shape)},
+        {"shape", Ints(T.Shape)},
+        {"logical_shape",
+         Ints(T.LogicalShape.empty() ? ArrayRef<int64_t>(T.Shape)
+                                     : ArrayRef<int64_t>(T.LogicalShape))},
+        {"origin",
+         Ints(T.Origin.empty() ? ArrayRef<int64_t>(
+                                     SmallVector<int64_t, 4>(T.Shape.size(), 0))
+                               : ArrayRef<int64_t>(T.Origin))},
         {"offset", int64_t(T.Offset)},
         {"length", int64_t(T.Length)},
         {"crc32", int64_t(T.Crc32)},
@@ -236,6 +246,34 @@ static Expected<CheckpointTensor> parseTensor(const json::Value &V,
     return makeError(Where2 + ": length " + Twine(T.Length) + " is not the " +
                      Twine(*Bytes) + " bytes of " +
                      formatTensorType(T.Elem, T.Shape));
+  // Where the block lies in its logical tensor (absent: the whole tensor).
+  for (auto [Key, Into] : {std::make_pair("logical_shape", &T.LogicalShape),
+                           std::make_pair("origin", &T.Origin)}) {
+    const json::Array *A = O->getArray(Key);
+    if (!A)
+      continue;
+    for (const json::Value &D : *A) {
+      auto I = D.getAsInteger();
+      if (!I || *I < 0)
+        return R2.bad(Key, "an array of non-negative integers");
+      Into->push_back(*I);
+    }
+  }
+  if (T.LogicalShape.empty())
+    T.LogicalShape = T.Shape;
+  if (T.Origin.empty())
+    T.Origin.assign(T.Shape.size(), 0);
+  if (T.LogicalShape.size() != T.Shape.size() ||
+      T.Origin.size() != T.Shape.size())
+    return makeError(Where2 + ": logical_shape and origin must have one "
+                              "entry per dimension of its shape");
+  for (size_t D = 0; D != T.Shape.size(); ++D)
+    if (T.Origin[D] > T.LogicalShape[D] ||
+        T.Shape[D] > T.LogicalShape[D] - T.Origin[D])
+      return makeError(Where2 + ": the block at origin " + Twine(T.Origin[D]) +
+                       " of dimension " + Twine(D) + " (size " +
+                       Twine(T.Shape[D]) + ") overruns its logical size " +
+                       Twine(T.LogicalShape[D]));
   return T;
 }
 
@@ -469,6 +507,10 @@ Error autopar::writeCheckpointShard(StringRef Dir, const CheckpointIndex &Meta,
                        formatTensorType(Spec.Elem, Spec.Shape));
     CheckpointTensor T;
     static_cast<CheckpointTensorSpec &>(T) = Spec;
+    if (T.LogicalShape.empty())
+      T.LogicalShape = T.Shape;
+    if (T.Origin.empty())
+      T.Origin.assign(T.Shape.size(), 0);
     T.Offset = Offset;
     T.Length = Bytes->size();
     T.Crc32 = crc32(*Bytes);
@@ -648,6 +690,18 @@ Error autopar::matchCheckpointTensors(const CheckpointIndex &Index,
       return makeError("checkpoint '" + IndexPath + "': tensor '" + W.Name +
                        "' is " + formatTensorType(T->Elem, T->Shape) +
                        "; the program's parameter is " + WantType);
+    SmallVector<int64_t, 4> Zero(W.Shape.size(), 0);
+    ArrayRef<int64_t> WantLogical = W.LogicalShape.empty()
+                                        ? ArrayRef<int64_t>(W.Shape)
+                                        : ArrayRef<int64_t>(W.LogicalShape);
+    ArrayRef<int64_t> WantOrigin = W.Origin.empty()
+                                       ? ArrayRef<int64_t>(Zero)
+                                       : ArrayRef<int64_t>(W.Origin);
+    if (ArrayRef<int64_t>(T->LogicalShape) != WantLogical ||
+        ArrayRef<int64_t>(T->Origin) != WantOrigin)
+      return makeError("checkpoint '" + IndexPath + "': tensor '" + W.Name +
+                       "' is another block of its logical tensor than the "
+                       "program's parameter");
   }
   for (const CheckpointTensor &T : Index.Tensors)
     if (!Wanted.count(T.Name))

@@ -56,6 +56,12 @@ struct CheckpointTensorSpec {
   std::string Name;
   ElementType Elem = ElementType::F32;
   llvm::SmallVector<int64_t, 4> Shape;
+  /// Where this block lies in the logical tensor it is part of (a shard of
+  /// a `local = 1` parameter): the logical shape and the block's first
+  /// index per dimension. A whole tensor has LogicalShape = Shape and a
+  /// zero Origin. Loaders under another plan assemble their blocks from
+  /// these.
+  llvm::SmallVector<int64_t, 4> LogicalShape, Origin;
 };
 
 /// One tensor of a shard: its index entry.

@@ -104,47 +104,78 @@ static const Sharding *getLocalSharding(const Value &P) {
   return &S->getSharding();
 }
 
-/// Rank's block of Whole (of type Logical) under P's sharding: along each
-/// dimension, the axes split it major to minor, so the block index is the
-/// rank's coordinates on those axes in that order.
-static std::vector<uint8_t> sliceShard(const Value &P, const Sharding &S,
+SmallVector<int64_t, 4> autopar::getShardOrigin(const Value &P, int Rank) {
+  const TensorType &Ty = P.getType();
+  SmallVector<int64_t, 4> Origin(Ty.getRank(), 0);
+  const Sharding *S = getLocalSharding(P);
+  const Mesh *M =
+      S && P.getGraph() ? P.getGraph()->lookupMesh(S->Mesh) : nullptr;
+  if (!M || !Ty.hasStaticShape())
+    return Origin;
+  SmallVector<int64_t, 4> Coords = getMeshCoordinates(*M, Rank);
+  for (unsigned D = 0; D != Origin.size() && D != S->DimAxes.size(); ++D) {
+    // The axes split the dimension major to minor.
+    int64_t Block = 0;
+    for (const std::string &Axis : S->DimAxes[D])
+      for (unsigned I = 0; I != M->Axes.size(); ++I)
+        if (M->Axes[I].first == Axis)
+          Block = Block * M->Axes[I].second + Coords[I];
+    Origin[D] = Block * Ty.getDim(D).getSize();
+  }
+  return Origin;
+}
+
+void autopar::copyBlock(ArrayRef<uint8_t> From, ArrayRef<int64_t> FromShape,
+                        ArrayRef<int64_t> FromOrigin,
+                        MutableArrayRef<uint8_t> To, ArrayRef<int64_t> ToShape,
+                        ArrayRef<int64_t> ToOrigin, size_t ElemBytes) {
+  // The overlap, in logical coordinates.
+  unsigned Rank = FromShape.size();
+  SmallVector<int64_t, 4> Lo(Rank), Size(Rank);
+  for (unsigned D = 0; D != Rank; ++D) {
+    Lo[D] = std::max(FromOrigin[D], ToOrigin[D]);
+    int64_t Hi =
+        std::min(FromOrigin[D] + FromShape[D], ToOrigin[D] + ToShape[D]);
+    if (Hi <= Lo[D])
+      return;
+    Size[D] = Hi - Lo[D];
+  }
+  auto FlatIndex = [&](ArrayRef<int64_t> Shape, ArrayRef<int64_t> Origin,
+                       ArrayRef<int64_t> At) {
+    int64_t Flat = 0;
+    for (unsigned D = 0; D != Rank; ++D)
+      Flat = Flat * Shape[D] + (At[D] - Origin[D]);
+    return Flat;
+  };
+  // One run along the last dimension at a time.
+  size_t RunBytes = (Rank ? Size[Rank - 1] : 1) * ElemBytes;
+  SmallVector<int64_t, 4> At(Lo.begin(), Lo.end());
+  while (true) {
+    std::memcpy(To.data() + FlatIndex(ToShape, ToOrigin, At) * ElemBytes,
+                From.data() + FlatIndex(FromShape, FromOrigin, At) * ElemBytes,
+                RunBytes);
+    int D = int(Rank) - 2;
+    for (; D >= 0; --D) {
+      if (++At[D] < Lo[D] + Size[D])
+        break;
+      At[D] = Lo[D];
+    }
+    if (D < 0)
+      return;
+  }
+}
+
+/// Rank's block of Whole (of type Logical) under P's sharding.
+static std::vector<uint8_t> sliceShard(const Value &P,
                                        const TensorType &Logical,
                                        ArrayRef<uint8_t> Whole, int Rank) {
-  const Mesh &M = *P.getGraph()->lookupMesh(S.Mesh);
-  SmallVector<int64_t, 4> Coords = getMeshCoordinates(M, Rank);
   SmallVector<int64_t, 4> Full = Logical.getStaticSizes();
   SmallVector<int64_t, 4> Local = P.getType().getStaticSizes();
-  unsigned Rank_ = Full.size();
-  SmallVector<int64_t, 4> Offset(Rank_, 0);
-  for (unsigned D = 0; D != Rank_ && D != S.DimAxes.size(); ++D) {
-    int64_t Block = 0;
-    for (const std::string &Axis : S.DimAxes[D])
-      for (unsigned I = 0; I != M.Axes.size(); ++I)
-        if (M.Axes[I].first == Axis)
-          Block = Block * M.Axes[I].second + Coords[I];
-    Offset[D] = Block * Local[D];
-  }
+  SmallVector<int64_t, 4> Zero(Full.size(), 0);
   size_t Elem =
       Whole.size() / std::max<int64_t>(1, *Logical.getStaticNumElements());
-  // Copy rows of the last dimension.
-  int64_t Rows = 1;
-  for (unsigned D = 0; D + 1 < Rank_; ++D)
-    Rows *= Local[D];
-  size_t RowBytes = (Rank_ ? Local[Rank_ - 1] : 1) * Elem;
-  std::vector<uint8_t> Out(Rows * RowBytes);
-  SmallVector<int64_t, 4> Index(Rank_, 0);
-  for (int64_t Row = 0; Row != Rows; ++Row) {
-    int64_t Flat = 0;
-    for (unsigned D = 0; D != Rank_; ++D)
-      Flat = Flat * Full[D] + Offset[D] + (D + 1 < Rank_ ? Index[D] : 0);
-    std::memcpy(Out.data() + Row * RowBytes, Whole.data() + Flat * Elem,
-                RowBytes);
-    for (int D = int(Rank_) - 2; D >= 0; --D) {
-      if (++Index[D] < Local[D])
-        break;
-      Index[D] = 0;
-    }
-  }
+  std::vector<uint8_t> Out(*P.getType().getStaticSizeInBytes());
+  copyBlock(Whole, Full, Zero, Out, Local, getShardOrigin(P, Rank), Elem);
   return Out;
 }
 
@@ -172,5 +203,5 @@ autopar::loadParamBytes(const Value &P, const ParamSource &Source) {
   const Sharding *S = getLocalSharding(P);
   if (!S || Logical == P.getType())
     return Whole;
-  return sliceShard(P, *S, Logical, Whole, Source.Rank);
+  return sliceShard(P, Logical, Whole, Source.Rank);
 }

@@ -20,6 +20,9 @@
 
 #include "ir/Types.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,6 +42,19 @@ llvm::Expected<std::vector<uint8_t>> initParamBytes(const Value &Param,
 /// The same for a tensor of type Ty under Param's name and `init`.
 llvm::Expected<std::vector<uint8_t>>
 initParamBytes(const Value &Param, const TensorType &Ty, uint64_t Seed);
+
+/// Where Param's block starts in its logical tensor on world rank Rank
+/// (zeros unless it is a `local = 1` shard).
+llvm::SmallVector<int64_t, 4> getShardOrigin(const Value &Param, int Rank);
+
+/// Copies the overlap of two blocks of one logical tensor (row-major, each
+/// given by its shape and its origin in the logical tensor) from From into
+/// To; nothing when they do not overlap.
+void copyBlock(llvm::ArrayRef<uint8_t> From, llvm::ArrayRef<int64_t> FromShape,
+               llvm::ArrayRef<int64_t> FromOrigin,
+               llvm::MutableArrayRef<uint8_t> To,
+               llvm::ArrayRef<int64_t> ToShape,
+               llvm::ArrayRef<int64_t> ToOrigin, size_t ElemBytes);
 
 /// Where a program's parameters come from on one rank.
 struct ParamSource {

@@ -13,6 +13,7 @@
 #include "runtime/Checkpoint.h"
 #include "runtime/Executor.h"
 #include "runtime/MeshGroups.h"
+#include "runtime/ParamInit.h"
 #include "runtime/RunDriver.h"
 #include "runtime/cpu/CpuBackend.h"
 #include "runtime/cpu/CpuCommunicator.h"
@@ -22,6 +23,7 @@
 #include "ir/Verifier.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -275,6 +277,9 @@ struct TrainState {
       S.Elem = P->getType().getElementType();
       SmallVector<int64_t, 4> Sizes = P->getType().getStaticSizes();
       S.Shape.assign(Sizes.begin(), Sizes.end());
+      SmallVector<int64_t, 4> Logical = P->getLogicalType().getStaticSizes();
+      S.LogicalShape.assign(Logical.begin(), Logical.end());
+      S.Origin = getShardOrigin(*P, Rank);
       Specs.push_back(std::move(S));
     }
     return Specs;
@@ -320,6 +325,85 @@ struct TrainState {
     return RunSuccess;
   }
 
+  /// Loads checkpoint Step written under another layout (another plan or
+  /// rank count): every rank's shard of it is read, and each parameter's
+  /// block on this rank is assembled from the blocks of its logical tensor
+  /// that cover it (`logical_shape` and `origin` in the indexes). Returns an
+  /// exit code.
+  int loadResharded(int64_t Step, ArrayRef<CheckpointTensorSpec> Specs) {
+    StringRef Dir = O.CheckpointDir;
+    std::string Where =
+        "checkpoint '" + (Dir + "/" + getCheckpointName(Step)).str() + "'";
+    struct Target {
+      const CheckpointTensorSpec *Spec;
+      const Value *Param;
+      std::vector<uint8_t> Bytes, Covered;
+    };
+    StringMap<Target> Targets;
+    ArrayRef<std::unique_ptr<Value>> Params = G.getParams();
+    for (size_t I = 0; I != Specs.size(); ++I) {
+      Target &T = Targets[Specs[I].Name];
+      T.Spec = &Specs[I];
+      T.Param = Params[I].get();
+      int64_t N = 1;
+      for (int64_t D : Specs[I].Shape)
+        N *= D;
+      T.Bytes.resize(*Params[I]->getType().getStaticSizeInBytes());
+      T.Covered.assign(N, 0);
+    }
+    Expected<CheckpointIndex> First = readCheckpointIndex(Dir, Step, 0);
+    if (!First)
+      return fail(RunInvalidInput, toString(First.takeError()));
+    for (int R = 0; R != First->NumRanks; ++R) {
+      Expected<CheckpointIndex> Index = readCheckpointIndex(Dir, Step, R);
+      if (!Index)
+        return fail(RunInvalidInput, toString(Index.takeError()));
+      Error E = readCheckpointTensors(
+          Dir, *Index,
+          [&](const CheckpointTensor &C, ArrayRef<uint8_t> Bytes) -> Error {
+            auto It = Targets.find(C.Name);
+            if (It == Targets.end())
+              return createStringError(
+                  inconvertibleErrorCode(),
+                  Where + ": tensor '" + C.Name + "' (rank " + Twine(R) +
+                      ") is not a parameter of the program");
+            Target &T = It->second;
+            if (C.Elem != T.Spec->Elem ||
+                ArrayRef<int64_t>(C.LogicalShape) !=
+                    ArrayRef<int64_t>(T.Spec->LogicalShape))
+              return createStringError(
+                  inconvertibleErrorCode(),
+                  Where + ": tensor '" + C.Name + "' is part of " +
+                      formatTensorType(C.Elem, C.LogicalShape) +
+                      "; the program's parameter is part of " +
+                      formatTensorType(T.Spec->Elem, T.Spec->LogicalShape));
+            int64_t Count = 1;
+            for (int64_t D : C.Shape)
+              Count *= D;
+            size_t ElemBytes = Count ? Bytes.size() / size_t(Count) : 1;
+            copyBlock(Bytes, C.Shape, C.Origin, T.Bytes, T.Spec->Shape,
+                      T.Spec->Origin, ElemBytes);
+            std::vector<uint8_t> Ones(size_t(Count), 1);
+            copyBlock(Ones, C.Shape, C.Origin, T.Covered, T.Spec->Shape,
+                      T.Spec->Origin, 1);
+            return Error::success();
+          });
+      if (E)
+        return fail(RunInvalidInput, toString(std::move(E)));
+    }
+    for (const CheckpointTensorSpec &S : Specs) {
+      Target &T = Targets[S.Name];
+      if (llvm::is_contained(T.Covered, 0))
+        return fail(RunInvalidInput,
+                    Where + " does not cover this rank's block of '" + S.Name +
+                        "' " + formatTensorType(S.Elem, S.Shape) +
+                        " (no rank saved those elements)");
+      if (Error E = X.writeParam(*T.Param, T.Bytes))
+        return fail(RunInvalidInput, toString(std::move(E)));
+    }
+    return RunSuccess;
+  }
+
   /// Loads O.CheckpointDir/latest, if any, setting Step to its step (0
   /// when there is none); returns an exit code.
   int load(int64_t &Step) {
@@ -334,29 +418,63 @@ struct TrainState {
           << "step 1\n";
       return RunSuccess;
     }
-    Expected<CheckpointIndex> Index = readCheckpointIndex(Dir, **Latest, Rank);
-    if (!Index)
-      return fail(RunInvalidInput, toString(Index.takeError()));
+    // Rank 0's index says how many ranks wrote the checkpoint.
+    Expected<CheckpointIndex> First = readCheckpointIndex(Dir, **Latest, 0);
+    if (!First)
+      return fail(RunInvalidInput, toString(First.takeError()));
+    std::vector<CheckpointTensorSpec> Specs = getSpecs();
     SmallString<256> IndexPath(Dir);
     sys::path::append(IndexPath, getCheckpointName(**Latest),
                       getCheckpointIndexName(Rank));
-    if (Index->NumRanks != NumRanks)
-      return fail(RunInvalidInput,
-                  "checkpoint '" + IndexPath + "' was written by " +
-                      Twine(Index->NumRanks) + " ranks; this run has " +
-                      Twine(NumRanks) +
-                      " (resharding across ranks is not implemented yet)");
-    if (Error E = matchCheckpointTensors(*Index, getSpecs(), IndexPath))
-      return fail(RunInvalidInput, toString(std::move(E)));
-    StringMap<const Value *> ByName;
-    for (const std::unique_ptr<Value> &P : G.getParams())
-      ByName[P->getName()] = P.get();
-    if (Error E = readCheckpointTensors(
-            Dir, *Index,
-            [&](const CheckpointTensor &T, ArrayRef<uint8_t> Bytes) {
-              return X.writeParam(*ByName.lookup(T.Name), Bytes);
-            }))
-      return fail(RunInvalidInput, toString(std::move(E)));
+    std::optional<CheckpointIndex> Own;
+    if (First->NumRanks == NumRanks) {
+      Expected<CheckpointIndex> Mine =
+          Rank == 0 ? std::move(First)
+                    : readCheckpointIndex(Dir, **Latest, Rank);
+      if (!Mine)
+        return fail(RunInvalidInput, toString(Mine.takeError()));
+      Own = std::move(*Mine);
+      if (Error E = matchCheckpointTensors(*Own, Specs, IndexPath)) {
+        // The same tensors under another layout with as many ranks are
+        // resharded; other differences are errors.
+        StringMap<const CheckpointTensor *> Saved;
+        for (const CheckpointTensor &T : Own->Tensors)
+          Saved[T.Name] = &T;
+        bool SameTensors = Saved.size() == Specs.size();
+        for (const CheckpointTensorSpec &S : Specs) {
+          const CheckpointTensor *T = Saved.lookup(S.Name);
+          SameTensors &= T && T->Elem == S.Elem &&
+                         ArrayRef<int64_t>(T->LogicalShape) ==
+                             ArrayRef<int64_t>(S.LogicalShape);
+        }
+        if (!SameTensors)
+          return fail(RunInvalidInput, toString(std::move(E)));
+        consumeError(std::move(E));
+        Own.reset();
+      }
+    }
+    if (Own) {
+      StringMap<const Value *> ByName;
+      for (const std::unique_ptr<Value> &P : G.getParams())
+        ByName[P->getName()] = P.get();
+      if (Error E = readCheckpointTensors(
+              Dir, *Own,
+              [&](const CheckpointTensor &T, ArrayRef<uint8_t> Bytes) {
+                return X.writeParam(*ByName.lookup(T.Name), Bytes);
+              }))
+        return fail(RunInvalidInput, toString(std::move(E)));
+    } else {
+      if (int Code = loadResharded(**Latest, Specs))
+        return Code;
+      Expected<CheckpointIndex> Zero = readCheckpointIndex(Dir, **Latest, 0);
+      if (!Zero)
+        return fail(RunInvalidInput, toString(Zero.takeError()));
+      Own = std::move(*Zero);
+      IndexPath = Dir;
+      sys::path::append(IndexPath, getCheckpointName(**Latest),
+                        getCheckpointIndexName(0));
+    }
+    const CheckpointIndex *Index = &*Own;
     if (Index->Data != O.Data)
       WithColor::warning(errs(), "autopar-run")
           << "checkpoint '" << IndexPath << "' was written reading --data '"

@@ -245,8 +245,17 @@ TEST(CheckpointIndexTest, RefusesMalformedFields) {
        "'crc32' must be a 32-bit unsigned integer"},
       {mutate(Good, "\"crc32\": 0", "\"crc32\": 1.5"),
        "'crc32' must be a non-negative integer"},
-      {mutate(Good, "3\n", "4611686018427387904, 4611686018427387904\n"),
+      {mutate(Good, "3\n      ]\n    }",
+              "4611686018427387904, 4611686018427387904\n      ]\n    }"),
        "type f32[2, 4611686018427387904, 4611686018427387904] is too large"},
+      // The block's place in its logical tensor.
+      {mutate(Good, "\"origin\": [\n        0,\n        0",
+              "\"origin\": [\n        0,\n        1"),
+       "the block at origin 1 of dimension 1 (size 3) overruns its logical "
+       "size 3"},
+      {mutate(Good, "\"origin\": [\n        0,\n        0\n      ]",
+              "\"origin\": [\n        0\n      ]"),
+       "logical_shape and origin must have one entry per dimension"},
       {mutate(Good, "\"tensors\": [",
               "\"tensors\": [{\"name\": \"a\", "
               "\"dtype\": \"f32\", \"shape\": [2, 3], "
