@@ -132,6 +132,23 @@ static json::Object roundedPlan(const Plan &P) {
   return O;
 }
 
+/// Per pipeline rank, the predicted bytes by part: what `autopar-run
+/// --memory-report` prints next to what it measures.
+static json::Array predictedMemoryJSON(const Plan &P) {
+  json::Array Stages;
+  for (const RankPrediction &R : P.Prediction.Ranks) {
+    auto Bytes = [](double B) { return int64_t(std::llround(B)); };
+    Stages.push_back(
+        json::Object{{"weights_bytes", Bytes(R.WeightBytes)},
+                     {"gradients_bytes", Bytes(R.GradBytes)},
+                     {"optimizer_bytes", Bytes(R.OptimizerBytes)},
+                     {"activations_bytes", Bytes(R.ActivationBytes)},
+                     {"allowance_bytes", Bytes(R.OverheadBytes)},
+                     {"total_bytes", Bytes(R.MemoryBytes)}});
+  }
+  return Stages;
+}
+
 /// searchPlans split over Threads threads by (tp, sp) pairs; thread 0 uses
 /// Profile, the others their own copy of the graph parsed from GraphText.
 /// The merged result does not depend on Threads.
@@ -716,7 +733,8 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
                    {"model_sha256", Sha},
                    {"global_batch", C.MicroBatch * C.MicroBatches * C.DP},
                    {"cluster", clusterToJSON(*Cl)},
-                   {"plan", roundedPlan(Best)}};
+                   {"plan", roundedPlan(Best)},
+                   {"predicted_memory", predictedMemoryJSON(Best)}};
   std::string Json = formatv("{0:2}", json::Value(std::move(Doc))).str() + "\n";
   // The launch files, from the plan as written (the same reader that
   // autopar-codegen uses), so that they always agree with plan.json.

@@ -139,6 +139,13 @@ Error Executor::loadParams(const ExecutorOptions &Options) {
   return Error::success();
 }
 
+uint64_t Executor::getParamBytes() const {
+  uint64_t Bytes = 0;
+  for (const auto &Entry : Params)
+    Bytes += Entry.second.getSizeInBytes();
+  return Bytes;
+}
+
 Expected<HostTensor> Executor::readParam(const Value &P) const {
   auto It = Params.find(&P);
   if (It == Params.end())
@@ -292,8 +299,11 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
         return T.takeError();
       Out.push_back(*T);
     }
+    auto Start = std::chrono::steady_clock::now();
     if (Error E = B.runNode(N, In, Out))
       return E;
+    if (Observer)
+      Observer(N, Start, std::chrono::steady_clock::now());
     for (const Value *V : FreeAfter[I])
       State.free(V);
   }

@@ -21,6 +21,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Error.h"
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +74,15 @@ public:
   /// matches.
   llvm::Error writeParam(const Value &P, llvm::ArrayRef<uint8_t> Bytes);
 
+  /// Called after each node runs with its start and end times (a trace).
+  using NodeObserver = std::function<void(
+      const Node &, std::chrono::steady_clock::time_point Start,
+      std::chrono::steady_clock::time_point End)>;
+  void setNodeObserver(NodeObserver O) { Observer = std::move(O); }
+
+  /// Bytes of the parameters (model and optimizer state) on the backend.
+  uint64_t getParamBytes() const;
+
   /// The peak of the bytes the last run held in activations and outputs
   /// (parameters excluded).
   uint64_t getPeakActivationBytes() const { return PeakBytes; }
@@ -90,6 +101,7 @@ private:
   /// Inputs that no node or output uses.
   std::vector<const Value *> UnusedInputs;
   uint64_t PeakBytes = 0;
+  NodeObserver Observer;
 };
 
 } // namespace autopar

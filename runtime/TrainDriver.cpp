@@ -15,6 +15,7 @@
 #include "runtime/MeshGroups.h"
 #include "runtime/ParamInit.h"
 #include "runtime/RunDriver.h"
+#include "runtime/TrainReports.h"
 #include "runtime/cpu/CpuBackend.h"
 #include "runtime/cpu/CpuCommunicator.h"
 
@@ -490,6 +491,49 @@ struct TrainState {
 
 } // namespace
 
+/// --memory-report: every rank's measured bytes, gathered on rank 0 and
+/// printed next to the plan's prediction for the rank's pipeline stage
+/// (from the plan.json beside the program).
+static int reportMemory(const TrainOptions &O, StringRef ProgramPath,
+                        Backend &B, const Mesh *Cluster, MeasuredMemory Mine) {
+  Communicator &Comm = B.getCommunicator();
+  Expected<std::vector<std::string>> All =
+      gatherTexts(B, std::to_string(Mine.ParamBytes) + " " +
+                         std::to_string(Mine.PeakActivationBytes));
+  if (!All)
+    return fail(RunFailure, "--memory-report: " + toString(All.takeError()));
+  if (Comm.getRank() != 0)
+    return RunSuccess;
+  SmallString<256> PlanPath(sys::path::parent_path(ProgramPath));
+  sys::path::append(PlanPath, "plan.json");
+  std::string PlanText;
+  if (ErrorOr<std::unique_ptr<MemoryBuffer>> Plan =
+          MemoryBuffer::getFile(PlanPath))
+    PlanText = (*Plan)->getBuffer().str();
+  std::vector<MeasuredMemory> Measured;
+  std::vector<std::optional<PredictedMemory>> Predicted;
+  std::vector<unsigned> Stages;
+  for (int R = 0; R != int(All->size()); ++R) {
+    MeasuredMemory M;
+    StringRef Params, Peak;
+    std::tie(Params, Peak) = StringRef((*All)[R]).split(' ');
+    Params.getAsInteger(10, M.ParamBytes);
+    Peak.getAsInteger(10, M.PeakActivationBytes);
+    Measured.push_back(M);
+    unsigned Stage = 0;
+    if (Cluster)
+      for (unsigned I = 0; I != Cluster->Axes.size(); ++I)
+        if (Cluster->Axes[I].first == "pp")
+          Stage = unsigned(getMeshCoordinates(*Cluster, R)[I]);
+    Stages.push_back(Stage);
+    Predicted.push_back(
+        PlanText.empty() ? std::nullopt : readPredictedMemory(PlanText, Stage));
+  }
+  printMemoryReport(outs(), Measured, Predicted, Stages);
+  (void)O;
+  return RunSuccess;
+}
+
 /// The program this rank runs: Path itself, or, for a folder that
 /// `autopar -o` wrote, its `stage<S>.air` for this rank's pipeline stage S
 /// (the `pp` coordinate on stage0.air's first mesh).
@@ -620,6 +664,30 @@ int autopar::runTraining(const TrainOptions &O) {
   Expected<std::unique_ptr<Executor>> Exec = Executor::create(*G, Backend, EO);
   if (!Exec)
     return fail(RunIOError, toString(Exec.takeError()));
+  TraceRecorder Trace(Comm.getRank());
+  if (!O.TracePath.empty())
+    (*Exec)->setNodeObserver([&](const Node &N,
+                                 std::chrono::steady_clock::time_point Start,
+                                 std::chrono::steady_clock::time_point End) {
+      Trace.record(N, Start, End);
+    });
+  uint64_t PeakActivations = 0;
+  // What --trace and --memory-report write once the steps are done.
+  auto Finish = [&]() -> int {
+    if (!O.TracePath.empty()) {
+      Expected<std::vector<std::string>> All =
+          gatherTexts(Backend, Trace.toJSON());
+      if (!All)
+        return fail(RunFailure, "--trace: " + toString(All.takeError()));
+      if (Comm.getRank() == 0)
+        if (Error E = writeChromeTrace(O.TracePath, *All))
+          return fail(RunIOError, toString(std::move(E)));
+    }
+    if (O.MemoryReport)
+      return reportMemory(O, *ProgramPath, Backend, Cluster,
+                          {(*Exec)->getParamBytes(), PeakActivations});
+    return RunSuccess;
+  };
 
   // The state to continue from.
   TrainState State{
@@ -655,6 +723,7 @@ int autopar::runTraining(const TrainOptions &O) {
     if (Hooks->StepDelayMs)
       std::this_thread::sleep_for(
           std::chrono::milliseconds(Hooks->StepDelayMs));
+    Trace.setStep(Step);
     std::vector<HostTensor> Inputs;
     for (const std::unique_ptr<Value> &In : G->getInputs()) {
       StringRef Name = In->getName();
@@ -697,6 +766,8 @@ int autopar::runTraining(const TrainOptions &O) {
     double Seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
             .count();
+    PeakActivations =
+        std::max(PeakActivations, (*Exec)->getPeakActivationBytes());
     float Loss = 0;
     if (Out->empty() || Out->front().Bytes.size() != 4)
       return fail(RunInvalidInput,
@@ -727,8 +798,8 @@ int autopar::runTraining(const TrainOptions &O) {
         sys::path::append(Path, getCheckpointName(Step));
         errs() << "; saved checkpoint '" << Path << "'\n";
       }
-      return RunSuccess;
+      return Finish();
     }
   }
-  return RunSuccess;
+  return Finish();
 }

@@ -66,6 +66,10 @@ struct TrainOptions {
   int64_t KeepCheckpoints = 2;
   /// Continue from CheckpointDir/latest.
   bool Resume = false;
+  /// Write a Chrome trace of every rank's spans here (rank 0 writes it).
+  std::string TracePath;
+  /// Print each rank's measured peak memory next to the plan's prediction.
+  bool MemoryReport = false;
 
   llvm::Error validate() const;
 };

@@ -37,6 +37,15 @@ static cl::opt<std::string> WeightsDir(
     "weights-dir",
     cl::desc("Folder of external parameter data (default: the program's)"),
     cl::value_desc("dir"), cl::cat(Category));
+static cl::opt<std::string>
+    Trace("trace",
+          cl::desc("Write a Chrome trace (Perfetto) of every "
+                   "rank's compute and communication to FILE"),
+          cl::value_desc("FILE"));
+static cl::opt<bool> MemoryReport(
+    "memory-report",
+    cl::desc("Print each rank's measured peak memory next to the plan's "
+             "prediction (plan.json beside the program)"));
 static cl::opt<bool> RandomInit(
     "random-init",
     cl::desc("Train from scratch: initialise every parameter from the seed "
@@ -108,6 +117,8 @@ int main(int argc, char **argv) {
     T.WeightDecay = WeightDecay;
     T.WeightsDir = WeightsDir;
     T.RandomInit = RandomInit;
+    T.TracePath = Trace;
+    T.MemoryReport = MemoryReport;
     T.Threads = Threads;
     T.CheckpointDir = CheckpointDir;
     T.CheckpointEvery = CheckpointEvery;

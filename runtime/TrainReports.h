@@ -1,0 +1,99 @@
+//===- TrainReports.h - Traces and memory reports of a training run -*- C++
+//-*-===//
+//
+// What `autopar-run --trace FILE` and `--memory-report` produce:
+// - A Chrome trace (the JSON object format Perfetto and chrome://tracing
+//   read): one complete event ("ph": "X") per node run, on the rank's
+//   process (pid = world rank) and one of two threads, compute (tid 0) or
+//   communication (tid 1), with the node's op and step as arguments. Times
+//   are microseconds of the host's steady clock since the first rank's
+//   first event (one clock on one host; across hosts the clocks are not
+//   aligned). Rank 0 gathers every rank's events and writes FILE atomically.
+// - A memory report: each rank's measured peak (parameters and optimizer
+//   state, plus the largest activation footprint of a step) next to the
+//   plan's prediction for its pipeline stage (`predicted_memory` in the
+//   plan.json beside the programs), printed by rank 0.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_RUNTIME_TRAINREPORTS_H
+#define AUTOPAR_RUNTIME_TRAINREPORTS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace autopar {
+
+class Backend;
+class Node;
+
+/// One rank's trace events.
+class TraceRecorder {
+public:
+  explicit TraceRecorder(int Rank) : Rank(Rank) {}
+  void setStep(int64_t S) { Step = S; }
+  void record(const Node &N, std::chrono::steady_clock::time_point Start,
+              std::chrono::steady_clock::time_point End);
+  /// The events as a JSON array, times in microseconds since the epoch of
+  /// the steady clock.
+  std::string toJSON() const;
+
+private:
+  struct Event {
+    std::string Name, Op;
+    bool Communication;
+    int64_t Step;
+    double StartUs, DurationUs;
+  };
+  int Rank;
+  int64_t Step = 0;
+  std::vector<Event> Events;
+};
+
+/// Every rank's Text, in rank order, on rank 0 (empty elsewhere): sizes
+/// then bytes through the backend's communicator (all-gathers over the
+/// whole job).
+llvm::Expected<std::vector<std::string>> gatherTexts(Backend &B,
+                                                     llvm::StringRef Text);
+
+/// Writes the Chrome trace of the ranks' event arrays (from
+/// TraceRecorder::toJSON) to Path atomically, times shifted so that the
+/// earliest event starts at 0.
+llvm::Error writeChromeTrace(llvm::StringRef Path,
+                             llvm::ArrayRef<std::string> RankEvents);
+
+/// One rank's measured memory.
+struct MeasuredMemory {
+  uint64_t ParamBytes = 0, PeakActivationBytes = 0;
+};
+
+/// The plan's prediction for one pipeline stage (bytes).
+struct PredictedMemory {
+  double Weights = 0, Gradients = 0, Optimizer = 0, Activations = 0,
+         Allowance = 0, Total = 0;
+  std::string Device;
+};
+
+/// The prediction for pipeline stage Stage from the plan.json text, if it
+/// has one.
+std::optional<PredictedMemory> readPredictedMemory(llvm::StringRef PlanJson,
+                                                   unsigned Stage);
+
+/// Rank 0's report: one line per rank with its measured and predicted
+/// bytes (Predicted[R] may be empty).
+void printMemoryReport(llvm::raw_ostream &OS,
+                       llvm::ArrayRef<MeasuredMemory> Measured,
+                       llvm::ArrayRef<std::optional<PredictedMemory>> Predicted,
+                       llvm::ArrayRef<unsigned> Stages);
+
+} // namespace autopar
+
+#endif // AUTOPAR_RUNTIME_TRAINREPORTS_H
