@@ -35,6 +35,10 @@ std::string autopar::getUnloweredReason(const Module &Plan,
   if (C.PP > 1)
     return "pipeline-parallel plans (pp = " + std::to_string(C.PP) +
            ") are not lowered to programs yet";
+  if (C.Offload != OffloadKind::None)
+    return "offloaded optimizer states or parameters (offload = " +
+           getOffloadName(C.Offload).str() +
+           ") are not lowered to programs yet";
   const Graph &G = *Plan.getGraphs().front();
   for (const Node &N : G.getNodes())
     if (isCommunication(N.getOp()))

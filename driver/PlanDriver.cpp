@@ -697,6 +697,19 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
         Hidden = D.isStatic() ? D.getSize() : 0;
         break;
       }
+  // Without a layer structure (a one-block model is one unit): the width
+  // of the first [batch, sequence, hidden] activation.
+  if (!Hidden)
+    for (const Node &N : G.getNodes()) {
+      if (!N.getNumResults())
+        continue;
+      const TensorType &T = N.getResult(0)->getType();
+      if (T.getRank() == 3 && isFloatElementType(T.getElementType()) &&
+          T.getDim(2).isStatic()) {
+        Hidden = T.getDim(2).getSize();
+        break;
+      }
+    }
   if (!G.getOutputs().empty() && G.getOutputs()[0]->getType().getRank()) {
     const TensorType &T = G.getOutputs()[0]->getType();
     const Dim &D = T.getDim(T.getRank() - 1);

@@ -88,6 +88,8 @@ public:
                               llvm::ArrayRef<Tensor> Outputs) = 0;
 
   virtual Communicator &getCommunicator() = 0;
+  /// How long one communication may take before the job is aborted.
+  virtual Communicator::Duration getCommTimeout() const = 0;
 };
 
 /// "node 'NAME' (Op)": the node's name from the model, else its first

@@ -40,6 +40,8 @@ Error RunDriverOptions::validate() const {
     return Bad("-o DIR is required");
   if (Threads < 1)
     return Bad("--threads must be 1 or more");
+  if (CommTimeoutSeconds < 0 || CommTimeoutSeconds > 1e9)
+    return Bad("--comm-timeout must be a positive number of seconds");
   StringMap<bool> Seen;
   for (StringRef Input : Inputs) {
     auto [Name, File] = Input.split('=');
@@ -232,6 +234,9 @@ int autopar::runRunDriver(const RunDriverOptions &Options) {
 
   CpuBackendOptions BackendOptions;
   BackendOptions.BlasThreads = Options.Threads;
+  if (Options.CommTimeoutSeconds > 0)
+    BackendOptions.CommTimeout = std::chrono::milliseconds(
+        std::max<int64_t>(1, int64_t(Options.CommTimeoutSeconds * 1000)));
   CpuBackend Backend(BackendOptions);
   ExecutorOptions ExecOptions = ExecutorOptions::forProgram(
       Options.ProgramFile, Options.WeightsDir, Options.InitSeed);

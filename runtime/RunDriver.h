@@ -52,6 +52,9 @@ struct RunDriverOptions {
   uint64_t InitSeed = 0;
   /// OpenBLAS threads.
   int Threads = 1;
+  /// Seconds one communication may take (0: AUTOPAR_COMM_TIMEOUT, else
+  /// 300).
+  double CommTimeoutSeconds = 0;
 
   /// An error for missing or malformed options.
   llvm::Error validate() const;

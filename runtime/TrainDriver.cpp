@@ -66,6 +66,8 @@ Error TrainOptions::validate() const {
                "--beta1 and --beta2 in [0, 1)");
   if (Threads < 1)
     return Bad("--threads must be 1 or more");
+  if (CommTimeoutSeconds < 0 || CommTimeoutSeconds > 1e9)
+    return Bad("--comm-timeout must be a positive number of seconds");
   if (CheckpointEvery < 0 || KeepCheckpoints < 0)
     return Bad("--checkpoint-every and --keep-checkpoints must be >= 0");
   if (CheckpointDir.empty() && (CheckpointEvery > 0 || Resume))
@@ -264,8 +266,7 @@ struct TrainState {
     for (int R = 0; R != NumRanks; ++R)
       All.push_back(R);
     CommunicationLabel Label("the checkpoint barrier");
-    Error E = B.getCommunicator().allReduce(
-        *T, *T, All, CpuBackendOptions::getDefaultCommTimeout());
+    Error E = B.getCommunicator().allReduce(*T, *T, All, B.getCommTimeout());
     B.deallocate(*T);
     return E;
   }
@@ -583,6 +584,9 @@ int autopar::runTraining(const TrainOptions &O) {
   // which program to run.
   CpuBackendOptions BO;
   BO.BlasThreads = O.Threads;
+  if (O.CommTimeoutSeconds > 0)
+    BO.CommTimeout = std::chrono::milliseconds(
+        std::max<int64_t>(1, int64_t(O.CommTimeoutSeconds * 1000)));
   CpuBackend Backend(BO);
   Communicator &Comm = Backend.getCommunicator();
   Expected<std::string> ProgramPath = findRankProgram(O.ProgramFile, Comm);

@@ -57,6 +57,9 @@ struct TrainOptions {
   /// Initialise every parameter from the seed, ignoring the model's data.
   bool RandomInit = false;
   int Threads = 1;
+  /// Seconds one communication may take before the job is aborted (0: the
+  /// AUTOPAR_COMM_TIMEOUT environment variable, else 300).
+  double CommTimeoutSeconds = 0;
   /// Folder of checkpoints; none when empty.
   std::string CheckpointDir;
   /// Save every this many steps (0: only after the last step and on

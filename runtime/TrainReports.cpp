@@ -3,7 +3,6 @@
 #include "runtime/TrainReports.h"
 
 #include "runtime/Backend.h"
-#include "runtime/cpu/CpuBackend.h"
 
 #include "ir/Graph.h"
 
@@ -100,8 +99,7 @@ static Expected<std::vector<uint8_t>> gatherBytes(Backend &B,
   std::vector<uint8_t> Result(Mine.size() * N);
   Error E = B.copyFromHost(*In, Mine);
   if (!E)
-    E = Comm.allGather(*In, *Out, All, 0,
-                       CpuBackendOptions::getDefaultCommTimeout());
+    E = Comm.allGather(*In, *Out, All, 0, B.getCommTimeout());
   if (!E)
     E = B.copyToHost(*Out, Result);
   B.deallocate(*In);

@@ -53,6 +53,12 @@ static cl::opt<bool> RandomInit(
 static cl::opt<uint64_t> Seed("seed",
                               cl::desc("Seed of parameters that have no data"),
                               cl::init(0), cl::cat(Category));
+static cl::opt<double> CommTimeout(
+    "comm-timeout",
+    cl::desc("Seconds one collective or transfer may take before the job is "
+             "aborted, naming the rank and the operation (default: the "
+             "AUTOPAR_COMM_TIMEOUT environment variable, else 300)"),
+    cl::value_desc("SECONDS"), cl::init(0));
 static cl::opt<int> Threads("threads", cl::desc("OpenBLAS threads"),
                             cl::init(1), cl::cat(Category));
 
@@ -120,6 +126,7 @@ int main(int argc, char **argv) {
     T.TracePath = Trace;
     T.MemoryReport = MemoryReport;
     T.Threads = Threads;
+    T.CommTimeoutSeconds = CommTimeout;
     T.CheckpointDir = CheckpointDir;
     T.CheckpointEvery = CheckpointEvery;
     T.KeepCheckpoints = KeepCheckpoints;
@@ -134,5 +141,6 @@ int main(int argc, char **argv) {
   Options.WeightsDir = WeightsDir;
   Options.InitSeed = Seed;
   Options.Threads = Threads;
+  Options.CommTimeoutSeconds = CommTimeout;
   return autopar::runRunDriver(Options);
 }

@@ -50,6 +50,7 @@ public:
   llvm::Error runNode(const Node &N, llvm::ArrayRef<Tensor> Inputs,
                       llvm::ArrayRef<Tensor> Outputs) override;
   Communicator &getCommunicator() override { return *Comm; }
+  Communicator::Duration getCommTimeout() const override { return CommTimeout; }
 
   /// True when the backend has a kernel for Op.
   static bool hasKernel(OpId Op);
