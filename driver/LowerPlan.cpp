@@ -8,6 +8,7 @@
 #include "ir/Printer.h"
 #include "passes/PassManager.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace autopar;
@@ -32,8 +33,8 @@ std::string autopar::getUnloweredReason(const Module &Plan,
                                         const PlanConfig &C) {
   if (Plan.getGraphs().size() != 1)
     return "the plan has more than one graph";
-  if (C.PP > 1)
-    return "pipeline-parallel plans (pp = " + std::to_string(C.PP) +
+  if (C.VPP > 1)
+    return "interleaved pipeline schedules (vpp = " + std::to_string(C.VPP) +
            ") are not lowered to programs yet";
   if (C.Offload != OffloadKind::None)
     return "offloaded optimizer states or parameters (offload = " +
@@ -41,7 +42,7 @@ std::string autopar::getUnloweredReason(const Module &Plan,
            ") are not lowered to programs yet";
   const Graph &G = *Plan.getGraphs().front();
   for (const Node &N : G.getNodes())
-    if (isCommunication(N.getOp()))
+    if (isCommunication(N.getOp()) && N.getOp() != OpId::SendRecv)
       return "tensor-parallel layouts (the plan splits node '" +
              N.getName().str() + "') are not lowered to programs yet";
   if (G.getOutputs().size() != 1)
@@ -81,28 +82,100 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
                              "sequence] token ids with static sizes");
   int64_t Seq = G.getInputs()[0]->getType().getDim(1).getSize();
   int64_t Samples = C.MicroBatch * C.MicroBatches * C.DP;
-  std::string Pipeline =
-      "autodiff{loss-tokens=" + std::to_string(Samples * (Seq - 1)) +
-      "},accumulate-micro-batches{micro-batches=" +
-      std::to_string(C.MicroBatches) + "}";
+  std::string LossTokens = std::to_string(Samples * (Seq - 1));
+  std::string Tail;
   if (C.DP > 1)
-    Pipeline += ",insert-grad-sync{zero=" + std::to_string(C.Zero) + "}";
-  Pipeline += ",insert-optimizer{optimizer=" +
-              std::string(Optimizer == OptimizerKind::SGD ? "sgd" : "adamw") +
-              "}";
-  PassManager PM;
-  if (Error E = PM.addPipeline(Pipeline))
-    return E;
-  if (failed(PM.run(*M, Diag)))
-    return createStringError(inconvertibleErrorCode(),
-                             "lowering the plan to training programs failed: " +
-                                 MOS.str());
-  std::string Program;
-  raw_string_ostream POS(Program);
-  POS << "// autopar training program: pipeline stage 0 of " << C.PP
-      << "; plan " << C.str() << "\n"
-      << "// lowered by: " << Pipeline << "\n";
-  printModule(POS, *M);
-  return std::vector<std::pair<std::string, std::string>>{
-      {"stage0.air", POS.str()}};
+    Tail += ",insert-grad-sync{zero=" + std::to_string(C.Zero) + "}";
+  Tail += ",insert-optimizer{optimizer=" +
+          std::string(Optimizer == OptimizerKind::SGD ? "sgd" : "adamw") + "}";
+
+  // Runs Pipeline on a copy of the plan; the lowered module's text.
+  auto Lower = [&](StringRef Pipeline) -> Expected<std::unique_ptr<Module>> {
+    SourceMgr CopySM;
+    CopySM.AddNewSourceBuffer(
+        MemoryBuffer::getMemBufferCopy(OS.str(), "plan.air"), SMLoc());
+    DiagnosticEngine CopyDiag(&CopySM, "plan.air", MOS);
+    std::unique_ptr<Module> Copy = parseModule(CopySM, CopyDiag);
+    PassManager PM;
+    if (Error E = PM.addPipeline(Pipeline))
+      return Expected<std::unique_ptr<Module>>(std::move(E));
+    if (!Copy || failed(PM.run(*Copy, CopyDiag)))
+      return createStringError(inconvertibleErrorCode(),
+                               "lowering the plan to training programs "
+                               "failed: " +
+                                   MOS.str());
+    return Expected<std::unique_ptr<Module>>(std::move(Copy));
+  };
+  auto Print = [&](const Module &Program, unsigned Stage, StringRef Pipeline) {
+    std::string Text;
+    raw_string_ostream POS(Text);
+    POS << "// autopar training program: pipeline stage " << Stage << " of "
+        << C.PP << "; plan " << C.str() << "\n"
+        << "// lowered by: " << Pipeline << "\n";
+    printModule(POS, Program);
+    return POS.str();
+  };
+  std::vector<std::pair<std::string, std::string>> Programs;
+  if (C.PP == 1) {
+    std::string Pipeline = "autodiff{loss-tokens=" + LossTokens +
+                           "},accumulate-micro-batches{micro-batches=" +
+                           std::to_string(C.MicroBatches) + "}" + Tail;
+    Expected<std::unique_ptr<Module>> Program = Lower(Pipeline);
+    if (!Program)
+      return Program.takeError();
+    Programs.push_back({"stage0.air", Print(**Program, 0, Pipeline)});
+    return Programs;
+  }
+
+  // Pipeline stages. Parameters that two stages hold (tied embeddings) get
+  // their gradients exchanged; which ones, the stages' forwards say.
+  StringMap<SmallVector<unsigned, 2>> Holders;
+  std::vector<std::string> ParamOrder;
+  for (unsigned S = 0; S != C.PP; ++S) {
+    Expected<std::unique_ptr<Module>> Stage =
+        Lower("extract-stage{stage=" + std::to_string(S) + "}");
+    if (!Stage)
+      return Stage.takeError();
+    for (const std::unique_ptr<Value> &P :
+         (*Stage)->getGraphs().front()->getParams()) {
+      auto &H = Holders[P->getName()];
+      if (H.empty())
+        ParamOrder.push_back(P->getName().str());
+      H.push_back(S);
+    }
+  }
+  std::string Tied;
+  for (const std::string &Name : ParamOrder) {
+    ArrayRef<unsigned> H = Holders[Name];
+    if (H.size() > 2)
+      return createStringError(inconvertibleErrorCode(),
+                               "parameter '" + Name + "' is used by " +
+                                   std::to_string(H.size()) +
+                                   " pipeline stages; only two (tied "
+                                   "embeddings) are lowered");
+    if (H.size() == 2)
+      Tied += (Tied.empty() ? "" : ";") + Name + "@" + std::to_string(H[0]) +
+              "+" + std::to_string(H[1]);
+  }
+  std::string Schedule = C.Schedule == ScheduleKind::GPipe ? "gpipe" : "1f1b";
+  for (unsigned S = 0; S != C.PP; ++S) {
+    bool Last = S + 1 == C.PP;
+    std::string Autodiff =
+        Last ? "autodiff{loss-tokens=" + LossTokens +
+                   (S ? " input-grads=1}" : "}")
+             : std::string("autodiff{seed=1") + (S ? " input-grads=1}" : "}");
+    std::string Pipeline = "extract-stage{stage=" + std::to_string(S) + "}," +
+                           Autodiff +
+                           ",schedule-pipeline{stage=" + std::to_string(S) +
+                           " stages=" + std::to_string(C.PP) +
+                           " micro-batches=" + std::to_string(C.MicroBatches) +
+                           " schedule=" + Schedule +
+                           (Tied.empty() ? "" : " tied=" + Tied) + "}" + Tail;
+    Expected<std::unique_ptr<Module>> Program = Lower(Pipeline);
+    if (!Program)
+      return Program.takeError();
+    Programs.push_back(
+        {"stage" + std::to_string(S) + ".air", Print(**Program, S, Pipeline)});
+  }
+  return Programs;
 }

@@ -147,6 +147,15 @@ Value *Graph::addInput(StringRef Name, TensorType Type) {
   return Inputs.back().get();
 }
 
+void Graph::eraseInput(Value *V) {
+  assert(!V->hasUses() && "erasing an input that is still used");
+  auto It = llvm::find_if(
+      Inputs, [&](const std::unique_ptr<Value> &In) { return In.get() == V; });
+  assert(It != Inputs.end() && "not an input of this graph");
+  ValueNames.erase(V->getName());
+  Inputs.erase(It);
+}
+
 Value *Graph::addParam(StringRef Name, TensorType Type,
                        std::optional<WeightSource> Source) {
   Params.push_back(std::unique_ptr<Value>(

@@ -192,6 +192,8 @@ public:
   Value *addParam(llvm::StringRef Name, TensorType Type,
                   std::optional<WeightSource> Source = std::nullopt);
   llvm::ArrayRef<std::unique_ptr<Value>> getInputs() const { return Inputs; }
+  /// Removes input V, which nothing may use any more.
+  void eraseInput(Value *V);
   llvm::ArrayRef<std::unique_ptr<Value>> getParams() const { return Params; }
 
   /// Creates a node before InsertBefore (at the end when null). Results get
@@ -247,6 +249,11 @@ public:
     return Graphs.back().get();
   }
   Graph *lookupGraph(llvm::StringRef Name) const;
+  /// Replaces graph I (a pass that rebuilds a graph), returning the old one.
+  std::unique_ptr<Graph> replaceGraph(size_t I, std::unique_ptr<Graph> G) {
+    std::swap(Graphs[I], G);
+    return G;
+  }
 
 private:
   std::vector<std::unique_ptr<Graph>> Graphs;

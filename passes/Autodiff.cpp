@@ -18,6 +18,12 @@
 //     times are summed in reverse node order (deterministic).
 //   - Outputs afterwards: `loss`, then `grad.<param>` for each trainable
 //     parameter in parameter order, then the forward outputs.
+//   - For a pipeline stage: `seed=1` has no loss; the gradient of the first
+//     output is a new input `grad.<output>` of its type (what the next
+//     stage sends back), and outputs start at the parameter gradients.
+//     `input-grads=1` also differentiates with respect to the float inputs
+//     (activations received from the previous stage) and outputs their
+//     gradients `grad.<input>` after the parameters'.
 // Assumes static shapes (run after `--dim` binding and import-canonical).
 //
 //===----------------------------------------------------------------------===//
@@ -43,6 +49,10 @@ struct AutodiffOptions {
   std::string Loss;
   /// Divisor of the summed cross-entropy; 0: the graph's prediction count.
   int64_t LossTokens = 0;
+  /// No loss: the first output's gradient is a new input.
+  bool Seed = false;
+  /// Also output the gradients of the float inputs.
+  bool InputGrads = false;
 
   Error validate() const {
     if (LossTokens < 0)
@@ -61,6 +71,11 @@ public:
     Options.bind("loss-tokens", &Opts.LossTokens,
                  "Divisor of the summed cross-entropy (0: this graph's "
                  "prediction count)");
+    Options.bind("seed", &Opts.Seed,
+                 "No loss: the first output's gradient is an input "
+                 "(a pipeline stage before the last)");
+    Options.bind("input-grads", &Opts.InputGrads,
+                 "Also output the gradients of the float inputs");
   }
 
   StringRef getArgument() const override { return "autodiff"; }
@@ -163,16 +178,35 @@ LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
       Diag.error(G.getLoc(), Msg);
     return failure();
   };
-  Expected<Value *> LossOr = buildLoss(G, B);
-  if (!LossOr)
-    return Report(LossOr.takeError());
-  Value *Loss = *LossOr;
+  Value *Loss = nullptr, *Seeded = nullptr, *SeedGrad = nullptr;
+  if (Opts.Seed) {
+    if (G.getOutputs().empty() ||
+        !isDifferentiableType(G.getOutputs()[0]->getType().getElementType()))
+      return Report(createStringError(
+          inconvertibleErrorCode(),
+          "graph @" + G.getName() + ": seed=1 needs a float first output"));
+    Seeded = G.getOutputs()[0];
+    SeedGrad = G.addInput(G.getUniqueName("grad." + Seeded->getName().str()),
+                          Seeded->getType());
+  } else {
+    Expected<Value *> LossOr = buildLoss(G, B);
+    if (!LossOr)
+      return Report(LossOr.takeError());
+    Loss = *LossOr;
+  }
+  SmallVector<Value *, 4> DiffInputs;
+  if (Opts.InputGrads)
+    for (const std::unique_ptr<Value> &In : G.getInputs())
+      if (In.get() != SeedGrad &&
+          isDifferentiableType(In->getType().getElementType()))
+        DiffInputs.push_back(In.get());
 
   // Values that depend on a float parameter: only they need gradients.
   DenseSet<const Value *> Varies;
   for (const std::unique_ptr<Value> &P : G.getParams())
     if (isDifferentiableType(P->getType().getElementType()))
       Varies.insert(P.get());
+  Varies.insert(DiffInputs.begin(), DiffInputs.end());
   for (Node &N : G.getNodes())
     if (any_of(N.getOperands(), [&](Value *V) { return V && Varies.count(V); }))
       for (Value *R : N.getResults())
@@ -192,7 +226,10 @@ LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
     return Error::success();
   };
   B.setForwardNode(nullptr);
-  Grads[Loss] = B.scalar(Loss->getType().getElementType(), 1.0);
+  if (Loss)
+    Grads[Loss] = B.scalar(Loss->getType().getElementType(), 1.0);
+  else
+    Grads[Seeded] = SeedGrad;
 
   // The loss nodes come after the forward ones; walk everything backwards.
   SmallVector<Node *, 64> All;
@@ -224,13 +261,27 @@ LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
           return Report(std::move(E));
   }
 
-  // Outputs: loss, parameter gradients, forward outputs.
-  SmallVector<Value *, 32> Outputs{Loss};
+  // Outputs: loss, parameter gradients, input gradients, forward outputs.
+  SmallVector<Value *, 32> Outputs;
+  if (Loss)
+    Outputs.push_back(Loss);
   DenseSet<const Value *> Named;
-  for (const std::unique_ptr<Value> &P : G.getParams()) {
-    Value *Grad = Grads.lookup(P.get());
-    if (!Grad)
-      continue;
+  SmallVector<Value *, 32> Differentiated;
+  for (const std::unique_ptr<Value> &P : G.getParams())
+    Differentiated.push_back(P.get());
+  Differentiated.append(DiffInputs.begin(), DiffInputs.end());
+  for (Value *P : Differentiated) {
+    Value *Grad = Grads.lookup(P);
+    if (!Grad) {
+      if (!P->isInput())
+        continue;
+      // An input whose value no differentiable path uses: zero gradient.
+      B.setForwardNode(nullptr);
+      Expected<Value *> Zero = B.zeros(P->getType());
+      if (!Zero)
+        return Report(Zero.takeError());
+      Grad = *Zero;
+    }
     std::string Name = G.getUniqueName("grad." + P->getName().str());
     // A value can be the gradient of two parameters (Add(p, q)), or a
     // forward value (Identity); give each gradient its own value.

@@ -334,8 +334,10 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
     }
   }
   // The loss too: every rank reports the global mean.
+  // (A pipeline stage before the last receives the loss, already global.)
   Value *Loss = G.getOutputs().front();
-  if (Loss->getName() == "loss" && Loss->getDefiningNode()) {
+  if (Loss->getName() == "loss" && Loss->getDefiningNode() &&
+      Loss->getDefiningNode()->getOp() != OpId::Recv) {
     GradBuilder B(G);
     AttrDict CA = collectiveAttrs(false);
     Node *Producer = Loss->getDefiningNode();
@@ -348,6 +350,13 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
     G.renameValue(Loss, G.getUniqueName("loss.local"));
     G.renameValue(*Sum, "loss");
     Replacement[Loss] = *Sum;
+    // The last pipeline stage sends the global loss on.
+    SmallVector<Node *, 4> Senders;
+    for (Node *U : Loss->getUsers())
+      if (U->getOp() == OpId::Send)
+        Senders.push_back(U);
+    for (Node *U : Senders)
+      U->setOperand(0, *Sum);
   }
   SmallVector<Value *, 32> Outputs;
   for (Value *Out : G.getOutputs()) {

@@ -181,6 +181,15 @@ static int64_t findVocabulary(const Graph &G) {
   for (const Node &N : G.getNodes())
     if (N.getOp() == OpId::CrossEntropyLoss)
       return N.getOperand(0)->getType().getStaticSizes().back();
+  // A first pipeline stage has no loss: the rows of the embedding table
+  // that the first Gather of an integer tensor reads.
+  for (const Node &N : G.getNodes())
+    if (N.getOp() == OpId::Gather && N.getNumOperands() == 2 &&
+        N.getOperand(1) &&
+        !isFloatElementType(N.getOperand(1)->getType().getElementType()) &&
+        N.getOperand(0)->getType().getRank() == 2 &&
+        N.getOperand(0)->getType().hasStaticShape())
+      return N.getOperand(0)->getType().getStaticSizes()[0];
   return 0;
 }
 
@@ -638,7 +647,8 @@ int autopar::runTraining(const TrainOptions &O) {
                                    O.ProgramFile + " was compiled for " +
                                    (HasAdam ? "adamw" : "sgd"));
 
-  // Inputs: one token input, the optimizer's scalars.
+  // Inputs: one token input (none on a middle pipeline stage), the
+  // optimizer's scalars.
   const Value *TokensIn = nullptr;
   for (const std::unique_ptr<Value> &In : G->getInputs()) {
     StringRef Name = In->getName();
@@ -652,10 +662,9 @@ int autopar::runTraining(const TrainOptions &O) {
                       "training program takes");
     TokensIn = In.get();
   }
-  if (!TokensIn)
-    return fail(RunInvalidInput, O.ProgramFile + ": no token input");
+  // (A pipeline stage between the first and the last reads no tokens.)
   int64_t Vocab = findVocabulary(*G);
-  if (O.Data == "random" && Vocab <= 0)
+  if (TokensIn && O.Data == "random" && Vocab <= 0)
     return fail(RunBadOptions, "--data random needs a cross-entropy loss to "
                                "know the vocabulary; give --data FILE");
   Expected<TokenSource> Source = TokenSource::open(O, Vocab);
@@ -719,7 +728,9 @@ int autopar::runTraining(const TrainOptions &O) {
     return RunSuccess;
   }
 
-  SmallVector<int64_t, 2> Sizes = TokensIn->getType().getStaticSizes();
+  SmallVector<int64_t, 2> Sizes{0, 0};
+  if (TokensIn)
+    Sizes = TokensIn->getType().getStaticSizes();
   int64_t TokensPerRank = Sizes[0] * Sizes[1];
   int64_t TokensPerStep = TokensPerRank * DataParallel;
   CheckpointCrash Crash = Hooks->Crash;
