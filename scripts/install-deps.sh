@@ -28,15 +28,65 @@ packages=(
   python3         # runs lit
   time            # GNU time, for bench/import-speed.sh
   python3-onnx    # tools/autopar-modelgen: generated models for tests/benchmarks
+  python3-venv    # .venv-test/ for onnxruntime (--onnxruntime, below)
 )
 # --with-chromium: also the headless browser the report test renders with
 # (test/Tools/autopar-report-render.test skips without it).
+# --onnxruntime: also onnxruntime from PyPI, a test-only dependency (below).
+onnxruntime=0
 for arg in "$@"; do
   case "$arg" in
     --with-chromium) packages+=(chromium) ;;
+    --onnxruntime) onnxruntime=1 ;;
     *) echo "install-deps: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
+
+# onnxruntime is the reference that test/Runtime/ort-models.test compares the
+# runtime's outputs with. Debian packages no onnxruntime and its python3
+# refuses `pip install` (PEP 668), so it goes into a virtual environment of
+# Debian's python3 that also sees the system packages (python3-onnx, numpy):
+# .venv-test/ in the checkout (ignored by git; lit's %ort_python). Failing
+# to install it (no network) is not an error: those tests are then
+# unsupported. Quick when it is already there.
+install_onnxruntime() {
+  local venv python log
+  local version='import onnxruntime; print(onnxruntime.__version__)'
+  venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv-test"
+  python="$venv/bin/python3"
+  if [[ -x "$python" ]] &&
+    "$python" -c 'import onnxruntime, onnx, numpy' >/dev/null 2>&1; then
+    echo "install-deps: onnxruntime $("$python" -c "$version")" \
+      "already in .venv-test"
+    return 0
+  fi
+  if [[ ! -x "$python" ]]; then
+    rm -rf "$venv"
+    if ! log=$(/usr/bin/python3 -m venv --system-site-packages "$venv" 2>&1)
+    then
+      echo "install-deps: note: onnxruntime could not be installed (the" \
+        "onnxruntime comparisons will be unsupported): python3 -m venv" \
+        "failed: $log" >&2
+      rm -rf "$venv"
+      return 0
+    fi
+  fi
+  echo "install-deps: installing onnxruntime from PyPI into .venv-test"
+  if ! log=$(timeout 600 "$python" -m pip install --disable-pip-version-check \
+    --no-input --timeout 20 --retries 1 onnxruntime 2>&1); then
+    echo "install-deps: note: onnxruntime could not be installed from PyPI" \
+      "(the onnxruntime comparisons will be unsupported):" >&2
+    tail -n 5 <<<"$log" >&2
+    return 0
+  fi
+  if ! "$python" -c 'import onnxruntime, onnx, numpy' >/dev/null 2>&1; then
+    echo "install-deps: note: onnxruntime was installed but does not import" \
+      "(the onnxruntime comparisons will be unsupported)" >&2
+    return 0
+  fi
+  echo "install-deps: onnxruntime $("$python" -c "$version")" \
+    "installed in .venv-test"
+}
 
 missing=()
 for pkg in "${packages[@]}"; do
@@ -48,6 +98,9 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#packages[@]} packages already installed"
+  if ((onnxruntime)); then
+    install_onnxruntime
+  fi
   exit 0
 fi
 
@@ -65,3 +118,6 @@ fi
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get install -y --no-install-recommends "${missing[@]}"
+if ((onnxruntime)); then
+  install_onnxruntime
+fi

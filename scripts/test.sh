@@ -31,7 +31,10 @@ die() {
   exit 1
 }
 
-bash scripts/install-deps.sh "${deps[@]}"
+# --onnxruntime: onnxruntime from PyPI into .venv-test/, the reference of
+# test/Runtime/ort-models.test; when PyPI cannot be reached it says so and
+# that test is unsupported.
+bash scripts/install-deps.sh --onnxruntime "${deps[@]}"
 
 lit=/usr/lib/llvm-14/build/utils/lit/lit.py
 [[ -f "$lit" ]] || die "lit not found at $lit (llvm-14-tools)"

@@ -94,6 +94,18 @@ if os.path.exists("/usr/bin/python3") and subprocess.call(
         ["/usr/bin/python3", "-c", "import onnx"], stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL) == 0:
     config.available_features.add("python3-onnx")
+# onnxruntime, the reference of test/Runtime/ort-models.test, comes from PyPI
+# into the checkout's .venv-test/ (scripts/install-deps.sh --onnxruntime, run
+# by scripts/test.sh); AUTOPAR_ORT_PYTHON names another interpreter. Tests
+# run it as %ort_python and say REQUIRES: onnxruntime; without it (no network
+# when the script ran) they are unsupported.
+ort_python = os.environ.get("AUTOPAR_ORT_PYTHON") or os.path.join(
+    config.autopar_src_root, ".venv-test", "bin", "python3")
+config.substitutions.append(("%ort_python", ort_python))
+if os.path.isfile(ort_python) and subprocess.call(
+        [ort_python, "-c", "import onnxruntime, onnx, numpy"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("onnxruntime")
 
 if not os.path.isfile(os.path.join(config.autopar_tools_dir, "autopar-opt")):
     lit_config.fatal("autopar-opt not found in %s; build it first "
