@@ -747,3 +747,7 @@ bool autopar::canSplitLoop(const Node &N, const OpLoops &Loops, unsigned L,
       return false;
   return Mapped;
 }
+
+bool autopar::readsOnlyShape(const Node &N, unsigned I) {
+  return I == 0 && (N.getOp() == OpId::Shape || N.getOp() == OpId::Size);
+}

@@ -66,6 +66,10 @@ struct OpLoops {
 /// shape computations): such a node can only be computed replicated.
 std::optional<OpLoops> getOpLoops(const Node &N);
 
+/// True when operand I of N is read for its type only (Shape, Size): any
+/// layout of it will do, and no communication is needed to read it.
+bool readsOnlyShape(const Node &N, unsigned I);
+
 /// True when loop L of N (whose loops are Loops) can be split Degree ways.
 bool canSplitLoop(const Node &N, const OpLoops &Loops, unsigned L,
                   int64_t Degree);

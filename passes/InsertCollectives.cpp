@@ -109,7 +109,9 @@ LogicalResult InsertCollectivesPass::runOnGraph(Graph &G,
         Producer = O->getDefiningNode();
       }
       // Tensor parallelism: the layout this node reads against the one
-      // its producer wrote.
+      // its producer wrote (a Shape reads only the type: any layout).
+      if (readsOnlyShape(*N, I))
+        continue;
       std::string Mesh;
       unsigned R = O->getResultIndex();
       int Have =

@@ -464,6 +464,9 @@ std::optional<Frontier> Solver::step(const Frontier &F, unsigned K, unsigned SI,
     Entry *En = Find(It->second);
     if (!En)
       return std::nullopt;
+    // A Shape reads the type, whatever the layout.
+    if (readsOnlyShape(N, I))
+      continue;
     int Req = S.Required[I];
     if (!(En->Avail & layoutBit(Req))) {
       B.FwdComm += cheapestReshard(*En, Req, B, {K, false});
