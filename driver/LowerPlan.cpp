@@ -4,6 +4,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
+#include "ir/OpRegistry.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "passes/PassManager.h"
@@ -13,21 +14,6 @@
 
 using namespace autopar;
 using namespace llvm;
-
-static bool isCommunication(OpId Op) {
-  switch (Op) {
-  case OpId::AllReduce:
-  case OpId::AllGather:
-  case OpId::ReduceScatter:
-  case OpId::AllToAll:
-  case OpId::SendRecv:
-  case OpId::Send:
-  case OpId::Recv:
-    return true;
-  default:
-    return false;
-  }
-}
 
 std::string autopar::getUnloweredReason(const Module &Plan,
                                         const PlanConfig &C) {
@@ -42,7 +28,7 @@ std::string autopar::getUnloweredReason(const Module &Plan,
            ") are not lowered to programs yet";
   const Graph &G = *Plan.getGraphs().front();
   for (const Node &N : G.getNodes())
-    if (isCommunication(N.getOp()) && N.getOp() != OpId::SendRecv)
+    if (isCommunicationOp(N.getOp()) && N.getOp() != OpId::SendRecv)
       return "tensor-parallel layouts (the plan splits node '" +
              N.getName().str() + "') are not lowered to programs yet";
   if (G.getOutputs().size() != 1)

@@ -248,6 +248,21 @@ const DenseTensor *autopar::getConstantValue(const Value *V) {
   return &A->getTensor();
 }
 
+bool autopar::isCommunicationOp(OpId Op) {
+  switch (Op) {
+  case OpId::AllReduce:
+  case OpId::AllGather:
+  case OpId::ReduceScatter:
+  case OpId::AllToAll:
+  case OpId::SendRecv:
+  case OpId::Send:
+  case OpId::Recv:
+    return true;
+  default:
+    return false;
+  }
+}
+
 std::optional<unsigned> autopar::getUpdatedOperand(OpId Op, unsigned Result) {
   switch (Op) {
   case OpId::AdamW: // param, exp_avg, exp_avg_sq

@@ -121,6 +121,11 @@ const DenseTensor *getConstantValue(const Value *V);
 /// steps of Ops.def): the operand that result Result replaces.
 std::optional<unsigned> getUpdatedOperand(OpId Op, unsigned Result);
 
+/// True for autopar's communication ops: the collectives (AllReduce,
+/// AllGather, ReduceScatter, AllToAll) and the stage transfers (SendRecv,
+/// Send, Recv).
+bool isCommunicationOp(OpId Op);
+
 const OpInfo &getOpInfo(OpId Op);
 std::optional<OpId> lookupOp(llvm::StringRef Name);
 /// Every op, in table order.

@@ -162,21 +162,9 @@ Error AccumulateMicroBatchesPass::runOnGraph(Graph &G) {
       Sums[I] = *S;
     }
   }
-  // The single-micro-batch body is dead now: drop it, last node first
-  // (keeping the gradients' names, which the sums take).
-  std::vector<std::string> GradNames;
-  for (Value *Grad : Grads)
-    GradNames.push_back(Grad->getName().str());
-  G.setOutputs({});
-  for (Node *N : reverse(Body))
-    N->erase();
-  G.renameValue(Loss, G.getUniqueName("loss"));
-  SmallVector<Value *, 32> NewOuts{Loss};
-  for (unsigned I = 0; I != Grads.size(); ++I) {
-    G.renameValue(Sums[I], G.getUniqueName(GradNames[I]));
-    NewOuts.push_back(Sums[I]);
-  }
-  G.setOutputs(NewOuts);
+  // The single-micro-batch body is dead now; the sums take the outputs'
+  // names.
+  replaceStepOutputs(G, Body, Loss, Grads, Sums);
   return Error::success();
 }
 

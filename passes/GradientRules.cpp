@@ -819,3 +819,21 @@ Error autopar::emitGradient(GradBuilder &B, const Node &N,
     return ruleError(N, "no gradient rule for this op");
   }
 }
+
+void autopar::replaceStepOutputs(Graph &G, ArrayRef<Node *> Body, Value *Loss,
+                                 ArrayRef<Value *> Grads,
+                                 ArrayRef<Value *> Sums) {
+  std::vector<std::string> GradNames;
+  for (Value *Grad : Grads)
+    GradNames.push_back(Grad->getName().str());
+  G.setOutputs({});
+  for (Node *N : reverse(Body))
+    N->erase();
+  G.renameValue(Loss, G.getUniqueName("loss"));
+  SmallVector<Value *, 32> Outputs{Loss};
+  for (unsigned I = 0; I != Grads.size(); ++I) {
+    G.renameValue(Sums[I], G.getUniqueName(GradNames[I]));
+    Outputs.push_back(Sums[I]);
+  }
+  G.setOutputs(Outputs);
+}

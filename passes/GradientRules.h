@@ -54,6 +54,14 @@ private:
   const Node *Forward = nullptr;
 };
 
+/// Ends a pass that rebuilt a step from copies of its one-micro-batch Body
+/// (accumulate-micro-batches, schedule-pipeline): erases Body, last node
+/// first, and makes the outputs `loss` (Loss) and, for each old gradient
+/// output Grads[I], Sums[I] under its name.
+void replaceStepOutputs(Graph &G, llvm::ArrayRef<Node *> Body, Value *Loss,
+                        llvm::ArrayRef<Value *> Grads,
+                        llvm::ArrayRef<Value *> Sums);
+
 /// Emits the gradients of N's operands into OperandGrads (sized to N's
 /// operand count). Needed[I] says whether operand I's gradient is wanted;
 /// rules may skip the others. An op without a rule, or a form of it that has

@@ -349,21 +349,8 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
     LossSum = R->getResult(0);
   }
 
-  // The one-micro-batch body is dead: drop it, last node first, keeping
-  // the gradients' names for the sums.
-  std::vector<std::string> GradNames;
-  for (Value *Grad : ParamGrads)
-    GradNames.push_back(Grad->getName().str());
-  G.setOutputs({});
-  for (Node *N : reverse(Body))
-    N->erase();
-  G.renameValue(LossSum, G.getUniqueName("loss"));
-  SmallVector<Value *, 32> Outputs{LossSum};
-  for (unsigned I = 0; I != ParamGrads.size(); ++I) {
-    G.renameValue(Sums[I], G.getUniqueName(GradNames[I]));
-    Outputs.push_back(Sums[I]);
-  }
-  G.setOutputs(Outputs);
+  // The one-micro-batch body is dead; the sums take the outputs' names.
+  replaceStepOutputs(G, Body, LossSum, ParamGrads, Sums);
   // The received values and seeds are Recv results now.
   for (Value *In : Received)
     G.eraseInput(In);

@@ -234,9 +234,7 @@ int autopar::runRunDriver(const RunDriverOptions &Options) {
 
   CpuBackendOptions BackendOptions;
   BackendOptions.BlasThreads = Options.Threads;
-  if (Options.CommTimeoutSeconds > 0)
-    BackendOptions.CommTimeout = std::chrono::milliseconds(
-        std::max<int64_t>(1, int64_t(Options.CommTimeoutSeconds * 1000)));
+  BackendOptions.setCommTimeoutSeconds(Options.CommTimeoutSeconds);
   CpuBackend Backend(BackendOptions);
   ExecutorOptions ExecOptions = ExecutorOptions::forProgram(
       Options.ProgramFile, Options.WeightsDir, Options.InitSeed);

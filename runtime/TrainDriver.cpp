@@ -593,9 +593,7 @@ int autopar::runTraining(const TrainOptions &O) {
   // which program to run.
   CpuBackendOptions BO;
   BO.BlasThreads = O.Threads;
-  if (O.CommTimeoutSeconds > 0)
-    BO.CommTimeout = std::chrono::milliseconds(
-        std::max<int64_t>(1, int64_t(O.CommTimeoutSeconds * 1000)));
+  BO.setCommTimeoutSeconds(O.CommTimeoutSeconds);
   CpuBackend Backend(BO);
   Communicator &Comm = Backend.getCommunicator();
   Expected<std::string> ProgramPath = findRankProgram(O.ProgramFile, Comm);

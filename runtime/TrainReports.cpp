@@ -5,6 +5,7 @@
 #include "runtime/Backend.h"
 
 #include "ir/Graph.h"
+#include "ir/OpRegistry.h"
 
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/Format.h"
@@ -18,21 +19,6 @@
 using namespace autopar;
 using namespace llvm;
 
-static bool isCommunication(OpId Op) {
-  switch (Op) {
-  case OpId::AllReduce:
-  case OpId::AllGather:
-  case OpId::ReduceScatter:
-  case OpId::AllToAll:
-  case OpId::SendRecv:
-  case OpId::Send:
-  case OpId::Recv:
-    return true;
-  default:
-    return false;
-  }
-}
-
 void TraceRecorder::record(const Node &N,
                            std::chrono::steady_clock::time_point Start,
                            std::chrono::steady_clock::time_point End) {
@@ -43,7 +29,7 @@ void TraceRecorder::record(const Node &N,
   if (E.Name.empty())
     E.Name = getOpInfo(N.getOp()).Name;
   E.Op = getOpInfo(N.getOp()).Name;
-  E.Communication = isCommunication(N.getOp());
+  E.Communication = isCommunicationOp(N.getOp());
   E.Step = Step;
   E.StartUs = Us(Start.time_since_epoch()).count();
   E.DurationUs = Us(End - Start).count();

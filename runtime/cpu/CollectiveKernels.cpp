@@ -17,21 +17,6 @@
 using namespace autopar;
 using namespace llvm;
 
-bool autopar::isCommunicationOp(OpId Op) {
-  switch (Op) {
-  case OpId::AllReduce:
-  case OpId::AllGather:
-  case OpId::ReduceScatter:
-  case OpId::AllToAll:
-  case OpId::SendRecv:
-  case OpId::Send:
-  case OpId::Recv:
-    return true;
-  default:
-    return false;
-  }
-}
-
 namespace {
 /// The ranks a collective node runs among, and its label for messages.
 struct CollectiveGroup {

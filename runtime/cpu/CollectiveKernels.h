@@ -24,9 +24,6 @@ namespace autopar {
 
 enum class OpId : unsigned;
 
-/// True for the ops runCommunication runs.
-bool isCommunicationOp(OpId Op);
-
 /// Runs communication node A.N through Comm; every call has Timeout.
 /// Errors of the communicator name the node through its
 /// CommunicationLabel.

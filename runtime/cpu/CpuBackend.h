@@ -15,6 +15,7 @@
 
 #include "runtime/Backend.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -32,6 +33,13 @@ struct CpuBackendOptions {
   std::chrono::milliseconds CommTimeout = getDefaultCommTimeout();
 
   static std::chrono::milliseconds getDefaultCommTimeout();
+  /// Sets CommTimeout to Seconds when it is positive (an option such as
+  /// autopar-run's --comm-timeout; 0 keeps the default).
+  void setCommTimeoutSeconds(double Seconds) {
+    if (Seconds > 0)
+      CommTimeout = std::chrono::milliseconds(
+          std::max<int64_t>(1, int64_t(Seconds * 1000)));
+  }
 };
 
 class CpuBackend : public Backend {
