@@ -22,10 +22,6 @@ std::string autopar::getUnloweredReason(const Module &Plan,
   if (C.VPP > 1)
     return "interleaved pipeline schedules (vpp = " + std::to_string(C.VPP) +
            ") are not lowered to programs yet";
-  if (C.Offload != OffloadKind::None)
-    return "offloaded optimizer states or parameters (offload = " +
-           getOffloadName(C.Offload).str() +
-           ") are not lowered to programs yet";
   const Graph &G = *Plan.getGraphs().front();
   for (const Node &N : G.getNodes())
     if (isCommunicationOp(N.getOp()) && N.getOp() != OpId::SendRecv)
@@ -72,8 +68,32 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
   std::string Tail;
   if (C.DP > 1)
     Tail += ",insert-grad-sync{zero=" + std::to_string(C.Zero) + "}";
+  // Offload: where the optimizer states (and with `cpu`/`nvme` the
+  // parameters) live between uses.
+  StringRef States = "device", Params = "device";
+  switch (C.Offload) {
+  case OffloadKind::None:
+    break;
+  case OffloadKind::OptimizerCpu:
+    States = "host";
+    break;
+  case OffloadKind::OptimizerNvme:
+    States = "nvme";
+    break;
+  case OffloadKind::AllCpu:
+    States = Params = "host";
+    break;
+  case OffloadKind::AllNvme:
+    States = Params = "nvme";
+    break;
+  }
   Tail += ",insert-optimizer{optimizer=" +
-          std::string(Optimizer == OptimizerKind::SGD ? "sgd" : "adamw") + "}";
+          std::string(Optimizer == OptimizerKind::SGD ? "sgd" : "adamw");
+  if (States != "device")
+    Tail += " states=" + States.str();
+  if (Params != "device")
+    Tail += " params=" + Params.str();
+  Tail += "}";
 
   // Runs Pipeline on a copy of the plan; the lowered module's text.
   auto Lower = [&](StringRef Pipeline) -> Expected<std::unique_ptr<Module>> {

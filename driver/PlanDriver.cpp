@@ -144,6 +144,7 @@ static json::Array predictedMemoryJSON(const Plan &P) {
                      {"optimizer_bytes", Bytes(R.OptimizerBytes)},
                      {"activations_bytes", Bytes(R.ActivationBytes)},
                      {"allowance_bytes", Bytes(R.OverheadBytes)},
+                     {"offloaded_bytes", Bytes(R.OffloadedBytes)},
                      {"total_bytes", Bytes(R.MemoryBytes)}});
   }
   return Stages;

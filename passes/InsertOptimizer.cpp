@@ -11,7 +11,10 @@
 // `optimizer.weight_decay` and `optimizer.step` (AdamW) or `optimizer.lr`
 // and `optimizer.weight_decay` (SGD), which the runtime binds from its
 // options, so one program serves any learning-rate schedule. Outputs do not
-// change. A parameter that insert-grad-sync sharded (ZeRO) is updated as
+// change. `states=host|nvme` (optimizer offload, ZeRO-Offload) annotates
+// the moments `placement`, `params=host|nvme` the parameters too (ZeRO-3
+// with parameter offload): where they live between uses; the step itself
+// is the same. A parameter that insert-grad-sync sharded (ZeRO) is updated as
 // the shard it is, with moments of the shard's type and annotations
 // (`sharding`, `local`), so each rank keeps only its part of the optimizer
 // state.
@@ -31,8 +34,17 @@ namespace {
 struct InsertOptimizerOptions {
   /// "adamw" or "sgd".
   std::string Optimizer = "adamw";
+  /// Where the optimizer states and the parameters live: "device", "host"
+  /// or "nvme".
+  std::string States = "device", Params = "device";
 
   Error validate() const {
+    for (const std::string *P : {&States, &Params})
+      if (*P != "device" && *P != "host" && *P != "nvme")
+        return createStringError(inconvertibleErrorCode(),
+                                 "insert-optimizer: states and params must "
+                                 "be device, host or nvme, got '" +
+                                     *P + "'");
     if (Optimizer != "adamw" && Optimizer != "sgd")
       return createStringError(inconvertibleErrorCode(),
                                "insert-optimizer: optimizer must be adamw or "
@@ -46,6 +58,10 @@ class InsertOptimizerPass : public Pass {
 public:
   InsertOptimizerPass() {
     Options.bind("optimizer", &Opts.Optimizer, "adamw or sgd");
+    Options.bind("states", &Opts.States,
+                 "Where optimizer states live: device, host or nvme");
+    Options.bind("params", &Opts.Params,
+                 "Where parameters live: device, host or nvme");
   }
 
   StringRef getArgument() const override { return "insert-optimizer"; }
@@ -100,6 +116,8 @@ Error InsertOptimizerPass::runOnGraph(Graph &G) {
   }
   GradBuilder B(G);
   for (auto [P, Grad] : Pairs) {
+    if (Opts.Params != "device")
+      P->getAttrs().set("placement", Attribute::getString(Opts.Params));
     SmallVector<Value *, 10> Operands{P, Grad};
     if (Adam)
       for (StringRef Moment : {"m", "v"}) {
@@ -110,6 +128,8 @@ Error InsertOptimizerPass::runOnGraph(Graph &G) {
         for (StringRef Copied : {"sharding", "local"})
           if (const Attribute *A = P->getAttrs().get(Copied))
             M->getAttrs().set(Copied, *A);
+        if (Opts.States != "device")
+          M->getAttrs().set("placement", Attribute::getString(Opts.States));
         Operands.push_back(M);
       }
     Operands.append(Hyper.begin(), Hyper.end());

@@ -234,6 +234,7 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   R.WeightBytes = States.WeightBytes + States.GatherBufferBytes;
   R.GradBytes = States.GradBytes;
   R.OptimizerBytes = States.OptimizerBytes;
+  R.OffloadedBytes = States.HostBytes + States.NvmeBytes;
   R.OverheadBytes = frameworkOverheadBytes(Cl);
   // InFlight counts chunk activations; Saved covers all of the rank's
   // chunks for one micro-batch.

@@ -96,6 +96,8 @@ struct RankPrediction {
   double ModelStateBytes = 0, ActivationBytes = 0;
   /// ModelStateBytes by part, and the framework allowance.
   double WeightBytes = 0, GradBytes = 0, OptimizerBytes = 0, OverheadBytes = 0;
+  /// Model state offloaded to host memory or NVMe (not in MemoryBytes).
+  double OffloadedBytes = 0;
 };
 
 struct PlanPrediction {

@@ -139,10 +139,11 @@ Error Executor::loadParams(const ExecutorOptions &Options) {
   return Error::success();
 }
 
-uint64_t Executor::getParamBytes() const {
+uint64_t Executor::getParamBytes(function_ref<bool(const Value &)> Take) const {
   uint64_t Bytes = 0;
   for (const auto &Entry : Params)
-    Bytes += Entry.second.getSizeInBytes();
+    if (!Take || Take(*Entry.first))
+      Bytes += Entry.second.getSizeInBytes();
   return Bytes;
 }
 

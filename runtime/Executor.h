@@ -19,6 +19,7 @@
 #include "runtime/Backend.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <chrono>
@@ -80,8 +81,10 @@ public:
       std::chrono::steady_clock::time_point End)>;
   void setNodeObserver(NodeObserver O) { Observer = std::move(O); }
 
-  /// Bytes of the parameters (model and optimizer state) on the backend.
-  uint64_t getParamBytes() const;
+  /// Bytes of the parameters (model and optimizer state) for which Take
+  /// is true (all of them by default).
+  uint64_t
+  getParamBytes(llvm::function_ref<bool(const Value &)> Take = nullptr) const;
 
   /// The peak of the bytes the last run held in activations and outputs
   /// (parameters excluded).

@@ -509,7 +509,8 @@ static int reportMemory(const TrainOptions &O, StringRef ProgramPath,
   Communicator &Comm = B.getCommunicator();
   Expected<std::vector<std::string>> All =
       gatherTexts(B, std::to_string(Mine.ParamBytes) + " " +
-                         std::to_string(Mine.PeakActivationBytes));
+                         std::to_string(Mine.PeakActivationBytes) + " " +
+                         std::to_string(Mine.OffloadedBytes));
   if (!All)
     return fail(RunFailure, "--memory-report: " + toString(All.takeError()));
   if (Comm.getRank() != 0)
@@ -525,10 +526,13 @@ static int reportMemory(const TrainOptions &O, StringRef ProgramPath,
   std::vector<unsigned> Stages;
   for (int R = 0; R != int(All->size()); ++R) {
     MeasuredMemory M;
-    StringRef Params, Peak;
-    std::tie(Params, Peak) = StringRef((*All)[R]).split(' ');
-    Params.getAsInteger(10, M.ParamBytes);
-    Peak.getAsInteger(10, M.PeakActivationBytes);
+    SmallVector<StringRef, 3> Fields;
+    StringRef((*All)[R]).split(Fields, ' ');
+    if (Fields.size() == 3) {
+      Fields[0].getAsInteger(10, M.ParamBytes);
+      Fields[1].getAsInteger(10, M.PeakActivationBytes);
+      Fields[2].getAsInteger(10, M.OffloadedBytes);
+    }
     Measured.push_back(M);
     unsigned Stage = 0;
     if (Cluster)
@@ -694,9 +698,19 @@ int autopar::runTraining(const TrainOptions &O) {
         if (Error E = writeChromeTrace(O.TracePath, *All))
           return fail(RunIOError, toString(std::move(E)));
     }
-    if (O.MemoryReport)
-      return reportMemory(O, *ProgramPath, Backend, Cluster,
-                          {(*Exec)->getParamBytes(), PeakActivations});
+    if (O.MemoryReport) {
+      auto Offloaded = [](const Value &P) {
+        const Attribute *A = P.getAttrs().get("placement");
+        return A && A->isa(Attribute::Kind::String) &&
+               A->getString() != "device";
+      };
+      MeasuredMemory Mine;
+      Mine.ParamBytes =
+          (*Exec)->getParamBytes([&](const Value &P) { return !Offloaded(P); });
+      Mine.OffloadedBytes = (*Exec)->getParamBytes(Offloaded);
+      Mine.PeakActivationBytes = PeakActivations;
+      return reportMemory(O, *ProgramPath, Backend, Cluster, Mine);
+    }
     return RunSuccess;
   };
 

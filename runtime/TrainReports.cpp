@@ -187,6 +187,7 @@ std::optional<PredictedMemory> autopar::readPredictedMemory(StringRef PlanJson,
   P.Activations = S->getNumber("activations_bytes").getValueOr(0);
   P.Allowance = S->getNumber("allowance_bytes").getValueOr(0);
   P.Total = S->getNumber("total_bytes").getValueOr(0);
+  P.Offloaded = S->getNumber("offloaded_bytes").getValueOr(0);
   if (const json::Object *C = Root->getObject("cluster"))
     if (Optional<StringRef> D = C->getString("name"))
       P.Device = D->str();
@@ -205,6 +206,8 @@ void autopar::printMemoryReport(
                  "(parameters and optimizer state %.3f, activations %.3f)",
                  R, Stages[R], Total / MiB, M.ParamBytes / MiB,
                  M.PeakActivationBytes / MiB);
+    if (M.OffloadedBytes)
+      OS << format(" and %.3f MiB offloaded", M.OffloadedBytes / MiB);
     if (const std::optional<PredictedMemory> &P = Predicted[R]) {
       double States = P->Weights + P->Gradients + P->Optimizer;
       OS << format("; plan predicts %.3f MiB (weights %.3f, gradients %.3f, "
@@ -215,6 +218,8 @@ void autopar::printMemoryReport(
                    P->Allowance / MiB);
       if (!P->Device.empty())
         OS << " for " << P->Device;
+      if (P->Offloaded > 0)
+        OS << format(", %.3f MiB offloaded", P->Offloaded / MiB);
       if (States + P->Activations > 0)
         OS << format(" (measured / predicted %.2f)",
                      Total / (States + P->Activations));

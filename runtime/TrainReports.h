@@ -72,13 +72,16 @@ llvm::Error writeChromeTrace(llvm::StringRef Path,
 
 /// One rank's measured memory.
 struct MeasuredMemory {
-  uint64_t ParamBytes = 0, PeakActivationBytes = 0;
+  /// Parameters and optimizer state on the device, and those whose
+  /// `placement` offloads them (host memory or NVMe; on the CPU backend
+  /// these are the same memory, told apart for the comparison).
+  uint64_t ParamBytes = 0, PeakActivationBytes = 0, OffloadedBytes = 0;
 };
 
 /// The plan's prediction for one pipeline stage (bytes).
 struct PredictedMemory {
   double Weights = 0, Gradients = 0, Optimizer = 0, Activations = 0,
-         Allowance = 0, Total = 0;
+         Allowance = 0, Total = 0, Offloaded = 0;
   std::string Device;
 };
 
