@@ -242,51 +242,53 @@ Error autopar::runAttention(const KernelArgs &A) {
                          ((B * S.Hkv + H) * S.P + J) * S.Dv
                    : VR.row(B, H, J - S.P);
   };
-  std::vector<float> Scores(T), Raw(T);
-  for (int64_t B = 0; B != S.B; ++B)
-    for (int64_t H = 0; H != S.Hq; ++H)
-      for (int64_t I = 0; I != S.Sq; ++I) {
-        int64_t KH = H / Group;
-        const float *QRow = QR.row(B, H, I);
-        for (int64_t J = 0; J != T; ++J) {
-          const float *KRow = KeyRow(B, KH, J);
-          float Dot = 0;
-          for (int64_t D = 0; D != S.D; ++D)
-            Dot += QRow[D] * KRow[D];
-          Raw[J] = Dot * Scale;
-          Scores[J] =
-              Softcap > 0 ? Softcap * std::tanh(Raw[J] / Softcap) : Raw[J];
-        }
-        float *QK = A.hasResult(QKOutput) ? A.Out[QKOutput].data<float>() +
-                                                ((B * S.Hq + H) * S.Sq + I) * T
-                                          : nullptr;
-        if (QK && (Mode == 0 || Mode == 2))
-          std::copy_n(Mode == 0 ? Raw.data() : Scores.data(), T, QK);
-        Bias.apply(B, H, I, Scores.data());
-        if (QK && Mode == 1)
-          std::copy_n(Scores.data(), T, QK);
-        float Max = -INFINITY;
-        for (float Score : Scores)
-          Max = std::max(Max, Score);
-        float *Out = A.Out[Y].data<float>() + YR.offset(B, H, I);
-        std::fill_n(Out, S.Dv, 0.0f);
-        if (Max == -INFINITY) {
-          std::fill(Scores.begin(), Scores.end(), 0.0f);
-        } else {
-          double Sum = 0;
-          for (float Score : Scores)
-            Sum += std::exp(double(Score) - Max);
-          for (int64_t J = 0; J != T; ++J)
-            Scores[J] = float(std::exp(double(Scores[J]) - Max) / Sum);
-          for (int64_t J = 0; J != T; ++J) {
-            const float *VRow = ValueRow(B, KH, J);
-            for (int64_t D = 0; D != S.Dv; ++D)
-              Out[D] += Scores[J] * VRow[D];
-          }
-        }
-        if (QK && Mode == 3)
-          std::copy_n(Scores.data(), T, QK);
+  // Each (batch, head) is independent: threads take whole ones.
+  parallelFor(S.B * S.Hq, [&](int64_t BH) {
+    int64_t B = BH / S.Hq, H = BH % S.Hq;
+    std::vector<float> Scores(T), Raw(T);
+    for (int64_t I = 0; I != S.Sq; ++I) {
+      int64_t KH = H / Group;
+      const float *QRow = QR.row(B, H, I);
+      for (int64_t J = 0; J != T; ++J) {
+        const float *KRow = KeyRow(B, KH, J);
+        float Dot = 0;
+        for (int64_t D = 0; D != S.D; ++D)
+          Dot += QRow[D] * KRow[D];
+        Raw[J] = Dot * Scale;
+        Scores[J] =
+            Softcap > 0 ? Softcap * std::tanh(Raw[J] / Softcap) : Raw[J];
       }
+      float *QK = A.hasResult(QKOutput) ? A.Out[QKOutput].data<float>() +
+                                              ((B * S.Hq + H) * S.Sq + I) * T
+                                        : nullptr;
+      if (QK && (Mode == 0 || Mode == 2))
+        std::copy_n(Mode == 0 ? Raw.data() : Scores.data(), T, QK);
+      Bias.apply(B, H, I, Scores.data());
+      if (QK && Mode == 1)
+        std::copy_n(Scores.data(), T, QK);
+      float Max = -INFINITY;
+      for (float Score : Scores)
+        Max = std::max(Max, Score);
+      float *Out = A.Out[Y].data<float>() + YR.offset(B, H, I);
+      std::fill_n(Out, S.Dv, 0.0f);
+      if (Max == -INFINITY) {
+        std::fill(Scores.begin(), Scores.end(), 0.0f);
+      } else {
+        double Sum = 0;
+        for (float Score : Scores)
+          Sum += std::exp(double(Score) - Max);
+        for (int64_t J = 0; J != T; ++J)
+          Scores[J] = float(std::exp(double(Scores[J]) - Max) / Sum);
+        for (int64_t J = 0; J != T; ++J) {
+          const float *VRow = ValueRow(B, KH, J);
+          for (int64_t D = 0; D != S.Dv; ++D)
+            Out[D] += Scores[J] * VRow[D];
+        }
+      }
+      if (QK && Mode == 3)
+        std::copy_n(Scores.data(), T, QK);
+    }
+  });
   writePresent(A, S, PastKey, KR, PresentKey);
   writePresent(A, S, PastValue, VR, PresentValue);
   return Error::success();
@@ -329,10 +331,13 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
   std::vector<double> DQ(A.In[1].getNumElements(), 0.0),
       DK(A.In[2].getNumElements(), 0.0), DV(A.In[3].getNumElements(), 0.0);
   int64_t T = S.Skv, Group = S.Hq / S.Hkv;
-  std::vector<float> Scores(T);
-  std::vector<double> P(T), DP(T);
-  for (int64_t B = 0; B != S.B; ++B)
-    for (int64_t H = 0; H != S.Hq; ++H)
+  // Threads take whole (batch, K/V head) pairs: the query heads of a group
+  // add into the same dK and dV rows, in head order within the pair.
+  parallelFor(S.B * S.Hkv, [&](int64_t BKH) {
+    int64_t B = BKH / S.Hkv;
+    std::vector<float> Scores(T);
+    std::vector<double> P(T), DP(T);
+    for (int64_t H = BKH % S.Hkv * Group, HE = H + Group; H != HE; ++H)
       for (int64_t I = 0; I != S.Sq; ++I) {
         int64_t KH = H / Group;
         const float *QRow = QR.row(B, H, I), *DY = DYR.row(B, H, I);
@@ -376,6 +381,7 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
             DVRow[D] += P[J] * DY[D];
         }
       }
+  });
   const std::vector<double> *Grads[] = {&DQ, &DK, &DV};
   for (unsigned I = 0; I != 3; ++I)
     std::transform(Grads[I]->begin(), Grads[I]->end(), A.Out[I].data<float>(),

@@ -203,6 +203,7 @@ createCommunicator(const CpuBackendOptions &Options) {
 CpuBackend::CpuBackend(const CpuBackendOptions &Options)
     : Comm(createCommunicator(Options)), CommTimeout(Options.CommTimeout) {
   setBlasThreads(Options.BlasThreads);
+  setKernelThreads(Options.BlasThreads);
 }
 
 CpuBackend::~CpuBackend() { MpiCommunicator::abortIfFailed(); }

@@ -43,6 +43,14 @@ void sgemm(bool TransA, bool TransB, int64_t M, int64_t N, int64_t K,
 /// Sets OpenBLAS's thread count.
 void setBlasThreads(int Threads);
 
+/// The threads kernels may use besides BLAS's (CpuBackendOptions'
+/// BlasThreads; set by the backend).
+void setKernelThreads(int Threads);
+/// Runs Body(I) for I in [0, N) on up to the kernel threads, each thread a
+/// contiguous range. Bodies must write disjoint data, so the results do not
+/// depend on the thread count.
+void parallelFor(int64_t N, llvm::function_ref<void(int64_t)> Body);
+
 // NormKernels.cpp: LayerNormalization (with Mean and InvStdDev) and
 // RMSNormalization.
 llvm::Error runLayerNorm(const KernelArgs &A);
