@@ -117,30 +117,10 @@ Error AccumulateMicroBatchesPass::runOnGraph(Graph &G) {
     DenseMap<Value *, Value *> Map;
     Map[Tokens] = *Slice;
     std::string Suffix = ".mb" + std::to_string(K);
-    for (Node *N : Body) {
-      // Constants are shared by the clones.
-      if (K != 0 && N->getOp() == OpId::Constant) {
-        Map[N->getResult(0)] = Shared.lookup(N->getResult(0));
-        continue;
-      }
-      SmallVector<Value *, 6> Operands;
-      for (Value *V : N->getOperands())
-        Operands.push_back(V ? Map.lookup(V) ? Map.lookup(V) : V : nullptr);
-      SmallVector<TensorType, 3> Types;
-      SmallVector<std::string, 3> Names;
-      for (Value *R : N->getResults()) {
-        Types.push_back(R->getType());
-        Names.push_back(G.getUniqueName(R->getName().str() + Suffix));
-      }
-      Node *C = G.createNode(N->getOp(), Operands, Types, N->getAttrs(), Names);
-      if (!N->getName().empty())
-        C->setName(N->getName().str() +
-                   (N->getOp() == OpId::Constant ? "" : Suffix));
-      for (unsigned I = 0; I != C->getNumResults(); ++I)
-        Map[N->getResult(I)] = C->getResult(I);
-      if (N->getOp() == OpId::Constant)
-        Shared[N->getResult(0)] = C->getResult(0);
-    }
+    // Constants are shared by the clones and keep their node names.
+    for (Node *N : Body)
+      cloneForMicroBatch(G, N, Map, Suffix,
+                         N->getOp() == OpId::Constant ? "" : Suffix, Shared);
     Value *L = Map.lookup(Outs.front());
     if (!Loss) {
       Loss = L;

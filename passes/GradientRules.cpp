@@ -837,3 +837,30 @@ void autopar::replaceStepOutputs(Graph &G, ArrayRef<Node *> Body, Value *Loss,
   }
   G.setOutputs(Outputs);
 }
+
+void autopar::cloneForMicroBatch(Graph &G, Node *N,
+                                 DenseMap<Value *, Value *> &Map,
+                                 StringRef Suffix, StringRef NodeSuffix,
+                                 DenseMap<Value *, Value *> &Shared) {
+  if (N->getOp() == OpId::Constant)
+    if (Value *C = Shared.lookup(N->getResult(0))) {
+      Map[N->getResult(0)] = C;
+      return;
+    }
+  SmallVector<Value *, 6> Operands;
+  for (Value *V : N->getOperands())
+    Operands.push_back(V ? (Map.lookup(V) ? Map.lookup(V) : V) : nullptr);
+  SmallVector<TensorType, 3> Types;
+  SmallVector<std::string, 3> Names;
+  for (Value *R : N->getResults()) {
+    Types.push_back(R->getType());
+    Names.push_back(G.getUniqueName((R->getName() + Suffix).str()));
+  }
+  Node *C = G.createNode(N->getOp(), Operands, Types, N->getAttrs(), Names);
+  if (!N->getName().empty())
+    C->setName((N->getName() + NodeSuffix).str());
+  for (unsigned I = 0; I != C->getNumResults(); ++I)
+    Map[N->getResult(I)] = C->getResult(I);
+  if (N->getOp() == OpId::Constant)
+    Shared[N->getResult(0)] = C->getResult(0);
+}

@@ -14,6 +14,8 @@
 
 #include "ir/Graph.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
 
@@ -53,6 +55,15 @@ private:
   Graph &G;
   const Node *Forward = nullptr;
 };
+
+/// Appends a copy of N to G for one micro-batch: operands through Map (an
+/// unmapped operand is shared), results named `<name><Suffix>` and added to
+/// Map, the node's own name followed by NodeSuffix. Constants can be shared
+/// instead: with Shared, a constant already copied is reused.
+void cloneForMicroBatch(Graph &G, Node *N,
+                        llvm::DenseMap<Value *, Value *> &Map,
+                        llvm::StringRef Suffix, llvm::StringRef NodeSuffix,
+                        llvm::DenseMap<Value *, Value *> &Shared);
 
 /// Ends a pass that rebuilt a step from copies of its one-micro-batch Body
 /// (accumulate-micro-batches, schedule-pipeline): erases Body, last node

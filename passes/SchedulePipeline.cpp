@@ -239,29 +239,8 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
   std::vector<DenseMap<Value *, Value *>> Maps(M);
   DenseMap<Value *, Value *> Shared; // constants, cloned once
   auto Clone = [&](Node *N, int64_t K) {
-    DenseMap<Value *, Value *> &Map = Maps[K];
-    if (N->getOp() == OpId::Constant)
-      if (Value *C = Shared.lookup(N->getResult(0))) {
-        Map[N->getResult(0)] = C;
-        return;
-      }
     std::string Suffix = ".mb" + std::to_string(K);
-    SmallVector<Value *, 6> Operands;
-    for (Value *V : N->getOperands())
-      Operands.push_back(V ? (Map.lookup(V) ? Map.lookup(V) : V) : nullptr);
-    SmallVector<TensorType, 3> Types;
-    SmallVector<std::string, 3> Names;
-    for (Value *R : N->getResults()) {
-      Types.push_back(R->getType());
-      Names.push_back(G.getUniqueName(R->getName().str() + Suffix));
-    }
-    Node *C = G.createNode(N->getOp(), Operands, Types, N->getAttrs(), Names);
-    if (!N->getName().empty())
-      C->setName(N->getName().str() + Suffix);
-    for (unsigned I = 0; I != C->getNumResults(); ++I)
-      Map[N->getResult(I)] = C->getResult(I);
-    if (N->getOp() == OpId::Constant)
-      Shared[N->getResult(0)] = C->getResult(0);
+    cloneForMicroBatch(G, N, Maps[K], Suffix, Suffix, Shared);
   };
   auto Recv = [&](Value *Like, int64_t From, int64_t K) {
     Node *R = G.createNode(

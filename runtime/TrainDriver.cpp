@@ -504,8 +504,8 @@ struct TrainState {
 /// --memory-report: every rank's measured bytes, gathered on rank 0 and
 /// printed next to the plan's prediction for the rank's pipeline stage
 /// (from the plan.json beside the program).
-static int reportMemory(const TrainOptions &O, StringRef ProgramPath,
-                        Backend &B, const Mesh *Cluster, MeasuredMemory Mine) {
+static int reportMemory(StringRef ProgramPath, Backend &B, const Mesh *Cluster,
+                        MeasuredMemory Mine) {
   Communicator &Comm = B.getCommunicator();
   Expected<std::vector<std::string>> All =
       gatherTexts(B, std::to_string(Mine.ParamBytes) + " " +
@@ -544,44 +544,50 @@ static int reportMemory(const TrainOptions &O, StringRef ProgramPath,
         PlanText.empty() ? std::nullopt : readPredictedMemory(PlanText, Stage));
   }
   printMemoryReport(outs(), Measured, Predicted, Stages);
-  (void)O;
   return RunSuccess;
 }
 
-/// The program this rank runs: Path itself, or, for a folder that
-/// `autopar -o` wrote, its `stage<S>.air` for this rank's pipeline stage S
-/// (the `pp` coordinate on stage0.air's first mesh).
-static Expected<std::string> findRankProgram(StringRef Path,
-                                             const Communicator &Comm) {
+/// Loads the program this rank runs into SM and M, setting ProgramPath:
+/// Path itself, or, for a folder that `autopar -o` wrote, its
+/// `stage<S>.air` for this rank's pipeline stage S (the `pp` coordinate on
+/// stage0.air's first mesh; stage0.air is parsed once). Returns an exit
+/// code, having printed what is wrong.
+static int loadRankProgram(StringRef Path, const Communicator &Comm,
+                           std::string &ProgramPath, SourceMgr &SM,
+                           std::unique_ptr<Module> &M) {
+  ProgramPath = Path.str();
   if (!sys::fs::is_directory(Path))
-    return Path.str();
+    return parseProgram(Path, SM, M);
   SmallString<256> First(Path);
   sys::path::append(First, "stage0.air");
   if (!sys::fs::exists(First))
-    return createStringError(inconvertibleErrorCode(),
-                             "'" + Path +
-                                 "' holds no training program (stage0.air); "
-                                 "`autopar MODEL -o DIR` writes them when the "
-                                 "plan lowers");
-  SourceMgr SM;
-  std::unique_ptr<Module> M;
-  if (parseProgram(First, SM, M))
-    return createStringError(inconvertibleErrorCode(),
-                             "cannot use '" + First + "'");
+    return fail(RunIOError, "'" + Path +
+                                "' holds no training program (stage0.air); "
+                                "`autopar MODEL -o DIR` writes them when the "
+                                "plan lowers");
+  ProgramPath = First.str().str();
+  if (int Code = parseProgram(First, SM, M))
+    return Code;
   const Graph &G = *M->getGraphs().front();
-  if (G.getMeshes().empty())
-    return First.str().str();
+  // A mesh of another size: the caller names the mismatch.
+  if (G.getMeshes().empty() ||
+      G.getMeshes()[0].getNumDevices() != Comm.getNumRanks())
+    return RunSuccess;
   const Mesh &Cluster = G.getMeshes()[0];
-  if (Cluster.getNumDevices() != Comm.getNumRanks())
-    return First.str().str(); // the caller names the mismatch
   for (unsigned I = 0; I != Cluster.Axes.size(); ++I)
     if (Cluster.Axes[I].first == "pp") {
       int64_t Stage = getMeshCoordinates(Cluster, Comm.getRank())[I];
+      if (Stage == 0)
+        return RunSuccess;
       SmallString<256> Mine(Path);
       sys::path::append(Mine, "stage" + std::to_string(Stage) + ".air");
-      return Mine.str().str();
+      ProgramPath = Mine.str().str();
+      // A fresh SourceMgr: parseModule reads its first buffer.
+      M.reset();
+      SM = SourceMgr();
+      return parseProgram(ProgramPath, SM, M);
     }
-  return First.str().str();
+  return RunSuccess;
 }
 
 int autopar::runTraining(const TrainOptions &O) {
@@ -600,12 +606,10 @@ int autopar::runTraining(const TrainOptions &O) {
   BO.setCommTimeoutSeconds(O.CommTimeoutSeconds);
   CpuBackend Backend(BO);
   Communicator &Comm = Backend.getCommunicator();
-  Expected<std::string> ProgramPath = findRankProgram(O.ProgramFile, Comm);
-  if (!ProgramPath)
-    return fail(RunIOError, toString(ProgramPath.takeError()));
+  std::string ProgramPath;
   SourceMgr SM;
   std::unique_ptr<Module> M;
-  if (int Code = parseProgram(*ProgramPath, SM, M))
+  if (int Code = loadRankProgram(O.ProgramFile, Comm, ProgramPath, SM, M))
     return Code;
   const Graph *G = O.GraphName.empty() && M->getGraphs().size() == 1
                        ? M->getGraphs().front().get()
@@ -618,11 +622,11 @@ int autopar::runTraining(const TrainOptions &O) {
   const Mesh *Cluster = G->getMeshes().empty() ? nullptr : &G->getMeshes()[0];
   if (Comm.getNumRanks() > 1 || (Cluster && Cluster->getNumDevices() > 1)) {
     if (!Cluster)
-      return fail(RunInvalidInput, *ProgramPath + ": a job of " +
+      return fail(RunInvalidInput, ProgramPath + ": a job of " +
                                        Twine(Comm.getNumRanks()) +
                                        " ranks needs a program with a mesh");
     if (Error E = checkMeshSize(*Cluster, Comm.getNumRanks()))
-      return fail(RunBadOptions, *ProgramPath + ": " + toString(std::move(E)));
+      return fail(RunBadOptions, ProgramPath + ": " + toString(std::move(E)));
   }
   // Data parallelism: every rank draws the global batch, in the same order
   // on every run, and keeps its replica's rows.
@@ -674,7 +678,7 @@ int autopar::runTraining(const TrainOptions &O) {
     return fail(RunIOError, toString(Source.takeError()));
 
   ExecutorOptions EO =
-      ExecutorOptions::forProgram(*ProgramPath, O.WeightsDir, O.Seed);
+      ExecutorOptions::forProgram(ProgramPath, O.WeightsDir, O.Seed);
   EO.RandomInit = O.RandomInit;
   Expected<std::unique_ptr<Executor>> Exec = Executor::create(*G, Backend, EO);
   if (!Exec)
@@ -709,7 +713,7 @@ int autopar::runTraining(const TrainOptions &O) {
           (*Exec)->getParamBytes([&](const Value &P) { return !Offloaded(P); });
       Mine.OffloadedBytes = (*Exec)->getParamBytes(Offloaded);
       Mine.PeakActivationBytes = PeakActivations;
-      return reportMemory(O, *ProgramPath, Backend, Cluster, Mine);
+      return reportMemory(ProgramPath, Backend, Cluster, Mine);
     }
     return RunSuccess;
   };
