@@ -19,18 +19,49 @@ std::string autopar::getUnloweredReason(const Module &Plan,
                                         const PlanConfig &C) {
   if (Plan.getGraphs().size() != 1)
     return "the plan has more than one graph";
-  if (C.VPP > 1)
-    return "interleaved pipeline schedules (vpp = " + std::to_string(C.VPP) +
-           ") are not lowered to programs yet";
+  if (C.VPP > 1 && C.Schedule != ScheduleKind::Interleaved)
+    return "vpp = " + std::to_string(C.VPP) +
+           " is lowered with the interleaved schedule only";
   const Graph &G = *Plan.getGraphs().front();
-  for (const Node &N : G.getNodes())
-    if (isCommunicationOp(N.getOp()) && N.getOp() != OpId::SendRecv)
-      return "tensor-parallel layouts (the plan splits node '" +
-             N.getName().str() + "') are not lowered to programs yet";
   if (G.getOutputs().size() != 1)
     return "the model has " + std::to_string(G.getOutputs().size()) +
            " outputs; training programs take one (the logits)";
   return "";
+}
+
+/// Pipeline run on a copy of the plan whose text is PlanText (the printer
+/// and the parser round-trip).
+static Expected<std::unique_ptr<Module>>
+lowerCopy(StringRef PlanText, StringRef Pipeline, StringRef Kind) {
+  SourceMgr SM;
+  SM.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(PlanText, "plan.air"),
+                        SMLoc());
+  std::string Messages;
+  raw_string_ostream MOS(Messages);
+  DiagnosticEngine Diag(&SM, "plan.air", MOS);
+  std::unique_ptr<Module> Copy = parseModule(SM, Diag);
+  PassManager PM;
+  if (Error E = PM.addPipeline(Pipeline))
+    return Expected<std::unique_ptr<Module>>(std::move(E));
+  if (!Copy || failed(PM.run(*Copy, Diag)))
+    return createStringError(inconvertibleErrorCode(),
+                             "lowering the plan to " + Kind +
+                                 " programs failed: " + MOS.str());
+  return Expected<std::unique_ptr<Module>>(std::move(Copy));
+}
+
+/// A program's text: two comment lines (what it is, the pipeline that
+/// lowered it), then the module.
+static std::string printProgram(const Module &Program, StringRef Kind,
+                                unsigned Stage, const PlanConfig &C,
+                                StringRef Pipeline) {
+  std::string Text;
+  raw_string_ostream OS(Text);
+  OS << "// autopar " << Kind << " program: pipeline stage " << Stage << " of "
+     << C.PP << "; plan " << C.str() << "\n"
+     << "// lowered by: " << Pipeline << "\n";
+  printModule(OS, Program);
+  return OS.str();
 }
 
 Expected<std::vector<std::pair<std::string, std::string>>>
@@ -65,6 +96,10 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
   int64_t Seq = G.getInputs()[0]->getType().getDim(1).getSize();
   int64_t Samples = C.MicroBatch * C.MicroBatches * C.DP;
   std::string LossTokens = std::to_string(Samples * (Seq - 1));
+  // Tensor parallelism: each rank's types, and autodiff's conjugate
+  // collectives over the axis.
+  std::string Localize = C.TP > 1 ? "localize-tp{axis=tp}," : "";
+  std::string TPGrads = C.TP > 1 ? " tensor-parallel=tp" : "";
   std::string Tail;
   if (C.DP > 1)
     Tail += ",insert-grad-sync{zero=" + std::to_string(C.Zero) + "}";
@@ -96,34 +131,16 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
   Tail += "}";
 
   // Runs Pipeline on a copy of the plan; the lowered module's text.
-  auto Lower = [&](StringRef Pipeline) -> Expected<std::unique_ptr<Module>> {
-    SourceMgr CopySM;
-    CopySM.AddNewSourceBuffer(
-        MemoryBuffer::getMemBufferCopy(OS.str(), "plan.air"), SMLoc());
-    DiagnosticEngine CopyDiag(&CopySM, "plan.air", MOS);
-    std::unique_ptr<Module> Copy = parseModule(CopySM, CopyDiag);
-    PassManager PM;
-    if (Error E = PM.addPipeline(Pipeline))
-      return Expected<std::unique_ptr<Module>>(std::move(E));
-    if (!Copy || failed(PM.run(*Copy, CopyDiag)))
-      return createStringError(inconvertibleErrorCode(),
-                               "lowering the plan to training programs "
-                               "failed: " +
-                                   MOS.str());
-    return Expected<std::unique_ptr<Module>>(std::move(Copy));
+  auto Lower = [&](StringRef Pipeline) {
+    return lowerCopy(OS.str(), Pipeline, "training");
   };
   auto Print = [&](const Module &Program, unsigned Stage, StringRef Pipeline) {
-    std::string Text;
-    raw_string_ostream POS(Text);
-    POS << "// autopar training program: pipeline stage " << Stage << " of "
-        << C.PP << "; plan " << C.str() << "\n"
-        << "// lowered by: " << Pipeline << "\n";
-    printModule(POS, Program);
-    return POS.str();
+    return printProgram(Program, "training", Stage, C, Pipeline);
   };
   std::vector<std::pair<std::string, std::string>> Programs;
   if (C.PP == 1) {
-    std::string Pipeline = "autodiff{loss-tokens=" + LossTokens +
+    std::string Pipeline = Localize + "autodiff{loss-tokens=" + LossTokens +
+                           TPGrads +
                            "},accumulate-micro-batches{micro-batches=" +
                            std::to_string(C.MicroBatches) + "}" + Tail;
     Expected<std::unique_ptr<Module>> Program = Lower(Pipeline);
@@ -137,9 +154,14 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
   // their gradients exchanged; which ones, the stages' forwards say.
   StringMap<SmallVector<unsigned, 2>> Holders;
   std::vector<std::string> ParamOrder;
+  // With vpp > 1 each rank holds several model chunks (virtual stages).
+  bool Interleaved = C.VPP > 1;
+  auto Extract = [&](unsigned S) {
+    return "extract-stage{stage=" + std::to_string(S) +
+           (Interleaved ? " vpp=" + std::to_string(C.VPP) : "") + "}";
+  };
   for (unsigned S = 0; S != C.PP; ++S) {
-    Expected<std::unique_ptr<Module>> Stage =
-        Lower("extract-stage{stage=" + std::to_string(S) + "}");
+    Expected<std::unique_ptr<Module>> Stage = Lower(Extract(S));
     if (!Stage)
       return Stage.takeError();
     for (const std::unique_ptr<Value> &P :
@@ -163,15 +185,21 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
       Tied += (Tied.empty() ? "" : ";") + Name + "@" + std::to_string(H[0]) +
               "+" + std::to_string(H[1]);
   }
-  std::string Schedule = C.Schedule == ScheduleKind::GPipe ? "gpipe" : "1f1b";
+  std::string Schedule = C.Schedule == ScheduleKind::GPipe ? "gpipe"
+                         : Interleaved
+                             ? "interleaved vpp=" + std::to_string(C.VPP)
+                             : "1f1b";
   for (unsigned S = 0; S != C.PP; ++S) {
     bool Last = S + 1 == C.PP;
+    // Interleaved: every rank receives (for its later chunks), and each
+    // chunk's sent activation gets its gradient.
+    std::string Grads = Interleaved ? " seed-outputs=1 input-grads=1"
+                        : S         ? " input-grads=1"
+                                    : "";
     std::string Autodiff =
-        Last ? "autodiff{loss-tokens=" + LossTokens +
-                   (S ? " input-grads=1}" : "}")
-             : std::string("autodiff{seed=1") + (S ? " input-grads=1}" : "}");
-    std::string Pipeline = "extract-stage{stage=" + std::to_string(S) + "}," +
-                           Autodiff +
+        Last ? "autodiff{loss-tokens=" + LossTokens + TPGrads + Grads + "}"
+             : "autodiff{seed=1" + TPGrads + Grads + "}";
+    std::string Pipeline = Extract(S) + "," + Localize + Autodiff +
                            ",schedule-pipeline{stage=" + std::to_string(S) +
                            " stages=" + std::to_string(C.PP) +
                            " micro-batches=" + std::to_string(C.MicroBatches) +
@@ -182,6 +210,30 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
       return Program.takeError();
     Programs.push_back(
         {"stage" + std::to_string(S) + ".air", Print(**Program, S, Pipeline)});
+  }
+  return Programs;
+}
+
+Expected<std::vector<std::pair<std::string, std::string>>>
+autopar::lowerPlanToForwardPrograms(const Module &Plan, const PlanConfig &C) {
+  if (C.VPP > 1)
+    return createStringError(inconvertibleErrorCode(),
+                             "forward programs of interleaved schedules "
+                             "(vpp > 1) are not lowered");
+  std::string Text;
+  raw_string_ostream OS(Text);
+  printModule(OS, Plan);
+  std::vector<std::pair<std::string, std::string>> Programs;
+  for (unsigned S = 0; S != C.PP; ++S) {
+    std::string Pipeline = (C.TP > 1 ? "localize-tp{axis=tp}," : "") +
+                           std::string("forward-program{stage=") +
+                           std::to_string(S) + "}";
+    Expected<std::unique_ptr<Module>> Program =
+        lowerCopy(OS.str(), Pipeline, "forward");
+    if (!Program)
+      return Program.takeError();
+    Programs.push_back({"forward" + std::to_string(S) + ".air",
+                        printProgram(**Program, "forward", S, C, Pipeline)});
   }
   return Programs;
 }

@@ -35,6 +35,14 @@ llvm::Expected<std::vector<std::pair<std::string, std::string>>>
 lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
                     OptimizerKind Optimizer);
 
+/// The forward programs of Plan (`forward<S>.air` per pipeline stage: the
+/// stage's forward for one micro-batch on each rank, tensor-parallel types,
+/// Send/Recv between stages, the last stage's outputs whole), what
+/// `autopar-run --eval DIR` runs to check a plan's numerics against the
+/// model's. Lowered for vpp = 1.
+llvm::Expected<std::vector<std::pair<std::string, std::string>>>
+lowerPlanToForwardPrograms(const Module &Plan, const PlanConfig &C);
+
 } // namespace autopar
 
 #endif // AUTOPAR_DRIVER_LOWERPLAN_H

@@ -5,6 +5,7 @@
 #include "codegen/LaunchFiles.h"
 #include "codegen/PlanRecord.h"
 #include "codegen/Report.h"
+#include "cost/GemmEfficiency.h"
 #include "driver/Explain.h"
 #include "driver/LowerPlan.h"
 #include "driver/OptDriver.h"
@@ -488,6 +489,13 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
     error() << toString(Cl.takeError()) << "\n";
     return ExitBadOptions;
   }
+  // Measured curves replace the model's for the precisions they cover; the
+  // plan records them with the cluster (plan.json).
+  if (!O.CalibrationFile.empty())
+    if (Error E = loadCalibration(O.CalibrationFile, Cl->Device)) {
+      error() << "--calibration: " << toString(std::move(E)) << "\n";
+      return ExitBadOptions;
+    }
   if (O.GlobalBatch < 0) {
     error() << "--global-batch " << O.GlobalBatch << ": must be positive\n";
     return ExitBadOptions;
@@ -791,6 +799,29 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
     Expected<std::vector<std::pair<std::string, std::string>>> Programs =
         lowerPlanToPrograms(*M, C, SO.Optimizer);
     if (!Programs) {
+      // The plan stands without them: a warning, and the plan files.
+      if (!O.CheckOnly)
+        WithColor::warning(errs(), "autopar")
+            << "no training programs in " << O.OutputDir << ": "
+            << toString(Programs.takeError()) << "\n";
+      else
+        consumeError(Programs.takeError());
+    } else {
+      for (auto &[Name, Text] : *Programs) {
+        SmallString<256> Path(O.OutputDir);
+        sys::path::append(Path, Name);
+        Files.push_back({Path.str().str(), std::move(Text)});
+      }
+    }
+  } else if (!O.CheckOnly) {
+    WithColor::note(errs(), "autopar")
+        << "no training programs in " << O.OutputDir << ": " << Unlowered
+        << "\n";
+  }
+  if (O.ForwardPrograms) {
+    Expected<std::vector<std::pair<std::string, std::string>>> Programs =
+        lowerPlanToForwardPrograms(*M, C);
+    if (!Programs) {
       error() << O.ModelFile << ": " << toString(Programs.takeError()) << "\n";
       return ExitPassFailure;
     }
@@ -799,10 +830,6 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
       sys::path::append(Path, Name);
       Files.push_back({Path.str().str(), std::move(Text)});
     }
-  } else if (!O.CheckOnly) {
-    WithColor::note(errs(), "autopar")
-        << "no training programs in " << O.OutputDir << ": " << Unlowered
-        << "\n";
   }
   if (O.CheckOnly)
     return compareFiles(Files, O.OutputDir);

@@ -31,6 +31,9 @@ struct PlanDriverOptions {
   int64_t Gpus = 0;
   int64_t GpusPerNode = 0;
   std::string ClusterFile;
+  /// `--calibration FILE.json`: measured GEMM curves for the cluster's
+  /// device (cost/GemmEfficiency.h, written by bench/); none when empty.
+  std::string CalibrationFile;
   int64_t GlobalBatch = 0;
   /// `--fix tp=8,pp=4,...`.
   std::string Fix;
@@ -41,6 +44,9 @@ struct PlanDriverOptions {
   std::string Format = "text";
   /// Folder to write plan.air and plan.json into; none when empty.
   std::string OutputDir;
+  /// Also write the plan's forward programs (`forward<S>.air`, for
+  /// `autopar-run --eval DIR`).
+  bool ForwardPrograms = false;
   /// `autopar check`: instead of writing OutputDir, compare what would be
   /// written with what is there. The cluster comes from ClusterJSON (the
   /// plan's own description) when it is not empty.

@@ -19,6 +19,8 @@ using InferResult = llvm::Expected<llvm::SmallVector<TensorType, 1>>;
 
 llvm::Error verifyReduce(const ShapeContext &Ctx);
 llvm::Error verifyCollective(const ShapeContext &Ctx);
+/// Gather and cross-entropy ops split over a mesh axis (`mesh`, `mesh_axis`).
+llvm::Error verifyShardedGather(const ShapeContext &Ctx);
 llvm::Error verifyTranspose(const ShapeContext &Ctx);
 
 InferResult inferBroadcast(const ShapeContext &Ctx);

@@ -15,24 +15,30 @@
 using namespace autopar;
 using namespace llvm;
 
+/// An error unless the graph has mesh Mesh with axis Axis.
+static Error checkMeshAxis(const ShapeContext &Ctx, const Attribute &Mesh,
+                           const Attribute &Axis) {
+  const Graph *G = Ctx.getNode().getGraph();
+  const autopar::Mesh *M = G ? G->lookupMesh(Mesh.getString()) : nullptr;
+  if (!M)
+    return Ctx.error("unknown mesh '@" + Mesh.getString() + "'");
+  if (!M->getAxisSize(Axis.getString()))
+    return Ctx.error("mesh '@" + Mesh.getString() + "' has no axis '" +
+                     Axis.getString() + "'");
+  return Error::success();
+}
+
 Error autopar::verifyCollective(const ShapeContext &Ctx) {
   const Node &N = Ctx.getNode();
   if (N.getOp() == OpId::SendRecv || N.getOp() == OpId::Send ||
       N.getOp() == OpId::Recv) {
-    for (StringRef Name : {"src_stage", "dst_stage"})
+    for (StringRef Name : {"src_stage", "dst_stage", "tag"})
       if (Ctx.getAttr(Name) && Ctx.getIntAttr(Name, -1) < 0)
         return Ctx.error("'" + Name + "' must be at least 0");
     return Error::success();
   }
-  const Attribute *Mesh = Ctx.getAttr("mesh");
-  const Attribute *Axis = Ctx.getAttr("axis");
-  const Graph *G = N.getGraph();
-  const autopar::Mesh *M = G ? G->lookupMesh(Mesh->getString()) : nullptr;
-  if (!M)
-    return Ctx.error("unknown mesh '@" + Mesh->getString() + "'");
-  if (!M->getAxisSize(Axis->getString()))
-    return Ctx.error("mesh '@" + Mesh->getString() + "' has no axis '" +
-                     Axis->getString() + "'");
+  if (Error E = checkMeshAxis(Ctx, *Ctx.getAttr("mesh"), *Ctx.getAttr("axis")))
+    return E;
   unsigned Rank = Ctx.getOperandType(0).getRank();
   for (StringRef Name : {"dim", "src_dim", "dst_dim"})
     if (const Attribute *D = Ctx.getAttr(Name))
@@ -48,7 +54,8 @@ Error autopar::verifyCollective(const ShapeContext &Ctx) {
 // the mesh, the axis and the dimensions).
 InferResult autopar::inferCollective(const ShapeContext &Ctx) {
   const TensorType &X = Ctx.getOperandType(0);
-  if (!Ctx.getIntAttr("local", 0))
+  bool Slice = Ctx.getNode().getOp() == OpId::ShardSlice;
+  if (!Slice && !Ctx.getIntAttr("local", 0))
     return SmallVector<TensorType, 1>{X};
   const Node &N = Ctx.getNode();
   const Mesh *M = N.getGraph()->lookupMesh(Ctx.getAttr("mesh")->getString());
@@ -69,7 +76,7 @@ InferResult autopar::inferCollective(const ShapeContext &Ctx) {
     return Error::success();
   };
   bool Gather = N.getOp() == OpId::AllGather;
-  bool Scatter = N.getOp() == OpId::ReduceScatter;
+  bool Scatter = N.getOp() == OpId::ReduceScatter || Slice;
   if (Error E = Gather || Scatter ? Scale(Ctx.getIntAttr("dim", 0), Gather)
                                   : Scale(Ctx.getIntAttr("dst_dim", 0), false))
     return E;
@@ -77,4 +84,17 @@ InferResult autopar::inferCollective(const ShapeContext &Ctx) {
     if (Error E = Scale(Ctx.getIntAttr("src_dim", 0), true))
       return E;
   return SmallVector<TensorType, 1>{TensorType(X.getElementType(), Shape)};
+}
+
+// Gather, GatherGrad and the cross-entropy ops over a vocabulary split
+// across a mesh axis: `mesh` and `mesh_axis` come together and name an axis
+// of a mesh of the graph.
+Error autopar::verifyShardedGather(const ShapeContext &Ctx) {
+  const Attribute *Mesh = Ctx.getAttr("mesh");
+  const Attribute *Axis = Ctx.getAttr("mesh_axis");
+  if (!Mesh && !Axis)
+    return Error::success();
+  if (!Mesh || !Axis)
+    return Ctx.error("'mesh' and 'mesh_axis' go together");
+  return checkMeshAxis(Ctx, *Mesh, *Axis);
 }

@@ -23,15 +23,27 @@
 //     stage sends back), and outputs start at the parameter gradients.
 //     `input-grads=1` also differentiates with respect to the float inputs
 //     (activations received from the previous stage) and outputs their
-//     gradients `grad.<input>` after the parameters'.
+//     gradients `grad.<input>` after the parameters'. `seed-outputs=1`
+//     (a rank of an interleaved pipeline, whose model chunks each send an
+//     activation) also takes the gradient of every float output after the
+//     first as a new input `grad.<output>`, with or without a loss.
+//   - `tensor-parallel=AXIS`, for a per-rank program of a tensor-parallel
+//     plan (after localize-tp): a node that splits a parallel loop its
+//     operand lacks gives that operand this rank's partial sum of the
+//     gradient; partial gradients are all-reduced over AXIS before the
+//     producer's rule runs (an AllGather's are reduce-scattered instead),
+//     and logits split over the vocabulary get the vocabulary-parallel
+//     loss (`mesh`, `mesh_axis` on CrossEntropyLoss).
 // Assumes static shapes (run after `--dim` binding and import-canonical).
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/GradientRules.h"
 #include "passes/Passes.h"
+#include "passes/ShardGraph.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/OpLoops.h"
 #include "ir/OpRegistry.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -53,6 +65,12 @@ struct AutodiffOptions {
   bool Seed = false;
   /// Also output the gradients of the float inputs.
   bool InputGrads = false;
+  /// Also seed every float output after the first: each one's gradient is
+  /// a new input (a pipeline rank's other model chunks, vpp > 1).
+  bool SeedOutputs = false;
+  /// The tensor-parallel mesh axis of a per-rank program (localize-tp);
+  /// empty: none.
+  std::string TensorParallel;
 
   Error validate() const {
     if (LossTokens < 0)
@@ -76,6 +94,13 @@ public:
                  "(a pipeline stage before the last)");
     Options.bind("input-grads", &Opts.InputGrads,
                  "Also output the gradients of the float inputs");
+    Options.bind("seed-outputs", &Opts.SeedOutputs,
+                 "Also take the gradients of the float outputs after the "
+                 "first as inputs (the other model chunks of a pipeline "
+                 "rank)");
+    Options.bind("tensor-parallel", &Opts.TensorParallel,
+                 "Mesh axis over which the program is split (localize-tp): "
+                 "partial gradient sums are all-reduced over it");
   }
 
   StringRef getArgument() const override { return "autodiff"; }
@@ -91,6 +116,12 @@ public:
 private:
   LogicalResult runOnGraph(Graph &G, DiagnosticEngine &Diag);
   Expected<Value *> buildLoss(Graph &G, GradBuilder &B);
+  void findTensorParallelMesh(const Graph &G);
+  bool isPartialContribution(const Node &N, unsigned Operand) const;
+
+  /// The tensor-parallel mesh and axis size (1: not split).
+  std::string TPMesh;
+  int64_t TPSize = 1;
 
   AutodiffOptions Opts;
 };
@@ -119,7 +150,30 @@ Expected<Value *> AutodiffPass::buildLoss(Graph &G, GradBuilder &B) {
                 "logits as the first output (or name a scalar with loss=)");
   Value *Ids = G.getInputs().front().get();
   Value *Logits = G.getOutputs().front();
-  const TensorType &IT = Ids->getType(), &LT = Logits->getType();
+  const TensorType &IT = Ids->getType();
+  TensorType LT = Logits->getType();
+  // Logits split over the vocabulary: the vocabulary-parallel loss; split
+  // over a token dimension: each rank's rows, the sum all-reduced.
+  bool VocabParallel = false;
+  int TokenSplit = -1;
+  if (TPSize > 1 && Logits->getDefiningNode() && LT.getRank() == 3 &&
+      LT.hasStaticShape()) {
+    std::string Mesh;
+    int Layout =
+        getAnnotatedLayout(Logits->getDefiningNode()->getAttr("sharding"),
+                           Logits->getResultIndex(), Opts.TensorParallel, Mesh);
+    if (Layout == LayoutPartial)
+      return Fail("the logits are a partial sum over axis '" +
+                  Opts.TensorParallel +
+                  "' (localize-tp all-reduces partial outputs)");
+    VocabParallel = Layout == 2;
+    if (Layout == 0 || Layout == 1) {
+      TokenSplit = Layout;
+      SmallVector<int64_t, 3> Whole = LT.getStaticSizes();
+      Whole[Layout] *= TPSize;
+      LT = TensorType::get(LT.getElementType(), Whole);
+    }
+  }
   if (isFloatElementType(IT.getElementType()) || IT.getRank() != 2 ||
       LT.getRank() != 3 || !IT.hasStaticShape() || !LT.hasStaticShape() ||
       !isDifferentiableType(LT.getElementType()) ||
@@ -155,10 +209,30 @@ Expected<Value *> AutodiffPass::buildLoss(Graph &G, GradBuilder &B) {
   AttrDict LA;
   LA.set("reduction", Attribute::getString("sum"));
   LA.set("ignore_index", Attribute::getInt(-100));
+  if (VocabParallel) {
+    LA.set("mesh", Attribute::getString(TPMesh));
+    LA.set("mesh_axis", Attribute::getString(Opts.TensorParallel));
+  }
+
+  AttrDict Group;
+  Group.set("mesh", Attribute::getString(TPMesh));
+  Group.set("axis", Attribute::getString(Opts.TensorParallel));
+  if (TokenSplit >= 0) {
+    AttrDict Slice = Group;
+    Slice.set("dim", Attribute::getInt(TokenSplit));
+    Labels = B.emit1(OpId::ShardSlice, {*Labels}, std::move(Slice));
+    if (!Labels)
+      return Labels.takeError();
+  }
   Expected<Value *> Sum =
       B.emit1(OpId::CrossEntropyLoss, {Logits, *Labels}, LA);
   if (!Sum)
     return Sum.takeError();
+  if (TokenSplit >= 0) {
+    Sum = B.emit1(OpId::AllReduce, {*Sum}, std::move(Group));
+    if (!Sum)
+      return Sum.takeError();
+  }
   int64_t Tokens = Opts.LossTokens ? Opts.LossTokens : Batch * (Seq - 1);
   Expected<Value *> Loss = B.emit1(
       OpId::Mul, {*Sum, B.scalar(LT.getElementType(), 1.0 / double(Tokens))});
@@ -168,7 +242,38 @@ Expected<Value *> AutodiffPass::buildLoss(Graph &G, GradBuilder &B) {
   return *Loss;
 }
 
+void AutodiffPass::findTensorParallelMesh(const Graph &G) {
+  TPSize = 1;
+  if (Opts.TensorParallel.empty())
+    return;
+  for (const Mesh &M : G.getMeshes())
+    if (std::optional<int64_t> S = M.getAxisSize(Opts.TensorParallel)) {
+      TPMesh = M.Name;
+      TPSize = *S;
+      return;
+    }
+}
+
+/// True when N's gradient with respect to operand Operand is this rank's
+/// partial sum: N splits a parallel loop over the tensor-parallel axis that
+/// the operand does not have (a column-parallel matmul's input, a sequence-
+/// parallel norm's weight), so each rank sees only its part of the uses.
+bool AutodiffPass::isPartialContribution(const Node &N,
+                                         unsigned Operand) const {
+  if (TPSize <= 1 || !N.getAttr("sharding") || isCommunicationOp(N.getOp()) ||
+      N.getOp() == OpId::ShardSlice)
+    return false;
+  std::optional<OpLoops> L = getOpLoops(N);
+  LoopSplit Split = getAnnotatedSplit(N, L, Opts.TensorParallel);
+  if (!L || Split.Degree <= 1 || Split.Loop == OpLoops::NoLoop ||
+      L->Kinds[Split.Loop] != LoopKind::Parallel ||
+      Operand >= L->Operands.size())
+    return false;
+  return !is_contained(L->Operands[Operand], Split.Loop);
+}
+
 LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
+  findTensorParallelMesh(G);
   GradBuilder B(G);
   auto Report = [&](Error E, const Node *At = nullptr) {
     std::string Msg = "autodiff: " + toString(std::move(E));
@@ -194,10 +299,22 @@ LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
       return Report(LossOr.takeError());
     Loss = *LossOr;
   }
+  // seed-outputs: the other float outputs' gradients are inputs too.
+  SmallVector<std::pair<Value *, Value *>, 4> Seeds;
+  if (Seeded)
+    Seeds.push_back({Seeded, SeedGrad});
+  if (Opts.SeedOutputs)
+    for (Value *Out : G.getOutputs().drop_front())
+      if (isDifferentiableType(Out->getType().getElementType()) &&
+          Out != G.getOutputs()[0] &&
+          none_of(Seeds, [&](const auto &S) { return S.first == Out; }))
+        Seeds.push_back(
+            {Out, G.addInput(G.getUniqueName("grad." + Out->getName().str()),
+                             Out->getType())});
   SmallVector<Value *, 4> DiffInputs;
   if (Opts.InputGrads)
     for (const std::unique_ptr<Value> &In : G.getInputs())
-      if (In.get() != SeedGrad &&
+      if (none_of(Seeds, [&](const auto &S) { return S.second == In.get(); }) &&
           isDifferentiableType(In->getType().getElementType()))
         DiffInputs.push_back(In.get());
 
@@ -214,36 +331,101 @@ LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
           Varies.insert(R);
 
   DenseMap<const Value *, Value *> Grads;
-  auto Accumulate = [&](Value *V, Value *G) -> Error {
+  // Tensor parallelism: gradients that are this rank's partial sums. A sum
+  // of partial and whole contributions scales the whole ones by 1 / size,
+  // so that the all-reduce adds them once.
+  DenseSet<const Value *> PartialGrads;
+  auto Accumulate = [&](Value *V, Value *G, bool Partial) -> Error {
     auto [It, New] = Grads.try_emplace(V, G);
-    if (New)
+    if (New) {
+      if (Partial)
+        PartialGrads.insert(V);
       return Error::success();
+    }
     B.setForwardNode(V->getDefiningNode());
-    Expected<Value *> Sum = B.add(It->second, G);
+    bool Was = PartialGrads.count(V);
+    Value *Old = It->second;
+    if (Was != Partial) {
+      Value *&Whole = Was ? G : Old;
+      Expected<Value *> Scaled =
+          B.emit1(OpId::Mul, {Whole, B.scalar(Whole->getType().getElementType(),
+                                              1.0 / double(TPSize))});
+      if (!Scaled)
+        return Scaled.takeError();
+      Whole = *Scaled;
+      PartialGrads.insert(V);
+    }
+    Expected<Value *> Sum = B.add(Old, G);
     if (!Sum)
       return Sum.takeError();
     It->second = *Sum;
     return Error::success();
   };
+  // A partial gradient summed over the axis (what a value's producer needs).
+  auto MakeWhole = [&](Value *V) -> Error {
+    if (!PartialGrads.erase(V))
+      return Error::success();
+    B.setForwardNode(V->getDefiningNode());
+    AttrDict A;
+    A.set("mesh", Attribute::getString(TPMesh));
+    A.set("axis", Attribute::getString(Opts.TensorParallel));
+    Expected<Value *> Sum = B.emit1(OpId::AllReduce, {Grads[V]}, std::move(A));
+    if (!Sum)
+      return Sum.takeError();
+    Grads[V] = *Sum;
+    return Error::success();
+  };
   B.setForwardNode(nullptr);
   if (Loss)
     Grads[Loss] = B.scalar(Loss->getType().getElementType(), 1.0);
-  else
-    Grads[Seeded] = SeedGrad;
+  for (auto &[Out, Grad] : Seeds)
+    Grads[Out] = Grad;
 
   // The loss nodes come after the forward ones; walk everything backwards.
   SmallVector<Node *, 64> All;
   for (Node &N : G.getNodes())
     All.push_back(&N);
   for (Node *N : reverse(All)) {
-    SmallVector<Value *, 3> ResultGrads;
     bool Any = false;
-    for (Value *R : N->getResults()) {
-      ResultGrads.push_back(Grads.lookup(R));
-      Any |= ResultGrads.back() != nullptr;
-    }
+    for (Value *R : N->getResults())
+      Any |= Grads.count(R) != 0;
     if (!Any)
       continue;
+    // The gradient of an AllGather's whole result from partial sums is the
+    // ReduceScatter of them (Megatron-LM's sequence parallelism); other
+    // partial gradients are all-reduced first.
+    if (N->getOp() == OpId::AllGather && PartialGrads.count(N->getResult(0)) &&
+        Varies.count(N->getOperand(0))) {
+      B.setForwardNode(N);
+      AttrDict A;
+      for (StringRef Name : {"mesh", "axis", "dim"})
+        if (const Attribute *Copy = N->getAttr(Name))
+          A.set(Name, *Copy);
+      A.set("local", Attribute::getInt(1));
+      Expected<Value *> Scattered =
+          B.emit1(OpId::ReduceScatter, {Grads[N->getResult(0)]}, std::move(A));
+      if (!Scattered)
+        return Report(Scattered.takeError(), N);
+      if (Error E = Accumulate(N->getOperand(0), *Scattered, false))
+        return Report(std::move(E));
+      continue;
+    }
+    SmallVector<Value *, 3> ResultGrads;
+    for (Value *R : N->getResults()) {
+      if (PartialGrads.count(R)) {
+        std::string Mesh;
+        if (getAnnotatedLayout(N->getAttr("sharding"), R->getResultIndex(),
+                               Opts.TensorParallel, Mesh) >= 0)
+          return Report(createStringError(inconvertibleErrorCode(),
+                                          "partial gradient sums of a value "
+                                          "split over axis '" +
+                                              Opts.TensorParallel + "'"),
+                        N);
+        if (Error E = MakeWhole(R))
+          return Report(std::move(E), N);
+      }
+      ResultGrads.push_back(Grads.lookup(R));
+    }
     SmallVector<bool, 4> Needed;
     bool AnyNeeded = false;
     for (Value *Op : N->getOperands()) {
@@ -257,7 +439,8 @@ LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
       return Report(std::move(E), N);
     for (unsigned I = 0; I != N->getNumOperands(); ++I)
       if (Needed[I] && OperandGrads[I])
-        if (Error E = Accumulate(N->getOperand(I), OperandGrads[I]))
+        if (Error E = Accumulate(N->getOperand(I), OperandGrads[I],
+                                 isPartialContribution(*N, I)))
           return Report(std::move(E));
   }
 
@@ -271,6 +454,8 @@ LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
     Differentiated.push_back(P.get());
   Differentiated.append(DiffInputs.begin(), DiffInputs.end());
   for (Value *P : Differentiated) {
+    if (Error E = MakeWhole(P))
+      return Report(std::move(E));
     Value *Grad = Grads.lookup(P);
     if (!Grad) {
       if (!P->isInput())

@@ -506,13 +506,13 @@ static Error fusedGrad(Rule &R) {
   case OpId::Softmax:
     Grad = OpId::SoftmaxGrad;
     Operands.push_back(R.result(0));
-    A = R.forwardAttrs({"axis"});
+    A = R.forwardAttrs({"axis", "mesh", "mesh_axis"});
     NumOut = 1;
     break;
   case OpId::Gather:
     Grad = OpId::GatherGrad;
     Operands = {R.operand(0), R.operand(1), R.DY[0]};
-    A = R.forwardAttrs({"axis"});
+    A = R.forwardAttrs({"axis", "mesh", "mesh_axis"});
     NumOut = 1;
     break;
   default:
@@ -736,6 +736,41 @@ static Error logSoftmaxGrad(Rule &R) {
   return R.set(0, B.emit1(OpId::Sub, {R.DY[0], *M}));
 }
 
+/// Per-rank tensor-parallel programs (localize-tp), with a gradient that is
+/// whole on every rank (autodiff all-reduces partial ones first, except
+/// into an AllGather, see Autodiff.cpp): an AllReduce of partial sums
+/// passes it on; the gradient of a ReduceScatter is the AllGather of its
+/// gradient, and conversely that of an AllGather (whose gradient is the
+/// same on every rank) is the rank's block of it, as for a ShardSlice; an
+/// AllToAll's moves the split back.
+static Error communicationGrad(Rule &R) {
+  const Node &N = R.N;
+  AttrDict A = R.forwardAttrs({"mesh", "axis", "dim"});
+  switch (N.getOp()) {
+  case OpId::AllReduce:
+    return R.set(0, R.DY[0]);
+  case OpId::AllToAll: {
+    // Moving the split back.
+    AttrDict Back = R.forwardAttrs({"mesh", "axis", "local"});
+    Back.set("src_dim", *N.getAttr("dst_dim"));
+    Back.set("dst_dim", *N.getAttr("src_dim"));
+    if (!N.getAttr("local"))
+      return R.fail("a gradient needs the per-rank form (local = 1)");
+    return R.set(0, R.B.emit1(OpId::AllToAll, {R.DY[0]}, std::move(Back)));
+  }
+  case OpId::ReduceScatter:
+  case OpId::ShardSlice:
+    if (N.getOp() == OpId::ReduceScatter && !N.getAttr("local"))
+      return R.fail("a gradient needs the per-rank form (local = 1)");
+    A.set("local", Attribute::getInt(1));
+    return R.set(0, R.B.emit1(OpId::AllGather, {R.DY[0]}, std::move(A)));
+  default:
+    if (!N.getAttr("local"))
+      return R.fail("a gradient needs the per-rank form (local = 1)");
+    return R.set(0, R.B.emit1(OpId::ShardSlice, {R.DY[0]}, std::move(A)));
+  }
+}
+
 Error autopar::emitGradient(GradBuilder &B, const Node &N,
                             ArrayRef<Value *> ResultGrads,
                             ArrayRef<bool> Needed,
@@ -792,7 +827,8 @@ Error autopar::emitGradient(GradBuilder &B, const Node &N,
   case OpId::CrossEntropyLoss:
     return R.set(0, B.emit1(OpId::CrossEntropyLossGrad,
                             {ResultGrads[0], N.getOperand(0), N.getOperand(1)},
-                            R.forwardAttrs({"reduction", "ignore_index"})));
+                            R.forwardAttrs({"reduction", "ignore_index", "mesh",
+                                            "mesh_axis"})));
   case OpId::RotaryEmbedding:
     return rotaryGrad(R);
   case OpId::Reshape:
@@ -815,6 +851,12 @@ Error autopar::emitGradient(GradBuilder &B, const Node &N,
     return reduceGrad(R);
   case OpId::Where:
     return whereGrad(R);
+  case OpId::AllReduce:
+  case OpId::AllGather:
+  case OpId::ReduceScatter:
+  case OpId::ShardSlice:
+  case OpId::AllToAll:
+    return communicationGrad(R);
   default:
     return ruleError(N, "no gradient rule for this op");
   }

@@ -204,10 +204,18 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
     SmallVector<Dim, 4> Shape(Ty.getShape().begin(), Ty.getShape().end());
     Shape[0] = Dim::get(Shape[0].getSize() / Ranks);
     P->setType(TensorType(Ty.getElementType(), Shape));
+    // A tensor-parallel shard (localize-tp) keeps its split; the data-
+    // parallel axis divides its rows within it (minor to the others).
     Sharding S;
+    const Attribute *Old = P->getAttrs().get("sharding");
+    const Attribute *Local = P->getAttrs().get("local");
+    if (Old && Old->isa(Attribute::Kind::Sharding) && Local &&
+        Local->getInt() && Old->getSharding().Mesh == Opts.Mesh)
+      S = Old->getSharding();
     S.Mesh = Opts.Mesh;
-    S.DimAxes.assign(Shape.size(), {});
-    S.DimAxes[0] = {Opts.Axis};
+    S.DimAxes.resize(Shape.size());
+    S.PartialAxes.clear();
+    S.DimAxes[0].push_back(Opts.Axis);
     P->getAttrs().set("sharding", Attribute::getSharding(std::move(S)));
     P->getAttrs().set("local", Attribute::getInt(1));
   }
@@ -290,8 +298,11 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
     for (const std::unique_ptr<Value> &P : G.getParams()) {
       Value *Grad = G.lookupValue(("grad." + P->getName()).str());
       const TensorType &Ty = P->getType();
+      // A tensor-parallel shard made of pieces (a fused QKV weight) stays
+      // whole over the data-parallel axis.
       if (!Grad || Grad->getNumOutputUses() == 0 || Ty.getRank() == 0 ||
-          !Ty.getDim(0).isStatic() || Ty.getDim(0).getSize() % Ranks)
+          !Ty.getDim(0).isStatic() || Ty.getDim(0).getSize() % Ranks ||
+          P->getAttrs().get("pieces"))
         continue;
       ShardedParams.push_back(P.get());
       Scattered.insert(Grad);

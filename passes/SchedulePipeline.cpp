@@ -1,31 +1,52 @@
 //===- SchedulePipeline.cpp - A pipeline stage's step, in schedule order --===//
 //
-// `schedule-pipeline{stage=S stages=P micro-batches=M schedule=1f1b|gpipe
-// tied=...}` turns the training graph of one pipeline stage for one
-// micro-batch (extract-stage, then autodiff: `loss` on the last stage,
-// `seed=1` before it, `input-grads=1` after the first) into the stage's
-// whole step as one straight-line program:
-//   - the forward part (what the activation sent on, or the logits on the
-//     last stage, needs) and the backward part (the rest) are cloned per
-//     micro-batch (`.mb<k>` names) in the order of the schedule: GPipe runs
-//     every forward, then every backward; 1F1B (Narayanan et al. 2021,
-//     PipeDream-Flush) runs min(P - S - 1, M) forwards, then alternates one
-//     forward and one backward, then the remaining backwards;
-//   - each forward receives its input activation from stage S - 1 (Recv)
-//     and sends its output to S + 1 (Send); each backward receives its
-//     output's gradient from S + 1 and sends its input's gradient to S - 1;
-//     the token input grows to the M micro-batches' rows, each forward
-//     reading its rows (the first stage's ids, the last stage's labels);
+// `schedule-pipeline{stage=S stages=P micro-batches=M
+// schedule=1f1b|gpipe|interleaved vpp=V tied=...}` turns the training graph
+// of one pipeline rank for one micro-batch (extract-stage, then autodiff:
+// `loss` on the last rank, `seed=1` before it, `input-grads=1` after the
+// first; with V > 1 also `seed-outputs=1` and `input-grads=1` everywhere)
+// into the rank's whole step as one straight-line program:
+//   - the forward part (what the activations sent on, or the logits on the
+//     last rank, need) and the backward part (the rest) of each model chunk
+//     are cloned per micro-batch (`.mb<k>` names) in the order of the
+//     schedule: GPipe runs every forward, then every backward; 1F1B
+//     (Narayanan et al. 2021, PipeDream-Flush) runs min(P - S - 1, M)
+//     forwards, then alternates one forward and one backward, then the
+//     remaining backwards; interleaved 1F1B (V > 1 chunks per rank, M a
+//     multiple of P; Megatron-LM's forward_backward_pipelining_with_
+//     interleaving) runs its k-th forward on chunk (k / P) mod V and
+//     micro-batch (k / (P V)) P + k mod P, its k-th backward on chunk
+//     V - 1 - (k / P) mod V of the same micro-batch, with
+//     min(2 (P - S - 1) + (V - 1) P, M V) warm-up forwards (all M V of
+//     them when M = P, as Megatron-LM does), then one forward and one
+//     backward alternately, then the remaining backwards;
+//   - each forward receives its input activation from the previous
+//     (virtual) stage (Recv) and sends its output to the next (Send); each
+//     backward receives its output's gradient from the next stage and sends
+//     its input's gradient to the previous one; with V > 1 chunk c of rank S
+//     is virtual stage c P + S, its neighbours are on ranks (S - 1) mod P and
+//     (S + 1) mod P, and every such transfer has a `tag` 1 + 2 (k V + c') + d,
+//     c' the chunk of the lower of the two virtual stages, d 1 for gradients:
+//     one pair of ranks carries several chunks' and micro-batches' tensors in
+//     orders that differ between them. The token input grows to the M
+//     micro-batches' rows, each micro-batch's first forward reading its
+//     rows (the first stage's ids, the last stage's labels);
+//   - which chunk a node belongs to comes from its `stage` annotation
+//     (virtual stage j: chunk j / P; extract-stage, autodiff copies it) or
+//     from its operands; nodes of no chunk (constants) are cloned in the
+//     first part of a micro-batch that uses them, a sum of gradients from
+//     several chunks (a parameter two chunks use) after the last of their
+//     backwards;
 //   - parameter gradients are summed over the micro-batches in order; a
-//     parameter that two stages hold (`tied=NAME@A+B;...`: tied embeddings)
-//     has its summed gradient exchanged between them and added in stage
+//     parameter that two ranks hold (`tied=NAME@A+B;...`: tied embeddings)
+//     has its summed gradient exchanged between them and added in rank
 //     order on both, so both apply the same update;
-//   - the last stage sums the losses and sends the sum to every other stage,
+//   - the last rank sums the losses and sends the sum to every other rank,
 //     whose `loss` output is what it receives.
 // Outputs: `loss`, then `grad.<param>`; insert-grad-sync and
-// insert-optimizer apply as on a whole model. Transfers match in program
-// order per pair of stages; sends are non-blocking in the runtime, so the
-// schedules do not deadlock. Assumes static shapes and vpp = 1.
+// insert-optimizer apply as on a whole model. Untagged transfers match in
+// program order per pair of ranks; sends are non-blocking in the runtime,
+// so the schedules do not deadlock. Assumes static shapes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +54,7 @@
 #include "passes/Passes.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/OpRegistry.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -46,6 +68,8 @@ namespace {
 struct SchedulePipelineOptions {
   int64_t Stage = 0, Stages = 1, MicroBatches = 1;
   std::string Schedule = "1f1b";
+  /// Model chunks per rank (virtual stages per rank); > 1 for interleaved.
+  int64_t VPP = 1;
   /// `NAME@A+B` entries, separated by ';': parameters held by two stages.
   std::string Tied;
 
@@ -58,8 +82,22 @@ struct SchedulePipelineOptions {
       return Bad("stage must be in [0, stages)");
     if (MicroBatches < 1)
       return Bad("micro-batches must be 1 or more");
-    if (Schedule != "1f1b" && Schedule != "gpipe")
-      return Bad("schedule must be 1f1b or gpipe, got '" + Schedule + "'");
+    if (Schedule != "1f1b" && Schedule != "gpipe" && Schedule != "interleaved")
+      return Bad("schedule must be 1f1b, gpipe or interleaved, got '" +
+                 Schedule + "'");
+    if (VPP < 1)
+      return Bad("vpp must be 1 or more");
+    if ((Schedule == "interleaved") != (VPP > 1))
+      return Bad("schedule=interleaved goes with vpp > 1, and vpp > 1 with "
+                 "schedule=interleaved (got schedule=" +
+                 Schedule + " vpp=" + std::to_string(VPP) + ")");
+    if (VPP > 1 && Stages < 2)
+      return Bad("the interleaved schedule needs 2 or more stages");
+    if (VPP > 1 && MicroBatches % Stages)
+      return Bad("the interleaved schedule needs micro-batches (" +
+                 std::to_string(MicroBatches) +
+                 ") to be a multiple of stages (" + std::to_string(Stages) +
+                 ")");
     return Error::success();
   }
 };
@@ -67,10 +105,12 @@ struct SchedulePipelineOptions {
 class SchedulePipelinePass : public Pass {
 public:
   SchedulePipelinePass() {
-    Options.bind("stage", &Opts.Stage, "This pipeline stage");
-    Options.bind("stages", &Opts.Stages, "Pipeline stages");
+    Options.bind("stage", &Opts.Stage, "This pipeline stage (rank)");
+    Options.bind("stages", &Opts.Stages, "Pipeline stages (ranks)");
     Options.bind("micro-batches", &Opts.MicroBatches, "Micro-batches per step");
-    Options.bind("schedule", &Opts.Schedule, "1f1b or gpipe");
+    Options.bind("schedule", &Opts.Schedule, "1f1b, gpipe or interleaved");
+    Options.bind("vpp", &Opts.VPP,
+                 "Model chunks per rank (interleaved schedule)");
     Options.bind("tied", &Opts.Tied,
                  "Parameters two stages hold: NAME@A+B, ';'-separated");
   }
@@ -94,33 +134,55 @@ private:
   SchedulePipelineOptions Opts;
 };
 
-/// One entry of the schedule: micro-batch K's forward or backward.
+/// One entry of the schedule: micro-batch K's forward or backward through
+/// the rank's model chunk Chunk.
 struct Slot {
   bool Forward;
+  int64_t Chunk;
   int64_t K;
 };
 
 } // namespace
 
 static std::vector<Slot> getSchedule(StringRef Kind, int64_t Stage,
-                                     int64_t Stages, int64_t M) {
+                                     int64_t Stages, int64_t VPP, int64_t M) {
   std::vector<Slot> Order;
   if (Kind == "gpipe") {
     for (int64_t K = 0; K != M; ++K)
-      Order.push_back({true, K});
+      Order.push_back({true, 0, K});
     for (int64_t K = 0; K != M; ++K)
-      Order.push_back({false, K});
+      Order.push_back({false, 0, K});
+    return Order;
+  }
+  if (Kind == "interleaved") {
+    // Megatron-LM's forward_backward_pipelining_with_interleaving.
+    int64_t P = Stages, V = VPP, Total = M * V;
+    auto Item = [&](int64_t K, bool Forward) {
+      int64_t InGroup = K % (P * V), Chunk = InGroup / P;
+      return Slot{Forward, Forward ? Chunk : V - 1 - Chunk,
+                  K / (P * V) * P + InGroup % P};
+    };
+    int64_t Warmup =
+        M == P ? Total : std::min((P - Stage - 1) * 2 + (V - 1) * P, Total);
+    for (int64_t K = 0; K != Warmup; ++K)
+      Order.push_back(Item(K, true));
+    for (int64_t K = 0; K != Total - Warmup; ++K) {
+      Order.push_back(Item(Warmup + K, true));
+      Order.push_back(Item(K, false));
+    }
+    for (int64_t K = Total - Warmup; K != Total; ++K)
+      Order.push_back(Item(K, false));
     return Order;
   }
   int64_t Warmup = std::min(Stages - Stage - 1, M);
   for (int64_t K = 0; K != Warmup; ++K)
-    Order.push_back({true, K});
+    Order.push_back({true, 0, K});
   for (int64_t I = 0; I != M - Warmup; ++I) {
-    Order.push_back({true, Warmup + I});
-    Order.push_back({false, I});
+    Order.push_back({true, 0, Warmup + I});
+    Order.push_back({false, 0, I});
   }
   for (int64_t K = M - Warmup; K != M; ++K)
-    Order.push_back({false, K});
+    Order.push_back({false, 0, K});
   return Order;
 }
 
@@ -128,30 +190,31 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
   auto Fail = [](const Twine &Why) {
     return createStringError(inconvertibleErrorCode(), Why);
   };
-  int64_t S = Opts.Stage, P = Opts.Stages, M = Opts.MicroBatches;
-  bool IsLast = S == P - 1, IsFirst = S == 0;
+  int64_t S = Opts.Stage, P = Opts.Stages, M = Opts.MicroBatches, V = Opts.VPP;
+  bool IsLast = S == P - 1, IsFirst = S == 0, Interleaved = V > 1;
 
   // The graph's parts.
   Value *Tokens = nullptr;
   SmallVector<Value *, 2> Received, Seeds;
-  StringMap<Value *> InputByName;
-  for (const std::unique_ptr<Value> &In : G.getInputs())
-    InputByName[In->getName()] = In.get();
   Value *Loss = nullptr;
   SmallVector<Value *, 32> ParamGrads;
   SmallVector<Value *, 2> InputGrads, Sent, Forward;
+  // Of each input gradient, the received activation it is the gradient of.
+  DenseMap<Value *, Value *> GradOf;
   for (Value *Out : G.getOutputs()) {
     StringRef Name = Out->getName();
     if (Name == "loss") {
       Loss = Out;
     } else if (Name.startswith("grad.")) {
       Value *Of = G.lookupValue(Name.drop_front(5));
-      if (Of && Of->isParam())
+      if (Of && Of->isParam()) {
         ParamGrads.push_back(Out);
-      else if (Of && Of->isInput())
+      } else if (Of && Of->isInput()) {
         InputGrads.push_back(Out);
-      else
+        GradOf[Out] = Of;
+      } else {
         return Fail("output %" + Name + " is the gradient of nothing known");
+      }
     } else {
       Forward.push_back(Out);
     }
@@ -159,8 +222,11 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
   if (IsLast != (Loss != nullptr))
     return Fail(IsLast ? "the last stage needs the `loss` output (autodiff)"
                        : "only the last stage has a `loss` (autodiff seed=1)");
+  // What is sent on: every forward output but the last rank's logits.
   if (!IsLast)
     Sent = Forward;
+  else if (Interleaved)
+    Sent.append(std::next(Forward.begin()), Forward.end());
   for (const std::unique_ptr<Value> &In : G.getInputs()) {
     StringRef Name = In->getName();
     if (!isFloatElementType(In->getType().getElementType())) {
@@ -173,18 +239,21 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
       Received.push_back(In.get());
     }
   }
-  if (IsFirst != Received.empty())
+  if (!Interleaved && IsFirst != Received.empty())
     return Fail(IsFirst ? "the first stage receives no activation"
                         : "a stage after the first receives an activation");
-  if (IsLast != Seeds.empty() || Seeds.size() != Sent.size())
-    return Fail("needs one gradient input per activation sent (autodiff "
-                "seed=1) before the last stage, none on it");
-  if (!IsFirst && InputGrads.size() != Received.size())
+  if ((!Interleaved && IsLast != Seeds.empty()) || Seeds.size() != Sent.size())
+    return Fail(Interleaved
+                    ? "needs one gradient input per activation sent "
+                      "(autodiff seed-outputs=1)"
+                    : "needs one gradient input per activation sent (autodiff "
+                      "seed=1) before the last stage, none on it");
+  if ((Interleaved || !IsFirst) && InputGrads.size() != Received.size())
     return Fail("needs the gradients of the received activations "
                 "(autodiff input-grads=1)");
-  for (Value *V : Received)
-    if (!V->getType().hasStaticShape())
-      return Fail("%" + V->getName() + " has no static shape");
+  for (Value *In : Received)
+    if (!In->getType().hasStaticShape())
+      return Fail("%" + In->getName() + " has no static shape");
 
   // The forward part: what the forward outputs need; the rest is backward.
   SmallPtrSet<const Value *, 32> Needed(Forward.begin(), Forward.end());
@@ -196,14 +265,195 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
     if (none_of(N->getResults(), [&](Value *R) { return Needed.count(R); }))
       continue;
     IsForward.insert(N);
-    for (Value *V : N->getOperands())
-      if (V)
-        Needed.insert(V);
+    for (Value *Op : N->getOperands())
+      if (Op)
+        Needed.insert(Op);
   }
   for (Value *Seed : Seeds)
     if (Needed.count(Seed))
       return Fail("the forward part reads the gradient input %" +
                   Seed->getName());
+
+  // Model chunks: every value's chunk (none: a constant, a parameter, what
+  // only they compute), and per chunk what it receives, sends, seeds and
+  // sends back. With one chunk, everything is chunk 0.
+  DenseMap<const Value *, int64_t> ChunkOf;
+  SmallVector<SmallVector<Value *, 2>, 2> ReceivedBy(V), SentBy(V), SeedsOf(V),
+      InputGradsOf(V);
+  DenseMap<const Value *, Value *> SentFor; // seed input -> sent output
+  for (Value *Seed :
+       Interleaved ? ArrayRef<Value *>(Seeds) : ArrayRef<Value *>()) {
+    Value *Of = G.lookupValue(Seed->getName().drop_front(5));
+    if (!Of || !is_contained(Sent, Of))
+      return Fail("gradient input %" + Seed->getName() +
+                  " is not the gradient of an activation sent");
+    SentFor[Seed] = Of;
+  }
+  auto ChunkOfStage = [&](const Twine &What,
+                          const Attribute *A) -> Expected<int64_t> {
+    if (!A || !A->isa(Attribute::Kind::Int))
+      return Fail(What + " has no virtual `stage` (extract-stage vpp=" +
+                  Twine(V) + ")");
+    int64_t J = A->getInt();
+    if (J % P != S || J / P >= V)
+      return Fail(What + " is of virtual stage " + Twine(J) +
+                  ", which is not on rank " + Twine(S) + " of " + Twine(P) +
+                  " with vpp=" + Twine(V));
+    return J / P;
+  };
+  // Where each node runs: parts F0 < F1 < ... < F(V-1) < B(V-1) < ... < B0,
+  // the order a micro-batch goes through them on this rank.
+  auto FwdPart = [](int64_t C) { return C; };
+  auto BwdPart = [&](int64_t C) { return 2 * V - 1 - C; };
+  DenseMap<const Node *, int64_t> PartOf;
+  if (!Interleaved) {
+    for (Node *N : Body)
+      PartOf[N] = IsForward.count(N) ? FwdPart(0) : BwdPart(0);
+    ReceivedBy[0] = Received;
+    SentBy[0] = Sent;
+    SeedsOf[0] = Seeds;
+    InputGradsOf[0] = InputGrads;
+  } else {
+    for (Value *In : Received) {
+      Expected<int64_t> C = ChunkOfStage(
+          "received activation %" + In->getName(), In->getAttrs().get("stage"));
+      if (!C)
+        return C.takeError();
+      ChunkOf[In] = *C;
+      ReceivedBy[*C].push_back(In);
+    }
+    // A value's chunk and the part that produces it; seeds are their sent
+    // activation's chunk, produced before its backward.
+    DenseMap<const Value *, int64_t> PartOfValue;
+    for (Value *In : Received)
+      PartOfValue[In] = FwdPart(ChunkOf[In]);
+    auto Lookup = [&](Value *X) -> std::optional<std::pair<int64_t, int64_t>> {
+      if (SentFor.count(X)) {
+        auto It = ChunkOf.find(SentFor[X]);
+        if (It == ChunkOf.end())
+          return std::nullopt;
+        return std::make_pair(It->second, BwdPart(It->second));
+      }
+      auto It = ChunkOf.find(X);
+      if (It == ChunkOf.end())
+        return std::nullopt;
+      return std::make_pair(It->second, PartOfValue.lookup(X));
+    };
+    for (Node *N : Body) {
+      std::optional<int64_t> C;
+      bool Annotated = false;
+      if (const Attribute *A = N->getAttr("stage")) {
+        Expected<int64_t> Of = ChunkOfStage("node '" + N->getName() + "'", A);
+        if (!Of)
+          return Of.takeError();
+        C = *Of;
+        Annotated = true;
+      }
+      // Of an unannotated node whose operands come from several chunks
+      // (the sum of a parameter's gradients from two chunks), the last
+      // part that produces them.
+      std::optional<int64_t> LastPart;
+      bool Mixed = false;
+      for (Value *Op : N->getOperands()) {
+        std::optional<std::pair<int64_t, int64_t>> Found =
+            Op ? Lookup(Op) : std::nullopt;
+        if (!Found)
+          continue;
+        if (C && *C != Found->first) {
+          if (Annotated || IsForward.count(N))
+            return Fail("node '" + N->getName() + "' (" +
+                        getOpInfo(N->getOp()).Name + ") of model chunk " +
+                        Twine(*C) + " reads %" + Op->getName() + " of chunk " +
+                        Twine(Found->first));
+          Mixed = true;
+        }
+        if (!Annotated)
+          C = Found->first;
+        LastPart = std::max(LastPart.value_or(0), Found->second);
+      }
+      if (!C)
+        continue;
+      int64_t Part = IsForward.count(N) ? FwdPart(*C) : BwdPart(*C);
+      if (Mixed) {
+        Part = std::max(*LastPart, BwdPart(V - 1));
+        C = Part < V ? Part : 2 * V - 1 - Part;
+      }
+      PartOf[N] = Part;
+      for (Value *R : N->getResults()) {
+        ChunkOf[R] = *C;
+        PartOfValue[R] = Part;
+      }
+    }
+    auto ChunkOfValue = [&](Value *X, int64_t Default) {
+      auto It = ChunkOf.find(X);
+      return It == ChunkOf.end() ? Default : It->second;
+    };
+    for (Value *Out : Sent) {
+      auto It = ChunkOf.find(Out);
+      if (It == ChunkOf.end())
+        return Fail("activation sent %" + Out->getName() +
+                    " belongs to no model chunk");
+      SentBy[It->second].push_back(Out);
+    }
+    for (Value *Seed : Seeds)
+      SeedsOf[ChunkOf.lookup(SentFor[Seed])].push_back(Seed);
+    // Every virtual stage but the first receives, every one but the last
+    // sends.
+    for (int64_t C = 0; C != V; ++C) {
+      int64_t J = C * P + S;
+      if ((J == 0) != ReceivedBy[C].empty())
+        return Fail("virtual stage " + Twine(J) +
+                    (J ? " receives no activation"
+                       : " receives an activation; the first should not"));
+      if ((J == P * V - 1) != SentBy[C].empty())
+        return Fail("virtual stage " + Twine(J) +
+                    (J == P * V - 1 ? " sends an activation; the last should "
+                                      "not"
+                                    : " sends no activation"));
+    }
+    for (Value *Grad : InputGrads) {
+      auto It = ChunkOf.find(GradOf[Grad]);
+      if (It == ChunkOf.end())
+        return Fail("%" + Grad->getName() +
+                    " is the gradient of no received activation");
+      InputGradsOf[It->second].push_back(Grad);
+    }
+    // Where the step uses each value after its part: sends, sums.
+    DenseMap<const Value *, int64_t> OutputUse;
+    for (int64_t C = 0; C != V; ++C) {
+      for (Value *Out : SentBy[C])
+        OutputUse[Out] = FwdPart(C);
+      for (Value *Grad : InputGradsOf[C])
+        OutputUse[Grad] = BwdPart(C);
+    }
+    if (Loss)
+      OutputUse[Loss] = BwdPart(ChunkOfValue(Loss, V - 1));
+    for (Value *Grad : ParamGrads)
+      OutputUse[Grad] = BwdPart(ChunkOfValue(Grad, 0));
+    // Nodes of no chunk run in the first part that uses them (the last
+    // when nothing does).
+    DenseMap<const Value *, int64_t> FirstUse;
+    auto Use = [&](const Value *X, int64_t Part) {
+      auto [It, New] = FirstUse.try_emplace(X, Part);
+      if (!New)
+        It->second = std::min(It->second, Part);
+    };
+    for (auto &[X, Part] : OutputUse)
+      Use(X, Part);
+    for (Node *N : reverse(Body)) {
+      auto It = PartOf.find(N);
+      if (It == PartOf.end()) {
+        int64_t Part = BwdPart(0);
+        for (Value *R : N->getResults())
+          if (FirstUse.count(R))
+            Part = std::min(Part, FirstUse[R]);
+        It = PartOf.try_emplace(N, Part).first;
+      }
+      for (Value *Op : N->getOperands())
+        if (Op)
+          Use(Op, It->second);
+    }
+  }
 
   // Tied parameters of this stage and their partner stages.
   StringMap<int64_t> Partner;
@@ -231,9 +481,9 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
   // inputs themselves go unused.
   GradBuilder B(G);
   B.setForwardNode(nullptr);
-  auto StageAttr = [](StringRef Name, int64_t V) {
+  auto StageAttr = [](StringRef Name, int64_t X) {
     AttrDict A;
-    A.set(Name, Attribute::getInt(V));
+    A.set(Name, Attribute::getInt(X));
     return A;
   };
   std::vector<DenseMap<Value *, Value *>> Maps(M);
@@ -242,33 +492,55 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
     std::string Suffix = ".mb" + std::to_string(K);
     cloneForMicroBatch(G, N, Maps[K], Suffix, Suffix, Shared);
   };
-  auto Recv = [&](Value *Like, int64_t From, int64_t K) {
+  // Transfers between this rank's virtual stage and a neighbour: the rank
+  // of the other stage, and with V > 1 the transfer's tag (the chunk of the
+  // lower stage, the micro-batch, forward or backward).
+  auto Transfer = [&](StringRef Name, int64_t Rank, int64_t LowerChunk,
+                      int64_t K, bool Backward) {
+    AttrDict A = StageAttr(Name, Rank);
+    if (Interleaved)
+      A.set("tag", Attribute::getInt(1 + 2 * (K * V + LowerChunk) +
+                                     (Backward ? 1 : 0)));
+    return A;
+  };
+  auto Recv = [&](Value *Like, AttrDict A, int64_t K) {
     Node *R = G.createNode(
-        OpId::Recv, {}, {Like->getType()}, StageAttr("src_stage", From),
+        OpId::Recv, {}, {Like->getType()}, std::move(A),
         {G.getUniqueName(Like->getName().str() + ".mb" + std::to_string(K))});
     return R->getResult(0);
   };
-  auto Send = [&](Value *V, int64_t To) {
-    G.createNode(OpId::Send, {V}, {}, StageAttr("dst_stage", To));
+  auto Send = [&](Value *X, AttrDict A) {
+    G.createNode(OpId::Send, {X}, {}, std::move(A));
   };
   Value *LossSum = nullptr;
   SmallVector<Value *, 32> Sums(ParamGrads.size(), nullptr);
-  auto Accumulate = [&](Value *&Sum, Value *V) -> Error {
+  auto Accumulate = [&](Value *&Sum, Value *X) -> Error {
     if (!Sum) {
-      Sum = V;
+      Sum = X;
       return Error::success();
     }
-    Expected<Value *> Added = B.add(Sum, V);
+    Expected<Value *> Added = B.add(Sum, X);
     if (!Added)
       return Added.takeError();
     Sum = *Added;
     return Error::success();
   };
-  for (Slot Next : getSchedule(Opts.Schedule, S, P, M)) {
-    int64_t K = Next.K;
+  // Neighbouring ranks; chunk c's previous virtual stage is on Prev, of
+  // chunk c (c - 1 on rank 0), its next on Next, of chunk c (c + 1 from the
+  // last rank).
+  int64_t Prev = Interleaved ? (S + P - 1) % P : S - 1;
+  int64_t Next = Interleaved ? (S + 1) % P : S + 1;
+  auto Mapped = [&](DenseMap<Value *, Value *> &Map, Value *X) {
+    Value *Y = Map.lookup(X);
+    return Y ? Y : X;
+  };
+  for (Slot Item : getSchedule(Opts.Schedule, S, P, V, M)) {
+    int64_t K = Item.K, C = Item.Chunk;
+    int64_t PrevChunk = IsFirst ? C - 1 : C;
     DenseMap<Value *, Value *> &Map = Maps[K];
-    if (Next.Forward) {
-      if (Tokens) {
+    int64_t Part = Item.Forward ? FwdPart(C) : BwdPart(C);
+    if (Item.Forward) {
+      if (Tokens && C == 0) {
         Expected<Value *> Rows_ =
             B.emit1(OpId::Slice, {Tokens, B.ints({K * Rows}),
                                   B.ints({(K + 1) * Rows}), B.ints({0})});
@@ -276,28 +548,33 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
           return Rows_.takeError();
         Map[Tokens] = *Rows_;
       }
-      for (Value *In : Received)
-        Map[In] = Recv(In, S - 1, K);
+      for (Value *In : ReceivedBy[C])
+        Map[In] = Recv(In, Transfer("src_stage", Prev, PrevChunk, K, false), K);
       for (Node *N : Body)
-        if (IsForward.count(N))
+        if (PartOf.lookup(N) == Part)
           Clone(N, K);
-      for (Value *Out : Sent)
-        Send(Map.lookup(Out) ? Map.lookup(Out) : Out, S + 1);
+      for (Value *Out : SentBy[C])
+        Send(Mapped(Map, Out), Transfer("dst_stage", Next, C, K, false));
       continue;
     }
-    for (Value *Seed : Seeds)
-      Map[Seed] = Recv(Seed, S + 1, K);
+    for (Value *Seed : SeedsOf[C])
+      Map[Seed] = Recv(Seed, Transfer("src_stage", Next, C, K, true), K);
     for (Node *N : Body)
-      if (!IsForward.count(N))
+      if (PartOf.lookup(N) == Part)
         Clone(N, K);
-    for (Value *Grad : InputGrads)
-      Send(Map.lookup(Grad) ? Map.lookup(Grad) : Grad, S - 1);
-    if (Loss)
+    for (Value *Grad : InputGradsOf[C])
+      Send(Mapped(Map, Grad), Transfer("dst_stage", Prev, PrevChunk, K, true));
+    auto InChunk = [&](Value *X, int64_t Default) {
+      auto It = ChunkOf.find(X);
+      return (It == ChunkOf.end() ? Default : It->second) == C;
+    };
+    if (Loss && (!Interleaved || InChunk(Loss, V - 1)))
       if (Error E = Accumulate(LossSum, Map.lookup(Loss)))
         return E;
     for (unsigned I = 0; I != ParamGrads.size(); ++I)
-      if (Error E = Accumulate(Sums[I], Map.lookup(ParamGrads[I])))
-        return E;
+      if (!Interleaved || InChunk(ParamGrads[I], 0))
+        if (Error E = Accumulate(Sums[I], Map.lookup(ParamGrads[I])))
+          return E;
   }
   // Tied parameters: exchange the summed gradients, add in stage order.
   for (unsigned I = 0; I != ParamGrads.size(); ++I) {
@@ -305,7 +582,7 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
     if (It == Partner.end())
       continue;
     int64_t Other = It->second;
-    Send(Sums[I], Other);
+    Send(Sums[I], StageAttr("dst_stage", Other));
     Node *Peer = G.createNode(
         OpId::Recv, {}, {Sums[I]->getType()}, StageAttr("src_stage", Other),
         {G.getUniqueName(ParamGrads[I]->getName().str() + ".stage" +
@@ -320,7 +597,7 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
   // Every stage reports the loss the last one computed.
   if (IsLast) {
     for (int64_t To = 0; To != P - 1; ++To)
-      Send(LossSum, To);
+      Send(LossSum, StageAttr("dst_stage", To));
   } else {
     Node *R =
         G.createNode(OpId::Recv, {}, {TensorType::get(ElementType::F32, {})},

@@ -702,6 +702,12 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                          Off == OffloadKind::AllNvme) &&
                         Z != 3)
                       continue;
+                    // Offloading the optimizer needs ZeRO >= 1 (DeepSpeed's
+                    // offload_optimizer, which the launch files use), and
+                    // on the `cpu` device the host is the device memory.
+                    if (Off != OffloadKind::None &&
+                        (Z == 0 || Cl.Device.Name == "cpu"))
+                      continue;
                     PlanConfig C;
                     C.TP = TP;
                     C.PP = PP;

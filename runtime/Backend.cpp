@@ -10,6 +10,26 @@ using namespace autopar;
 using namespace llvm;
 
 Communicator::~Communicator() = default;
+
+Error Communicator::send(const Tensor &In, int DstRank, int Tag,
+                         Duration Timeout) {
+  if (Tag == 0)
+    return send(In, DstRank, Timeout);
+  return createStringError(inconvertibleErrorCode(),
+                           "send to rank " + Twine(DstRank) + " with tag " +
+                               Twine(Tag) +
+                               ": this communicator has no tagged messages");
+}
+
+Error Communicator::recv(const Tensor &Out, int SrcRank, int Tag,
+                         Duration Timeout) {
+  if (Tag == 0)
+    return recv(Out, SrcRank, Timeout);
+  return createStringError(inconvertibleErrorCode(),
+                           "receive from rank " + Twine(SrcRank) +
+                               " with tag " + Twine(Tag) +
+                               ": this communicator has no tagged messages");
+}
 Backend::~Backend() = default;
 
 int64_t autopar::getNumElements(ArrayRef<int64_t> Shape) {

@@ -59,6 +59,16 @@ public:
   virtual llvm::Error send(const Tensor &In, int DstRank, Duration Timeout) = 0;
   virtual llvm::Error recv(const Tensor &Out, int SrcRank,
                            Duration Timeout) = 0;
+  /// send/recv with a message tag (>= 0): a send matches the receive of the
+  /// same tag from the same rank, messages of one tag in order, so that two
+  /// ranks can post transfers in orders that differ (interleaved pipeline
+  /// schedules). Tag 0 is the untagged transfer above, to which these
+  /// default versions forward; other tags need a communicator that
+  /// overrides them.
+  virtual llvm::Error send(const Tensor &In, int DstRank, int Tag,
+                           Duration Timeout);
+  virtual llvm::Error recv(const Tensor &Out, int SrcRank, int Tag,
+                           Duration Timeout);
 };
 
 class Backend {

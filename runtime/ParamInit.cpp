@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 using namespace autopar;
 using namespace llvm;
@@ -165,17 +166,129 @@ void autopar::copyBlock(ArrayRef<uint8_t> From, ArrayRef<int64_t> FromShape,
   }
 }
 
+/// The finest shape that both A and B are reshapes of by splitting
+/// dimensions into factors ([64, 192] and [64, 3, 64]: [64, 3, 64]), or
+/// nothing when there is none.
+static std::optional<SmallVector<int64_t, 6>>
+getCommonRefinement(ArrayRef<int64_t> A, ArrayRef<int64_t> B) {
+  SmallVector<int64_t, 6> R;
+  size_t I = 0, J = 0;
+  int64_t X = A.empty() ? 1 : A[0], Y = B.empty() ? 1 : B[0];
+  while (I < A.size() && J < B.size()) {
+    int64_t F = std::min(X, Y);
+    if (F <= 0 || X % F || Y % F)
+      return std::nullopt;
+    R.push_back(F);
+    X /= F;
+    Y /= F;
+    if (X == 1 && ++I < A.size())
+      X = A[I];
+    if (Y == 1 && ++J < B.size())
+      Y = B[J];
+  }
+  if (I < A.size() || J < B.size())
+    return std::nullopt;
+  return R;
+}
+
+/// A block (Shape at Origin) of a tensor viewed as Logical, as a block of
+/// the view Fine (a refinement of Logical); false when it is not a box
+/// there.
+static bool refineBlock(ArrayRef<int64_t> Logical, ArrayRef<int64_t> Fine,
+                        ArrayRef<int64_t> Shape, ArrayRef<int64_t> Origin,
+                        SmallVectorImpl<int64_t> &OutShape,
+                        SmallVectorImpl<int64_t> &OutOrigin) {
+  OutShape.assign(Fine.size(), 1);
+  OutOrigin.assign(Fine.size(), 0);
+  size_t J = 0;
+  for (size_t D = 0; D != Logical.size(); ++D) {
+    size_t First = J;
+    for (int64_t P = 1; P != Logical[D] && J < Fine.size(); ++J)
+      P *= Fine[J];
+    if (First == J && J < Fine.size() && Logical[D] == 1 && Fine[J] == 1)
+      ++J;
+    // Fine dimensions [First, J) make up dimension D, outer to inner.
+    int64_t O = Origin[D], E = Shape[D], Inner = 1;
+    size_t T = J;
+    while (T > First && O % (Inner * Fine[T - 1]) == 0 &&
+           E % (Inner * Fine[T - 1]) == 0) {
+      --T;
+      OutShape[T] = Fine[T];
+      Inner *= Fine[T];
+    }
+    if (T == First)
+      continue;
+    --T;
+    int64_t Q = O / Inner, N = E / Inner;
+    if (O % Inner || E % Inner || Q % Fine[T] + N > Fine[T])
+      return false;
+    OutShape[T] = N;
+    OutOrigin[T] = Q % Fine[T];
+    Q /= Fine[T];
+    while (T > First) {
+      --T;
+      OutOrigin[T] = Q % Fine[T];
+      Q /= Fine[T];
+    }
+  }
+  return J == Fine.size();
+}
+
+bool autopar::copyBlockBetweenViews(
+    ArrayRef<uint8_t> From, ArrayRef<int64_t> FromShape,
+    ArrayRef<int64_t> FromOrigin, ArrayRef<int64_t> FromLogical,
+    MutableArrayRef<uint8_t> To, ArrayRef<int64_t> ToShape,
+    ArrayRef<int64_t> ToOrigin, ArrayRef<int64_t> ToLogical, size_t ElemBytes) {
+  if (FromLogical == ToLogical) {
+    copyBlock(From, FromShape, FromOrigin, To, ToShape, ToOrigin, ElemBytes);
+    return true;
+  }
+  std::optional<SmallVector<int64_t, 6>> Fine =
+      getCommonRefinement(FromLogical, ToLogical);
+  SmallVector<int64_t, 6> FS, FO, TS, TO;
+  if (!Fine ||
+      !refineBlock(FromLogical, *Fine, FromShape, FromOrigin, FS, FO) ||
+      !refineBlock(ToLogical, *Fine, ToShape, ToOrigin, TS, TO))
+    return false;
+  copyBlock(From, FS, FO, To, TS, TO, ElemBytes);
+  return true;
+}
+
+ShardView autopar::getShardView(const Value &P, int Rank) {
+  ShardView V;
+  V.Logical = P.getLogicalType().getStaticSizes();
+  V.Local = P.getType().getStaticSizes();
+  V.Origin = getShardOrigin(P, Rank);
+  const Attribute *Pieces = P.getAttrs().get("pieces");
+  int64_t K =
+      Pieces && Pieces->isa(Attribute::Kind::Int) ? Pieces->getInt() : 1;
+  if (K <= 1 || !getLocalSharding(P))
+    return V;
+  for (unsigned D = 0; D != V.Local.size(); ++D) {
+    if (V.Local[D] == V.Logical[D] || V.Logical[D] % K || V.Local[D] % K)
+      continue;
+    // [.., n, ..] viewed as [.., K, n / K, ..]: the shard is a block.
+    V.Logical[D] /= K;
+    V.Logical.insert(V.Logical.begin() + D, K);
+    V.Local[D] /= K;
+    V.Local.insert(V.Local.begin() + D, K);
+    V.Origin[D] /= K;
+    V.Origin.insert(V.Origin.begin() + D, 0);
+    break;
+  }
+  return V;
+}
+
 /// Rank's block of Whole (of type Logical) under P's sharding.
 static std::vector<uint8_t> sliceShard(const Value &P,
                                        const TensorType &Logical,
                                        ArrayRef<uint8_t> Whole, int Rank) {
-  SmallVector<int64_t, 4> Full = Logical.getStaticSizes();
-  SmallVector<int64_t, 4> Local = P.getType().getStaticSizes();
-  SmallVector<int64_t, 4> Zero(Full.size(), 0);
+  ShardView V = getShardView(P, Rank);
+  SmallVector<int64_t, 4> Zero(V.Logical.size(), 0);
   size_t Elem =
       Whole.size() / std::max<int64_t>(1, *Logical.getStaticNumElements());
   std::vector<uint8_t> Out(*P.getType().getStaticSizeInBytes());
-  copyBlock(Whole, Full, Zero, Out, Local, getShardOrigin(P, Rank), Elem);
+  copyBlock(Whole, V.Logical, Zero, Out, V.Local, V.Origin, Elem);
   return Out;
 }
 

@@ -47,6 +47,16 @@ initParamBytes(const Value &Param, const TensorType &Ty, uint64_t Seed);
 /// (zeros unless it is a `local = 1` shard).
 llvm::SmallVector<int64_t, 4> getShardOrigin(const Value &Param, int Rank);
 
+/// A shard as a block of its logical tensor: the logical and local shapes
+/// and the block's origin, in a view of the logical tensor where the block
+/// is contiguous per dimension. That is the tensor's own shape, except for
+/// a parameter annotated `pieces = K`, whose split dimension n is viewed as
+/// [K, n / K] (the rank's block of each piece).
+struct ShardView {
+  llvm::SmallVector<int64_t, 4> Logical, Local, Origin;
+};
+ShardView getShardView(const Value &Param, int Rank);
+
 /// Copies the overlap of two blocks of one logical tensor (row-major, each
 /// given by its shape and its origin in the logical tensor) from From into
 /// To; nothing when they do not overlap.
@@ -55,6 +65,19 @@ void copyBlock(llvm::ArrayRef<uint8_t> From, llvm::ArrayRef<int64_t> FromShape,
                llvm::MutableArrayRef<uint8_t> To,
                llvm::ArrayRef<int64_t> ToShape,
                llvm::ArrayRef<int64_t> ToOrigin, size_t ElemBytes);
+
+/// copyBlock between blocks given in two views of one logical tensor
+/// (FromLogical and ToLogical: reshapes of each other by splitting
+/// dimensions, as ShardView's [K, n / K]); false, copying nothing, when a
+/// block is not a box in their common refinement.
+bool copyBlockBetweenViews(llvm::ArrayRef<uint8_t> From,
+                           llvm::ArrayRef<int64_t> FromShape,
+                           llvm::ArrayRef<int64_t> FromOrigin,
+                           llvm::ArrayRef<int64_t> FromLogical,
+                           llvm::MutableArrayRef<uint8_t> To,
+                           llvm::ArrayRef<int64_t> ToShape,
+                           llvm::ArrayRef<int64_t> ToOrigin,
+                           llvm::ArrayRef<int64_t> ToLogical, size_t ElemBytes);
 
 /// Where a program's parameters come from on one rank.
 struct ParamSource {

@@ -1,8 +1,9 @@
 //===- RunDriver.cpp - What autopar-run does ------------------------------===//
 
 #include "runtime/RunDriver.h"
+#include "runtime/BackendFactory.h"
 #include "runtime/Executor.h"
-#include "runtime/cpu/CpuBackend.h"
+#include "runtime/MeshGroups.h"
 
 #include "ir/Graph.h"
 #include "ir/Parser.h"
@@ -40,6 +41,8 @@ Error RunDriverOptions::validate() const {
     return Bad("-o DIR is required");
   if (Threads < 1)
     return Bad("--threads must be 1 or more");
+  if (Error E = checkBackendName(Backend))
+    return E;
   if (CommTimeoutSeconds < 0 || CommTimeoutSeconds > 1e9)
     return Bad("--comm-timeout must be a positive number of seconds");
   StringMap<bool> Seen;
@@ -122,11 +125,11 @@ static StringMap<std::string> getInputFiles(const RunDriverOptions &Options) {
 
 /// Reads the graph's inputs; returns an exit code on failure.
 static int readInputs(const Graph &G, const RunDriverOptions &Options,
-                      std::vector<HostTensor> &Inputs) {
+                      std::vector<HostTensor> &Inputs, bool IgnoreUnknown) {
   StringMap<std::string> Files = getInputFiles(Options);
   for (const auto &Entry : Files)
-    if (!G.lookupValue(Entry.getKey()) ||
-        !G.lookupValue(Entry.getKey())->isInput()) {
+    if (!IgnoreUnknown && (!G.lookupValue(Entry.getKey()) ||
+                           !G.lookupValue(Entry.getKey())->isInput())) {
       error() << "--input '" << Entry.getKey() << "': the graph has no input "
               << "'%" << Entry.getKey() << "'\n";
       return RunBadOptions;
@@ -206,38 +209,95 @@ static int writeOutputs(const Graph &G, ArrayRef<HostTensor> Results,
   return RunSuccess;
 }
 
+/// The pipeline stage of Rank on the first mesh of Program (a forward
+/// program of a plan), 0 without a `pp` axis.
+static int64_t getPipelineStage(const Module &Program, int Rank) {
+  if (Program.getGraphs().empty() ||
+      Program.getGraphs().front()->getMeshes().empty())
+    return 0;
+  const Mesh &Cluster = Program.getGraphs().front()->getMeshes()[0];
+  if (Rank >= Cluster.getNumDevices())
+    return 0;
+  for (unsigned I = 0; I != Cluster.Axes.size(); ++I)
+    if (Cluster.Axes[I].first == "pp")
+      return getMeshCoordinates(Cluster, Rank)[I];
+  return 0;
+}
+
 int autopar::runRunDriver(const RunDriverOptions &Options) {
   if (Error E = Options.validate())
     return fail(RunBadOptions, std::move(E));
-  ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
-      MemoryBuffer::getFile(Options.ProgramFile, /*IsText=*/true);
-  if (!Buffer) {
-    error() << "cannot read '" << Options.ProgramFile
-            << "': " << Buffer.getError().message() << '\n';
-    return RunIOError;
-  }
+  Expected<std::unique_ptr<Backend>> Made = createBackend(
+      {Options.Backend, Options.Threads, Options.CommTimeoutSeconds});
+  if (!Made)
+    return fail(RunFailure, Made.takeError());
+  Backend &Backend = **Made;
+  const Communicator &Comm = Backend.getCommunicator();
+  // A plan folder: this rank's stage's forward program (autopar
+  // --forward-programs); the --input files it does not read are the other
+  // stages'.
+  std::string ProgramFile = Options.ProgramFile;
+  bool PlanFolder = sys::fs::is_directory(ProgramFile);
+  std::unique_ptr<Module> M;
   SourceMgr SM;
-  SM.AddNewSourceBuffer(std::move(*Buffer), SMLoc());
-  DiagnosticEngine Diag(&SM, Options.ProgramFile);
-  std::unique_ptr<Module> M = parseModule(SM, Diag);
-  if (!M || failed(verifyModule(*M, Diag)))
-    return RunInvalidInput;
+  auto Parse = [&](StringRef File) -> int {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
+        MemoryBuffer::getFile(File, /*IsText=*/true);
+    if (!Buffer) {
+      error() << "cannot read '" << File << "': " << Buffer.getError().message()
+              << '\n';
+      return RunIOError;
+    }
+    SM = SourceMgr();
+    SM.AddNewSourceBuffer(std::move(*Buffer), SMLoc());
+    DiagnosticEngine Diag(&SM, File);
+    M = parseModule(SM, Diag);
+    if (!M || failed(verifyModule(*M, Diag)))
+      return RunInvalidInput;
+    return RunSuccess;
+  };
+  if (PlanFolder) {
+    SmallString<256> First(Options.ProgramFile);
+    sys::path::append(First, "forward0.air");
+    if (!sys::fs::exists(First))
+      return fail(RunIOError,
+                  createStringError(inconvertibleErrorCode(),
+                                    "'" + Options.ProgramFile +
+                                        "' holds no forward program "
+                                        "(forward0.air); `autopar MODEL -o "
+                                        "DIR --forward-programs` writes them"));
+    if (int Code = Parse(First))
+      return Code;
+    int64_t Stage = getPipelineStage(*M, Comm.getRank());
+    if (Stage) {
+      SmallString<256> Mine(Options.ProgramFile);
+      sys::path::append(Mine, "forward" + std::to_string(Stage) + ".air");
+      if (int Code = Parse(Mine))
+        return Code;
+      ProgramFile = Mine.str().str();
+    } else {
+      ProgramFile = First.str().str();
+    }
+  } else if (int Code = Parse(ProgramFile)) {
+    return Code;
+  }
   Expected<const Graph *> G = selectGraph(*M, Options.GraphName);
   if (!G)
     return fail(RunBadOptions, G.takeError());
   if (Error E = Executor::checkStaticShapes(**G))
     return fail(RunInvalidInput, std::move(E));
+  if (const Mesh *Cluster =
+          (*G)->getMeshes().empty() ? nullptr : &(*G)->getMeshes()[0])
+    if (PlanFolder)
+      if (Error E = checkMeshSize(*Cluster, Comm.getNumRanks()))
+        return fail(RunBadOptions, std::move(E));
 
   std::vector<HostTensor> Inputs;
-  if (int Code = readInputs(**G, Options, Inputs))
+  if (int Code = readInputs(**G, Options, Inputs, /*IgnoreUnknown=*/PlanFolder))
     return Code;
 
-  CpuBackendOptions BackendOptions;
-  BackendOptions.BlasThreads = Options.Threads;
-  BackendOptions.setCommTimeoutSeconds(Options.CommTimeoutSeconds);
-  CpuBackend Backend(BackendOptions);
   ExecutorOptions ExecOptions = ExecutorOptions::forProgram(
-      Options.ProgramFile, Options.WeightsDir, Options.InitSeed);
+      ProgramFile, Options.WeightsDir, Options.InitSeed);
   Expected<std::unique_ptr<Executor>> Exec =
       Executor::create(**G, Backend, ExecOptions);
   if (!Exec)
@@ -247,7 +307,6 @@ int autopar::runRunDriver(const RunDriverOptions &Options) {
     return fail(RunFailure, Results.takeError());
   // In a job of several ranks (mpirun), each rank writes DIR/rank<N>.
   SmallString<256> OutputDir(Options.OutputDir);
-  const Communicator &Comm = Backend.getCommunicator();
   if (Comm.getNumRanks() > 1)
     sys::path::append(OutputDir, "rank" + std::to_string(Comm.getRank()));
   return writeOutputs(**G, *Results, OutputDir);

@@ -52,6 +52,8 @@ struct RunDriverOptions {
   uint64_t InitSeed = 0;
   /// OpenBLAS threads.
   int Threads = 1;
+  /// The backend: cpu or cuda (runtime/BackendFactory.h).
+  std::string Backend = "cpu";
   /// Seconds one communication may take (0: AUTOPAR_COMM_TIMEOUT, else
   /// 300).
   double CommTimeoutSeconds = 0;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/TrainDriver.h"
+#include "runtime/BackendFactory.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/Executor.h"
 #include "runtime/MeshGroups.h"
@@ -66,6 +67,8 @@ Error TrainOptions::validate() const {
                "--beta1 and --beta2 in [0, 1)");
   if (Threads < 1)
     return Bad("--threads must be 1 or more");
+  if (Error E = checkBackendName(Backend))
+    return E;
   if (CommTimeoutSeconds < 0 || CommTimeoutSeconds > 1e9)
     return Bad("--comm-timeout must be a positive number of seconds");
   if (CheckpointEvery < 0 || KeepCheckpoints < 0)
@@ -176,11 +179,23 @@ static int parseProgram(StringRef Path, SourceMgr &SM,
   return RunSuccess;
 }
 
+/// How many ranks a node's vocabulary is split over (`mesh`, `mesh_axis`:
+/// the vocabulary-parallel embedding and loss), else 1.
+static int64_t getVocabularyParts(const Node &N) {
+  const Attribute *MeshName = N.getAttr("mesh");
+  const Attribute *Axis = N.getAttr("mesh_axis");
+  const Mesh *M = MeshName && Axis && N.getGraph()
+                      ? N.getGraph()->lookupMesh(MeshName->getString())
+                      : nullptr;
+  return M ? M->getAxisSize(Axis->getString()).value_or(1) : 1;
+}
+
 /// The vocabulary: the classes of the loss's logits, else 0.
 static int64_t findVocabulary(const Graph &G) {
   for (const Node &N : G.getNodes())
     if (N.getOp() == OpId::CrossEntropyLoss)
-      return N.getOperand(0)->getType().getStaticSizes().back();
+      return N.getOperand(0)->getType().getStaticSizes().back() *
+             getVocabularyParts(N);
   // A first pipeline stage has no loss: the rows of the embedding table
   // that the first Gather of an integer tensor reads.
   for (const Node &N : G.getNodes())
@@ -189,7 +204,8 @@ static int64_t findVocabulary(const Graph &G) {
         !isFloatElementType(N.getOperand(1)->getType().getElementType()) &&
         N.getOperand(0)->getType().getRank() == 2 &&
         N.getOperand(0)->getType().hasStaticShape())
-      return N.getOperand(0)->getType().getStaticSizes()[0];
+      return N.getOperand(0)->getType().getStaticSizes()[0] *
+             getVocabularyParts(N);
   return 0;
 }
 
@@ -286,11 +302,10 @@ struct TrainState {
       CheckpointTensorSpec S;
       S.Name = P->getName().str();
       S.Elem = P->getType().getElementType();
-      SmallVector<int64_t, 4> Sizes = P->getType().getStaticSizes();
-      S.Shape.assign(Sizes.begin(), Sizes.end());
-      SmallVector<int64_t, 4> Logical = P->getLogicalType().getStaticSizes();
-      S.LogicalShape.assign(Logical.begin(), Logical.end());
-      S.Origin = getShardOrigin(*P, Rank);
+      ShardView V = getShardView(*P, Rank);
+      S.Shape.assign(V.Local.begin(), V.Local.end());
+      S.LogicalShape.assign(V.Logical.begin(), V.Logical.end());
+      S.Origin = V.Origin;
       Specs.push_back(std::move(S));
     }
     return Specs;
@@ -379,24 +394,32 @@ struct TrainState {
                   Where + ": tensor '" + C.Name + "' (rank " + Twine(R) +
                       ") is not a parameter of the program");
             Target &T = It->second;
-            if (C.Elem != T.Spec->Elem ||
-                ArrayRef<int64_t>(C.LogicalShape) !=
-                    ArrayRef<int64_t>(T.Spec->LogicalShape))
+            auto Mismatch = [&] {
               return createStringError(
                   inconvertibleErrorCode(),
                   Where + ": tensor '" + C.Name + "' is part of " +
                       formatTensorType(C.Elem, C.LogicalShape) +
                       "; the program's parameter is part of " +
                       formatTensorType(T.Spec->Elem, T.Spec->LogicalShape));
+            };
+            if (C.Elem != T.Spec->Elem ||
+                getNumElements(C.LogicalShape) !=
+                    getNumElements(T.Spec->LogicalShape))
+              return Mismatch();
             int64_t Count = 1;
             for (int64_t D : C.Shape)
               Count *= D;
             size_t ElemBytes = Count ? Bytes.size() / size_t(Count) : 1;
-            copyBlock(Bytes, C.Shape, C.Origin, T.Bytes, T.Spec->Shape,
-                      T.Spec->Origin, ElemBytes);
+            // The blocks may be given in different views of the logical
+            // tensor (a parameter in pieces: ParamInit.h).
+            if (!copyBlockBetweenViews(Bytes, C.Shape, C.Origin, C.LogicalShape,
+                                       T.Bytes, T.Spec->Shape, T.Spec->Origin,
+                                       T.Spec->LogicalShape, ElemBytes))
+              return Mismatch();
             std::vector<uint8_t> Ones(size_t(Count), 1);
-            copyBlock(Ones, C.Shape, C.Origin, T.Covered, T.Spec->Shape,
-                      T.Spec->Origin, 1);
+            copyBlockBetweenViews(Ones, C.Shape, C.Origin, C.LogicalShape,
+                                  T.Covered, T.Spec->Shape, T.Spec->Origin,
+                                  T.Spec->LogicalShape, 1);
             return Error::success();
           });
       if (E)
@@ -601,10 +624,11 @@ int autopar::runTraining(const TrainOptions &O) {
   TermHandler Term;
   // The backend first: its communicator says which rank this is, and so
   // which program to run.
-  CpuBackendOptions BO;
-  BO.BlasThreads = O.Threads;
-  BO.setCommTimeoutSeconds(O.CommTimeoutSeconds);
-  CpuBackend Backend(BO);
+  Expected<std::unique_ptr<Backend>> Made =
+      createBackend({O.Backend, O.Threads, O.CommTimeoutSeconds});
+  if (!Made)
+    return fail(RunFailure, toString(Made.takeError()));
+  Backend &Backend = **Made;
   Communicator &Comm = Backend.getCommunicator();
   std::string ProgramPath;
   SourceMgr SM;

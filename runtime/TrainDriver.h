@@ -57,6 +57,8 @@ struct TrainOptions {
   /// Initialise every parameter from the seed, ignoring the model's data.
   bool RandomInit = false;
   int Threads = 1;
+  /// The backend: cpu or cuda (runtime/BackendFactory.h).
+  std::string Backend = "cpu";
   /// Seconds one communication may take before the job is aborted (0: the
   /// AUTOPAR_COMM_TIMEOUT environment variable, else 300).
   double CommTimeoutSeconds = 0;

@@ -89,6 +89,21 @@ if shutil.which("mpirun"):
     config.available_features.add("mpi")
     config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+# The CUDA backend: `cuda-backend` when this build has it (AUTOPAR_CUDA),
+# `cuda-gpu` when nvidia-smi also lists a GPU (CI has none; scripts/
+# gpu-check.sh runs those tests on a GPU machine).
+if getattr(config, "autopar_cuda", False):
+    config.available_features.add("cuda-backend")
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            listed = subprocess.run([smi, "-L"], stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, timeout=30,
+                                    text=True).stdout
+        except (OSError, subprocess.SubprocessError):
+            listed = ""
+        if "GPU" in listed:
+            config.available_features.add("cuda-gpu")
 # tools/autopar-modelgen runs on Debian's python3 with python3-onnx.
 if os.path.exists("/usr/bin/python3") and subprocess.call(
         ["/usr/bin/python3", "-c", "import onnx"], stdout=subprocess.DEVNULL,

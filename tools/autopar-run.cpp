@@ -1,6 +1,7 @@
 //===- autopar-run.cpp - Runs autopar programs ----------------------------===//
 //
-// autopar-run interprets a program (autopar IR) on the CPU backend: once
+// autopar-run interprets a program (autopar IR) on the CPU backend, or with
+// --backend cuda on the CUDA one (runtime/BackendFactory.h): once
 // with --eval (runtime/RunDriver), or as a training loop (runtime/
 // TrainDriver, with checkpoints: runtime/Checkpoint). This file only reads
 // the command line.
@@ -61,6 +62,11 @@ static cl::opt<double> CommTimeout(
     cl::value_desc("SECONDS"), cl::init(0));
 static cl::opt<int> Threads("threads", cl::desc("OpenBLAS threads"),
                             cl::init(1), cl::cat(Category));
+static cl::opt<std::string> BackendName(
+    "backend",
+    cl::desc("Where to run: cpu, or cuda (a build with the CUDA toolkit, "
+             "on a machine with an NVIDIA GPU)"),
+    cl::value_desc("cpu|cuda"), cl::init("cpu"), cl::cat(Category));
 
 static cl::opt<std::string> Program(cl::Positional,
                                     cl::desc("[training program.air]"),
@@ -126,6 +132,7 @@ int main(int argc, char **argv) {
     T.TracePath = Trace;
     T.MemoryReport = MemoryReport;
     T.Threads = Threads;
+    T.Backend = BackendName;
     T.CommTimeoutSeconds = CommTimeout;
     T.CheckpointDir = CheckpointDir;
     T.CheckpointEvery = CheckpointEvery;
@@ -141,6 +148,7 @@ int main(int argc, char **argv) {
   Options.WeightsDir = WeightsDir;
   Options.InitSeed = Seed;
   Options.Threads = Threads;
+  Options.Backend = BackendName;
   Options.CommTimeoutSeconds = CommTimeout;
   return autopar::runRunDriver(Options);
 }

@@ -39,6 +39,11 @@ static cl::opt<std::string>
     ClusterFile("cluster",
                 cl::desc("Cluster description file, instead of --gpu"),
                 cl::value_desc("file.json"), cl::cat(Category));
+static cl::opt<std::string> CalibrationFile(
+    "calibration",
+    cl::desc("Measured GEMM efficiencies of the device (a calibration file "
+             "from bench/), replacing the model's curves"),
+    cl::value_desc("file.json"), cl::cat(Category));
 static cl::opt<int64_t>
     GlobalBatch("global-batch",
                 cl::desc("Samples per training step (default: one per GPU)"),
@@ -57,6 +62,11 @@ static cl::opt<unsigned> Threads("threads",
                                           "not depend on it)"),
                                  cl::value_desc("N"), cl::init(1),
                                  cl::cat(Category));
+static cl::opt<bool> ForwardPrograms(
+    "forward-programs",
+    cl::desc("With -o, also write each pipeline stage's forward program "
+             "(forward<S>.air) for autopar-run --eval DIR"),
+    cl::cat(Category));
 static cl::opt<bool>
     TpAcrossNodes("tp-across-nodes",
                   cl::desc("Allow tensor-parallel groups larger than a node"),
@@ -129,6 +139,7 @@ int main(int argc, char **argv) {
   Options.Gpu = Gpu;
   Options.GpusPerNode = GpusPerNode;
   Options.ClusterFile = ClusterFile;
+  Options.CalibrationFile = CalibrationFile;
   Options.GlobalBatch = GlobalBatch;
   Options.Fix = Fix;
   Options.TopK = Top;
@@ -136,6 +147,7 @@ int main(int argc, char **argv) {
   Options.TpAcrossNodes = TpAcrossNodes;
   Options.Format = Format;
   Options.OutputDir = OutputDir;
+  Options.ForwardPrograms = ForwardPrograms;
   Options.GivenPlan = GivenPlan;
   Options.ScaleDp = ScaleDp;
   for (const std::string &Binding : DimBindings)

@@ -152,7 +152,7 @@ Error autopar::runCommunication(const KernelArgs &A, Communicator &Comm,
     if (!Peer)
       return Peer.takeError();
     CommunicationLabel Scope(Label);
-    return Comm.send(A.In[0], *Peer, Timeout);
+    return Comm.send(A.In[0], *Peer, int(A.intAttr("tag", 0)), Timeout);
   }
   case OpId::Recv: {
     if (!A.hasResult(0))
@@ -162,7 +162,7 @@ Error autopar::runCommunication(const KernelArgs &A, Communicator &Comm,
     if (!Peer)
       return Peer.takeError();
     CommunicationLabel Scope(Label);
-    return Comm.recv(A.Out[0], *Peer, Timeout);
+    return Comm.recv(A.Out[0], *Peer, int(A.intAttr("tag", 0)), Timeout);
   }
   default:
     return runCollective(A, Comm, Timeout);

@@ -12,6 +12,7 @@
 #include "runtime/cpu/CpuCommunicator.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/MpiCommunicator.h"
+#include "runtime/cpu/ShardedKernels.h"
 
 #include "ir/Graph.h"
 
@@ -77,6 +78,18 @@ static KernelFn lookupKernel(OpId Op) {
     return runLayerNorm;
   case OpId::RMSNormalization:
     return runRMSNorm;
+  case OpId::BatchNormalization:
+    return runBatchNorm;
+  case OpId::LRN:
+    return runLRN;
+  case OpId::Conv:
+    return runConv;
+  case OpId::MaxPool:
+    return runMaxPool;
+  case OpId::AveragePool:
+    return runAveragePool;
+  case OpId::GlobalAveragePool:
+    return runGlobalAveragePool;
   case OpId::Attention:
     return runAttention;
   case OpId::RotaryEmbedding:
@@ -173,7 +186,8 @@ static bool movesElements(OpId Op) {
 }
 
 bool CpuBackend::hasKernel(OpId Op) {
-  return lookupKernel(Op) != nullptr || isCommunicationOp(Op);
+  return lookupKernel(Op) != nullptr || isCommunicationOp(Op) ||
+         Op == OpId::ShardSlice;
 }
 
 std::chrono::milliseconds CpuBackendOptions::getDefaultCommTimeout() {
@@ -323,6 +337,8 @@ Error CpuBackend::runKernel(const Node &N, ArrayRef<Tensor> Inputs,
   // add in f32 inside the communicator).
   if (isCommunicationOp(N.getOp()))
     return runCommunication(KernelArgs{N, Inputs, Outputs}, *Comm, CommTimeout);
+  if (isShardedKernel(N))
+    return runShardedKernel(KernelArgs{N, Inputs, Outputs}, *Comm, CommTimeout);
   KernelFn Kernel = lookupKernel(N.getOp());
   if (!Kernel)
     return createNodeError(N, "no CPU kernel");

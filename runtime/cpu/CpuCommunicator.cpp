@@ -67,6 +67,16 @@ Error SingleRankCommunicator::recv(const Tensor &, int SrcRank, Duration) {
                    ": a single-rank job has no other rank");
 }
 
+Error SingleRankCommunicator::send(const Tensor &In, int DstRank, int,
+                                   Duration Timeout) {
+  return send(In, DstRank, Timeout);
+}
+
+Error SingleRankCommunicator::recv(const Tensor &Out, int SrcRank, int,
+                                   Duration Timeout) {
+  return recv(Out, SrcRank, Timeout);
+}
+
 //===----------------------------------------------------------------------===//
 // Chunk layouts
 //===----------------------------------------------------------------------===//

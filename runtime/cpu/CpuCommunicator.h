@@ -48,6 +48,10 @@ public:
                        unsigned DstDim, Duration Timeout) override;
   llvm::Error send(const Tensor &In, int DstRank, Duration Timeout) override;
   llvm::Error recv(const Tensor &Out, int SrcRank, Duration Timeout) override;
+  llvm::Error send(const Tensor &In, int DstRank, int Tag,
+                   Duration Timeout) override;
+  llvm::Error recv(const Tensor &Out, int SrcRank, int Tag,
+                   Duration Timeout) override;
 
 private:
   llvm::Error copy(llvm::StringRef What, const Tensor &In, const Tensor &Out,

@@ -56,6 +56,18 @@ void parallelFor(int64_t N, llvm::function_ref<void(int64_t)> Body);
 llvm::Error runLayerNorm(const KernelArgs &A);
 llvm::Error runRMSNorm(const KernelArgs &A);
 
+// ChannelNormKernels.cpp: BatchNormalization (inference form) and LRN.
+llvm::Error runBatchNorm(const KernelArgs &A);
+llvm::Error runLRN(const KernelArgs &A);
+
+// ConvKernels.cpp: Conv (im2col and one GEMM per image and group).
+llvm::Error runConv(const KernelArgs &A);
+
+// PoolKernels.cpp: MaxPool (with Indices), AveragePool, GlobalAveragePool.
+llvm::Error runMaxPool(const KernelArgs &A);
+llvm::Error runAveragePool(const KernelArgs &A);
+llvm::Error runGlobalAveragePool(const KernelArgs &A);
+
 // AttentionKernel.cpp: ONNX Attention (opset 23).
 llvm::Error runAttention(const KernelArgs &A);
 // RotaryKernel.cpp: ONNX RotaryEmbedding (opset 23).

@@ -879,10 +879,37 @@ Error MpiCommunicator::allToAll(const Tensor &In, const Tensor &Out,
   return Error::success();
 }
 
-Error MpiCommunicator::send(const Tensor &In, int DstRank, Duration) {
-  Operation Op("send", "to rank " + Twine(DstRank));
+/// The MPI tag of a point-to-point transfer of tag Tag (>= 0).
+static Expected<int> getStageTag(const Operation &Op, int Tag) {
+  int *Bound = nullptr, Found = 0;
+  int UB = 32767; // the least MPI_TAG_UB the standard allows
+  if (MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &Bound, &Found) ==
+          MPI_SUCCESS &&
+      Found && Bound)
+    UB = *Bound;
+  if (Tag < 0 || Tag > UB - TagStage)
+    return Op.error("tag " + Twine(Tag) + " is outside [0, " +
+                    Twine(UB - TagStage) + "] (MPI_TAG_UB is " + Twine(UB) +
+                    ")");
+  return TagStage + Tag;
+}
+
+Error MpiCommunicator::send(const Tensor &In, int DstRank, Duration Timeout) {
+  return send(In, DstRank, 0, Timeout);
+}
+
+Error MpiCommunicator::recv(const Tensor &Out, int SrcRank, Duration Timeout) {
+  return recv(Out, SrcRank, 0, Timeout);
+}
+
+Error MpiCommunicator::send(const Tensor &In, int DstRank, int Tag, Duration) {
+  Operation Op("send", "to rank " + Twine(DstRank) +
+                           (Tag ? " with tag " + Twine(Tag) : Twine()));
   if (Error E = checkPeer(Op, DstRank))
     return E;
+  Expected<int> MpiTag = getStageTag(Op, Tag);
+  if (!MpiTag)
+    return MpiTag.takeError();
   if (Error E = Op.begin())
     return E;
   size_t Bytes = In.getSizeInBytes();
@@ -896,7 +923,7 @@ Error MpiCommunicator::send(const Tensor &In, int DstRank, Duration) {
     int Count = int(std::min(Bytes - Offset, MaxMessageBytes));
     MPI_Request R;
     int Code = MPI_Isend(S.Data.get() + Offset, Count, MPI_BYTE, DstRank,
-                         TagStage, MPI_COMM_WORLD, &R);
+                         *MpiTag, MPI_COMM_WORLD, &R);
     if (Code != MPI_SUCCESS)
       return Op.mpiError(Code);
     S.Requests.push_back(R);
@@ -906,13 +933,18 @@ Error MpiCommunicator::send(const Tensor &In, int DstRank, Duration) {
   return Error::success();
 }
 
-Error MpiCommunicator::recv(const Tensor &Out, int SrcRank, Duration Timeout) {
-  Operation Op("receive", "from rank " + Twine(SrcRank));
+Error MpiCommunicator::recv(const Tensor &Out, int SrcRank, int Tag,
+                            Duration Timeout) {
+  Operation Op("receive", "from rank " + Twine(SrcRank) +
+                              (Tag ? " with tag " + Twine(Tag) : Twine()));
   if (Error E = checkPeer(Op, SrcRank))
     return E;
+  Expected<int> MpiTag = getStageTag(Op, Tag);
+  if (!MpiTag)
+    return MpiTag.takeError();
   if (Error E = Op.begin())
     return E;
   Transfers T;
-  T.recv(Out.getData(), Out.getSizeInBytes(), SrcRank, TagStage);
+  T.recv(Out.getData(), Out.getSizeInBytes(), SrcRank, *MpiTag);
   return T.wait(Op, Timeout);
 }

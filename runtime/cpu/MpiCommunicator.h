@@ -85,6 +85,12 @@ public:
                        unsigned DstDim, Duration Timeout) override;
   llvm::Error send(const Tensor &In, int DstRank, Duration Timeout) override;
   llvm::Error recv(const Tensor &Out, int SrcRank, Duration Timeout) override;
+  /// Tag T travels as MPI tag 106 + T (the collectives use 101-105); it
+  /// must not exceed MPI_TAG_UB.
+  llvm::Error send(const Tensor &In, int DstRank, int Tag,
+                   Duration Timeout) override;
+  llvm::Error recv(const Tensor &Out, int SrcRank, int Tag,
+                   Duration Timeout) override;
 };
 
 } // namespace autopar

@@ -542,14 +542,14 @@ TEST(RuntimeKernels, MissingKernelNamesTheNode) {
   std::string Error;
   runProgram(R"(
 graph @g(%x: f32[1, 1, 4, 4], %w: f32[1, 1, 3, 3]) {
-  %y = Conv(%x, %w) : f32[1, 1, 2, 2] loc("conv1")
-  %z = Conv(%x, %w) : f32[1, 1, 2, 2]
+  %y = ConvTranspose(%x, %w) : f32[1, 1, 6, 6] loc("deconv1")
+  %z = ConvTranspose(%x, %w) : f32[1, 1, 6, 6]
   return %y, %z
 })",
              {f32({1, 1, 4, 4}, std::vector<float>(16)),
               f32({1, 1, 3, 3}, std::vector<float>(9))},
              &Error);
-  EXPECT_EQ(Error, "node 'conv1' (Conv): no CPU kernel");
+  EXPECT_EQ(Error, "node 'deconv1' (ConvTranspose): no CPU kernel");
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compares the CPU runtime's forward outputs with onnxruntime's.
 
-  ort_compare.py --models DIR --work DIR [MODEL...]
+  ort_compare.py --models DIR --work DIR [--plan tp=2,pp=2] [MODEL...]
 
 For each model of the table below (all of them when none is named; names
 are the table's), on seeded inputs:
@@ -22,6 +22,16 @@ Prints one line per model, in the order given:
   NAME: not run: the runtime lacks ops A, B        (no CPU kernel for them)
   NAME: not run: autopar-opt cannot import it: ... (the importer's error)
   NAME: ERROR: ...                                 (anything else)
+
+With --plan PINS, a model that matches on one rank is then planned with
+`autopar COPY --gpu cpu --gpus N --fix PINS,mbs=BATCH,schedule=gpipe
+--forward-programs` (COPY: the model with every initializer as external
+data, so that the plan's parameters read the model's weights), and its
+forward programs run under `mpirun -np N autopar-run --eval PLAN`; the
+outputs of the rank that holds them (the last stage's, made whole) are
+compared with onnxruntime's instead. A model that cannot be planned so
+(no batch dimension, too few layers for the stages) is `not run: not
+planned: ...` with autopar's reason.
 
 and a last line `N match, M not run, K failed`. Exits 1 when a model that
 runs mismatches or fails, else 0. autopar-opt and autopar-run are found on
@@ -528,21 +538,7 @@ def run_autopar(name, onnx_path, dims, inputs, work, tag):
             ops.update(NO_KERNEL_RE.findall(out))
             raise NotRun("the runtime lacks ops " + ", ".join(sorted(ops)))
         raise Failure("autopar-run: " + first_error(out))
-    try:
-        with open(os.path.join(out_dir, "outputs.json")) as f:
-            index = json.load(f)["outputs"]
-    except (OSError, ValueError, KeyError) as e:
-        raise Failure("autopar-run succeeded but wrote no outputs.json: %s"
-                      % e)
-    outputs = []
-    for o in index:
-        data = np.fromfile(os.path.join(out_dir, o["file"]),
-                           dtype=AIR_TO_NUMPY[o["dtype"]])
-        if data.size != int(np.prod(o["shape"], dtype=np.int64)):
-            raise Failure("autopar-run: output '%s' has %d values for shape "
-                          "%s" % (o["name"], data.size, o["shape"]))
-        outputs.append((o["name"], o["dtype"], data.reshape(o["shape"])))
-    return outputs
+    return read_outputs(out_dir)
 
 
 def run_ort(onnx_path, inputs):
@@ -604,7 +600,74 @@ def compare(outputs, ref_names, refs):
     return worst, problems
 
 
-def check_model(entry, models_dir, work):
+def read_outputs(out_dir):
+    """The outputs a run wrote into out_dir (outputs.json and its files)."""
+    try:
+        with open(os.path.join(out_dir, "outputs.json")) as f:
+            index = json.load(f)["outputs"]
+    except (OSError, ValueError, KeyError) as e:
+        raise Failure("autopar-run succeeded but wrote no outputs.json: %s"
+                      % e)
+    outputs = []
+    for o in index:
+        data = np.fromfile(os.path.join(out_dir, o["file"]),
+                           dtype=AIR_TO_NUMPY[o["dtype"]])
+        if data.size != int(np.prod(o["shape"], dtype=np.int64)):
+            raise Failure("autopar-run: output '%s' has %d values for shape "
+                          "%s" % (o["name"], data.size, o["shape"]))
+        outputs.append((o["name"], o["dtype"], data.reshape(o["shape"])))
+    return outputs
+
+
+def run_parallel(name, onnx_path, dims, inputs, work, plan):
+    """Plans the model for the `cpu` device with the pins `plan` (e.g.
+    tp=2,pp=2), writes its forward programs and runs them under mpirun;
+    returns the outputs of the rank that holds them (the last stage's
+    first), or raises NotRun when the model cannot be planned so."""
+    model = onnx.load(onnx_path)
+    copy = os.path.join(work, name + ".external.onnx")
+    onnx.save_model(model, copy, save_as_external_data=True,
+                    all_tensors_to_one_file=True,
+                    location=os.path.basename(copy) + ".data",
+                    size_threshold=0)
+    pins = dict(kv.split("=") for kv in plan.split(","))
+    ranks = 1
+    for key in ("tp", "pp", "dp"):
+        ranks *= int(pins.get(key, 1))
+    batch = [d for d in dims if "batch" in d]
+    if len(batch) != 1:
+        raise NotRun("not planned: the model has no batch dimension")
+    plan_dir = os.path.join(work, name + ".plan")
+    argv = ["autopar", copy, "--gpu", "cpu", "--gpus", str(ranks),
+            "--batch-dim", batch[0], "--global-batch", str(dims[batch[0]]),
+            "--fix", "%s,mbs=%d,schedule=gpipe" % (plan, dims[batch[0]]),
+            "-o", plan_dir, "--forward-programs"]
+    for d, size in sorted(dims.items()):
+        if d != batch[0]:
+            argv += ["--dim", "%s=%d" % (d, size)]
+    rc, out = run(argv, "autopar")
+    if rc != 0:
+        raise NotRun("not planned: " + first_error(out))
+    out_dir = os.path.join(work, name + ".plan.out")
+    argv = ["mpirun", "--oversubscribe", "-np", str(ranks), "autopar-run",
+            "--eval", plan_dir, "--weights-dir", work, "-o", out_dir]
+    for input_name, value in inputs.items():
+        path = os.path.join(work, "%s.plan.%s.bin" % (
+            name, re.sub(r"[^\w.-]", "_", input_name)))
+        value.tofile(path)
+        argv += ["--input", "%s=%s" % (input_name, path)]
+    os.environ.setdefault("AUTOPAR_COMM_TIMEOUT", "60")
+    rc, out = run(argv, "mpirun autopar-run")
+    if rc != 0:
+        raise Failure("mpirun autopar-run: " + first_error(out))
+    for r in range(ranks):
+        outputs = read_outputs(os.path.join(out_dir, "rank%d" % r))
+        if outputs:
+            return outputs
+    raise Failure("no rank wrote outputs")
+
+
+def check_model(entry, models_dir, work, plan=None):
     name, rel_path, dims, options = entry
     path = os.path.join(models_dir, rel_path)
     model = onnx.load(path, load_external_data=False)
@@ -626,6 +689,12 @@ def check_model(entry, models_dir, work):
         save_copy(model, path)
         outputs = run_autopar(name, path, dims, inputs, work, ".seeded")
     ref_names, refs = run_ort(path, inputs)
+    result = compare(outputs, ref_names, refs)
+    if plan is None:
+        return result
+    if result[1]:
+        raise NotRun("not planned: the one-rank run does not match")
+    outputs = run_parallel(name, path, dims, inputs, work, plan)
     return compare(outputs, ref_names, refs)
 
 
@@ -635,6 +704,9 @@ def main(argv):
                         help="the shared models folder")
     parser.add_argument("--work", required=True,
                         help="a folder for the programs, inputs and outputs")
+    parser.add_argument("--plan", default=None,
+                        help="instead of one rank, a plan pinned so (e.g. "
+                        "tp=2,pp=2) on the `cpu` device under mpirun")
     parser.add_argument("names", nargs="*", help="models to check (all)")
     args = parser.parse_args(argv[1:])
     table = {entry[0]: entry for entry in MODELS}
@@ -650,7 +722,8 @@ def main(argv):
         work = os.path.join(args.work, name)
         os.makedirs(work, exist_ok=True)
         try:
-            worst, problems = check_model(entry, args.models, work)
+            worst, problems = check_model(entry, args.models, work,
+                                          args.plan)
             if problems:
                 print("%s: MISMATCH %s" % (name, "; ".join(problems)))
                 counts["failed"] += 1

@@ -1,0 +1,323 @@
+//===- ShardedKernels.cpp - Kernels of ops split over a mesh axis ---------===//
+//
+// See ShardedKernels.h. The block of a rank is its position in the group of
+// (mesh, axis) (runtime/MeshGroups.h) times the local size, as parameter
+// shards are loaded (runtime/ParamInit.h). In a job of one rank the group is
+// that rank alone, so each op is its unsplit form.
+//
+// The vocabulary-parallel cross-entropy is Megatron-LM's (Shoeybi et al.
+// 2019, sec. 3): each rank holds a block of every row's classes; the row
+// maximum is the maximum of the gathered block maxima, the sum of
+// exponentials and the target logit are all-reduced. The communicator's
+// sums are deterministic, so every rank computes the same loss.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/ShardedKernels.h"
+#include "runtime/MeshGroups.h"
+#include "runtime/cpu/CpuCommunicator.h"
+
+#include "ir/Graph.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+/// This rank's place in the group of a node's mesh axis.
+struct ShardPlace {
+  SmallVector<int, 8> Ranks;
+  int64_t Index = 0;
+  std::string Label;
+};
+
+} // namespace
+
+static Expected<ShardPlace> getShardPlace(const KernelArgs &A,
+                                          const Communicator &Comm,
+                                          StringRef AxisAttr) {
+  StringRef MeshName = A.stringAttr("mesh", "");
+  StringRef Axis = A.stringAttr(AxisAttr, "");
+  const Graph *G = A.N.getGraph();
+  const Mesh *M = G ? G->lookupMesh(MeshName) : nullptr;
+  if (!M)
+    return A.error("unknown mesh '@" + MeshName + "'");
+  ShardPlace P;
+  P.Label =
+      ("axis '" + Axis + "' of mesh @" + MeshName + ", " + describeNode(A.N))
+          .str();
+  if (Comm.getNumRanks() == 1) {
+    P.Ranks.push_back(0);
+    return P;
+  }
+  Expected<SmallVector<int, 8>> Ranks =
+      getMeshGroup(*M, Axis, Comm.getRank(), Comm.getNumRanks());
+  if (!Ranks)
+    return A.error(toString(Ranks.takeError()));
+  P.Ranks = std::move(*Ranks);
+  P.Index = find(P.Ranks, Comm.getRank()) - P.Ranks.begin();
+  return P;
+}
+
+static int64_t readIndex(const Tensor &Idx, int64_t K) {
+  return Idx.getElementType() == ElementType::I64 ? Idx.data<int64_t>()[K]
+                                                  : Idx.data<int32_t>()[K];
+}
+
+/// ShardSlice: this rank's block of In along `dim`.
+static Error runShardSlice(const KernelArgs &A, const ShardPlace &P) {
+  const Tensor &In = A.In[0];
+  int64_t Dim = A.intAttr("dim", -1);
+  if (Dim < 0 || Dim >= int64_t(In.getRank()))
+    return A.error("'dim' " + Twine(Dim) + " is not a dimension of " +
+                   In.getTypeString());
+  int64_t Parts = P.Ranks.size();
+  if (In.getDim(Dim) % Parts)
+    return A.error("dimension " + Twine(Dim) + " of " + In.getTypeString() +
+                   " does not split " + Twine(Parts) + " ways");
+  Shape Local = toShape(In.getShape());
+  Local[Dim] /= Parts;
+  if (Error E = A.checkShape(0, Local))
+    return E;
+  size_t Elem = getElementSize(In.getElementType());
+  int64_t Outer = getNumElements(In.getShape().take_front(Dim));
+  size_t Run =
+      size_t(getNumElements(ArrayRef<int64_t>(Local).drop_front(Dim))) * Elem;
+  const char *Src = static_cast<const char *>(In.getData());
+  char *Dst = static_cast<char *>(A.Out[0].getData());
+  for (int64_t O = 0; O != Outer; ++O)
+    std::memcpy(Dst + O * Run, Src + (O * Parts + P.Index) * Run, Run);
+  return Error::success();
+}
+
+/// Gather (axis 0) of this rank's rows [Offset, Offset + Rows): rows of
+/// other ranks give zeros.
+static Error runShardedGather(const KernelArgs &A, const ShardPlace &P) {
+  if (A.intAttr("axis", 0) != 0)
+    return A.error("a vocabulary-parallel Gather gathers along axis 0");
+  if (Error E = A.checkType(1, {ElementType::I64, ElementType::I32}))
+    return E;
+  const Tensor &Data = A.In[0], &Idx = A.In[1];
+  if (Data.getRank() == 0)
+    return A.error("data must have a rank of at least 1");
+  int64_t Rows = Data.getDim(0), Offset = P.Index * Rows;
+  int64_t Total = Rows * int64_t(P.Ranks.size());
+  Shape Out = toShape(Idx.getShape());
+  Out.append(Data.getShape().begin() + 1, Data.getShape().end());
+  if (Error E = A.checkShape(0, Out))
+    return E;
+  size_t Row = size_t(getNumElements(Data.getShape().drop_front())) *
+               getElementSize(Data.getElementType());
+  const char *Src = static_cast<const char *>(Data.getData());
+  char *Dst = static_cast<char *>(A.Out[0].getData());
+  for (int64_t K = 0, E = Idx.getNumElements(); K != E; ++K) {
+    int64_t I = readIndex(Idx, K);
+    if (I < 0 || I >= Total)
+      return A.error("index " + Twine(I) + " is outside [0, " + Twine(Total) +
+                     ")");
+    if (I >= Offset && I < Offset + Rows)
+      std::memcpy(Dst + K * Row, Src + (I - Offset) * Row, Row);
+    else
+      std::memset(Dst + K * Row, 0, Row);
+  }
+  return Error::success();
+}
+
+/// GatherGrad of a vocabulary-parallel Gather: the rows this rank holds.
+static Error runShardedGatherGrad(const KernelArgs &A, const ShardPlace &P) {
+  if (Error E = A.checkType(0, {ElementType::F32}))
+    return E;
+  if (Error E = A.checkType(1, {ElementType::I64, ElementType::I32}))
+    return E;
+  if (Error E = A.checkType(2, {ElementType::F32}))
+    return E;
+  if (A.intAttr("axis", 0) != 0)
+    return A.error("a vocabulary-parallel GatherGrad scatters along axis 0");
+  const Tensor &Data = A.In[0], &Idx = A.In[1], &DY = A.In[2];
+  if (Error E = A.checkShape(0, Data.getShape()))
+    return E;
+  int64_t Rows = Data.getDim(0), Offset = P.Index * Rows;
+  int64_t Inner = getNumElements(Data.getShape().drop_front());
+  int64_t Count = Idx.getNumElements();
+  if (DY.getNumElements() != Count * Inner)
+    return A.error("dY " + DY.getTypeString() +
+                   " is not the shape of Gather(data, indices)");
+  float *Out = A.Out[0].data<float>();
+  std::fill_n(Out, Data.getNumElements(), 0.0f);
+  const float *Up = DY.data<float>();
+  for (int64_t K = 0; K != Count; ++K) {
+    int64_t I = readIndex(Idx, K) - Offset;
+    if (I < 0 || I >= Rows)
+      continue;
+    float *Row = Out + I * Inner;
+    const float *Src = Up + K * Inner;
+    for (int64_t J = 0; J != Inner; ++J)
+      Row[J] += Src[J];
+  }
+  return Error::success();
+}
+
+namespace {
+
+/// Per row of the logits: the global maximum, the log of the global sum of
+/// exponentials and the target logit (0 for ignored rows).
+struct RowStats {
+  std::vector<float> Max, LogSum, Target;
+  std::vector<int64_t> Labels;
+  int64_t Rows = 0, Classes = 0, Offset = 0, Counted = 0, Ignore = -100;
+};
+
+} // namespace
+
+static Expected<RowStats> getRowStats(const KernelArgs &A, const ShardPlace &P,
+                                      unsigned LogitsAt, Communicator &Comm,
+                                      Communicator::Duration Timeout) {
+  if (Error E = A.checkType(LogitsAt, {ElementType::F32}))
+    return E;
+  if (Error E = A.checkType(LogitsAt + 1, {ElementType::I64, ElementType::I32}))
+    return E;
+  const Tensor &Z = A.In[LogitsAt], &Y = A.In[LogitsAt + 1];
+  if (Z.getRank() == 0 || Y.getShape() != Z.getShape().drop_back())
+    return A.error("labels " + Y.getTypeString() +
+                   " must have the leading dimensions of logits " +
+                   Z.getTypeString());
+  RowStats S;
+  S.Classes = Z.getShape().back();
+  S.Rows = Y.getNumElements();
+  S.Offset = P.Index * S.Classes;
+  S.Ignore = A.intAttr("ignore_index", -100);
+  int64_t Total = S.Classes * int64_t(P.Ranks.size());
+  for (int64_t I = 0; I != S.Rows; ++I) {
+    int64_t L = readIndex(Y, I);
+    if (L != S.Ignore && (L < 0 || L >= Total))
+      return A.error("label " + Twine(L) + " at row " + Twine(I) +
+                     " is outside [0, " + Twine(Total) + ")");
+    S.Counted += L != S.Ignore;
+    S.Labels.push_back(L);
+  }
+  const float *ZD = Z.data<float>();
+  int64_t Parts = P.Ranks.size();
+  // The maximum: every rank's block maxima, gathered.
+  std::vector<float> LocalMax(S.Rows), AllMax(S.Rows * Parts);
+  for (int64_t I = 0; I != S.Rows; ++I) {
+    float M = -INFINITY;
+    for (int64_t J = 0; J != S.Classes; ++J)
+      M = std::max(M, ZD[I * S.Classes + J]);
+    LocalMax[I] = M;
+  }
+  CommunicationLabel Scope(P.Label);
+  if (Error E = Comm.allGather(
+          Tensor(ElementType::F32, {S.Rows}, LocalMax.data()),
+          Tensor(ElementType::F32, {S.Rows * Parts}, AllMax.data()), P.Ranks, 0,
+          Timeout))
+    return E;
+  S.Max.resize(S.Rows);
+  for (int64_t I = 0; I != S.Rows; ++I) {
+    float M = -INFINITY;
+    for (int64_t R = 0; R != Parts; ++R)
+      M = std::max(M, AllMax[R * S.Rows + I]);
+    S.Max[I] = M;
+  }
+  // The sums of exponentials and the target logits, all-reduced together.
+  std::vector<float> Sums(2 * S.Rows, 0.0f);
+  for (int64_t I = 0; I != S.Rows; ++I) {
+    const float *Row = ZD + I * S.Classes;
+    double Sum = 0;
+    for (int64_t J = 0; J != S.Classes; ++J)
+      Sum += std::exp(double(Row[J]) - S.Max[I]);
+    Sums[I] = float(Sum);
+    int64_t L = S.Labels[I] - S.Offset;
+    if (S.Labels[I] != S.Ignore && L >= 0 && L < S.Classes)
+      Sums[S.Rows + I] = Row[L];
+  }
+  Tensor Both(ElementType::F32, {2 * S.Rows}, Sums.data());
+  if (Error E = Comm.allReduce(Both, Both, P.Ranks, Timeout))
+    return E;
+  S.LogSum.resize(S.Rows);
+  S.Target.assign(Sums.begin() + S.Rows, Sums.end());
+  for (int64_t I = 0; I != S.Rows; ++I)
+    S.LogSum[I] = std::log(Sums[I]);
+  return S;
+}
+
+static Error runShardedCrossEntropy(const KernelArgs &A, const ShardPlace &P,
+                                    Communicator &Comm,
+                                    Communicator::Duration Timeout) {
+  bool Grad = A.N.getOp() == OpId::CrossEntropyLossGrad;
+  Expected<RowStats> S = getRowStats(A, P, Grad ? 1 : 0, Comm, Timeout);
+  if (!S)
+    return S.takeError();
+  bool Mean = A.stringAttr("reduction", "mean") == "mean";
+  if (!Grad) {
+    if (Error E = A.checkShape(0, {}))
+      return E;
+    double Total = 0;
+    for (int64_t I = 0; I != S->Rows; ++I)
+      if (S->Labels[I] != S->Ignore)
+        Total += double(S->Max[I]) + S->LogSum[I] - S->Target[I];
+    if (Mean)
+      Total = S->Counted ? Total / S->Counted : 0;
+    A.Out[0].data<float>()[0] = float(Total);
+    return Error::success();
+  }
+  if (Error E = A.checkType(0, {ElementType::F32}))
+    return E;
+  if (Error E = A.checkShape(0, A.In[1].getShape()))
+    return E;
+  double Scale = A.In[0].data<float>()[0];
+  if (Mean)
+    Scale = S->Counted ? Scale / S->Counted : 0;
+  const float *Z = A.In[1].data<float>();
+  float *DZ = A.Out[0].data<float>();
+  for (int64_t I = 0; I != S->Rows; ++I) {
+    const float *Row = Z + I * S->Classes;
+    float *Out = DZ + I * S->Classes;
+    if (S->Labels[I] == S->Ignore) {
+      std::fill_n(Out, S->Classes, 0.0f);
+      continue;
+    }
+    int64_t L = S->Labels[I] - S->Offset;
+    for (int64_t J = 0; J != S->Classes; ++J) {
+      double Prob = std::exp(double(Row[J]) - S->Max[I] - S->LogSum[I]);
+      Out[J] = float(Scale * (Prob - (J == L ? 1.0 : 0.0)));
+    }
+  }
+  return Error::success();
+}
+
+bool autopar::isShardedKernel(const Node &N) {
+  switch (N.getOp()) {
+  case OpId::ShardSlice:
+    return true;
+  case OpId::Gather:
+  case OpId::GatherGrad:
+  case OpId::CrossEntropyLoss:
+  case OpId::CrossEntropyLossGrad:
+    return N.getAttr("mesh_axis") != nullptr;
+  default:
+    return false;
+  }
+}
+
+Error autopar::runShardedKernel(const KernelArgs &A, Communicator &Comm,
+                                Communicator::Duration Timeout) {
+  bool Slice = A.N.getOp() == OpId::ShardSlice;
+  Expected<ShardPlace> P = getShardPlace(A, Comm, Slice ? "axis" : "mesh_axis");
+  if (!P)
+    return P.takeError();
+  if (!A.has(0) || !A.hasResult(0))
+    return A.error("needs its operands and a result");
+  switch (A.N.getOp()) {
+  case OpId::ShardSlice:
+    return runShardSlice(A, *P);
+  case OpId::Gather:
+    return runShardedGather(A, *P);
+  case OpId::GatherGrad:
+    return runShardedGatherGrad(A, *P);
+  default:
+    return runShardedCrossEntropy(A, *P, Comm, Timeout);
+  }
+}

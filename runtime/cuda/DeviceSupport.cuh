@@ -1,0 +1,139 @@
+//===- DeviceSupport.cuh - What the CUDA kernels share ----------*- CUDA
+//-*-===//
+//
+// Loads and stores of any storage type as f32 (or f64 and i64 for casts),
+// grid sizes, index decomposition over a Dims, and block reductions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_RUNTIME_CUDA_DEVICESUPPORT_CUH
+#define AUTOPAR_RUNTIME_CUDA_DEVICESUPPORT_CUH
+
+#include "runtime/cuda/CudaKernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace autopar {
+namespace cuda {
+
+constexpr int Threads = 256;
+
+/// Blocks for N elements with a grid-stride loop: enough to fill an H200
+/// (132 SMs x 2048 threads / 256 = 1056 blocks) several times, no more.
+inline unsigned gridFor(int64_t N) {
+  int64_t Blocks = (N + Threads - 1) / Threads;
+  if (Blocks < 1)
+    Blocks = 1;
+  return unsigned(Blocks > 8192 ? 8192 : Blocks);
+}
+
+__device__ __forceinline__ float loadF(DType T, const void *P, int64_t I) {
+  switch (T) {
+  case DType::F16:
+    return __half2float(static_cast<const __half *>(P)[I]);
+  case DType::BF16:
+    return __bfloat162float(static_cast<const __nv_bfloat16 *>(P)[I]);
+  case DType::F64:
+    return float(static_cast<const double *>(P)[I]);
+  default:
+    return static_cast<const float *>(P)[I];
+  }
+}
+
+__device__ __forceinline__ void storeF(DType T, void *P, int64_t I, float V) {
+  switch (T) {
+  case DType::F16:
+    static_cast<__half *>(P)[I] = __float2half_rn(V);
+    return;
+  case DType::BF16:
+    static_cast<__nv_bfloat16 *>(P)[I] = __float2bfloat16_rn(V);
+    return;
+  case DType::F64:
+    static_cast<double *>(P)[I] = V;
+    return;
+  default:
+    static_cast<float *>(P)[I] = V;
+  }
+}
+
+/// The offset of flat index I of Shape under strides S.
+__device__ __forceinline__ int64_t offsetOf(int64_t I, const Dims &Shape,
+                                            const Strides &S) {
+  int64_t Offset = 0;
+  for (int D = Shape.Rank - 1; D >= 0; --D) {
+    int64_t Size = Shape.Size[D];
+    Offset += (I % Size) * S.S[D];
+    I /= Size;
+  }
+  return Offset;
+}
+
+/// The offsets of flat index I of Shape under K operands' strides, with one
+/// decomposition of I; IdxT is uint32_t when every index fits (32-bit
+/// division is several times cheaper than 64-bit).
+template <typename IdxT, int K>
+__device__ __forceinline__ void offsetsOf(int64_t I, const Dims &Shape,
+                                          const Strides *const (&S)[K],
+                                          int64_t (&Out)[K]) {
+  for (int O = 0; O < K; ++O)
+    Out[O] = 0;
+  IdxT J = IdxT(I);
+  for (int D = Shape.Rank - 1; D >= 0; --D) {
+    IdxT Size = IdxT(Shape.Size[D]);
+    IdxT Q = J / Size;
+    int64_t R = int64_t(J - Q * Size);
+    for (int O = 0; O < K; ++O)
+      Out[O] += R * S[O]->S[D];
+    J = Q;
+  }
+}
+
+/// The sum of V over the block (blockDim.x a multiple of 32, at most
+/// 1024); every thread gets it. Uses Shared[32].
+template <typename T> __device__ __forceinline__ T blockSum(T V, T *Shared) {
+  for (int Off = 16; Off > 0; Off /= 2)
+    V += __shfl_xor_sync(0xffffffffu, V, Off);
+  int Lane = threadIdx.x % 32, Warp = threadIdx.x / 32;
+  __syncthreads();
+  if (Lane == 0)
+    Shared[Warp] = V;
+  __syncthreads();
+  int Warps = blockDim.x / 32;
+  T Total = Lane < Warps ? Shared[Lane] : T(0);
+  for (int Off = 16; Off > 0; Off /= 2)
+    Total += __shfl_xor_sync(0xffffffffu, Total, Off);
+  return Total;
+}
+
+template <typename T> __device__ __forceinline__ T blockMax(T V, T *Shared) {
+  for (int Off = 16; Off > 0; Off /= 2) {
+    T Other = __shfl_xor_sync(0xffffffffu, V, Off);
+    V = Other > V ? Other : V;
+  }
+  int Lane = threadIdx.x % 32, Warp = threadIdx.x / 32;
+  __syncthreads();
+  if (Lane == 0)
+    Shared[Warp] = V;
+  __syncthreads();
+  int Warps = blockDim.x / 32;
+  T Total = Lane < Warps ? Shared[Lane] : Shared[0];
+  for (int Off = 16; Off > 0; Off /= 2) {
+    T Other = __shfl_xor_sync(0xffffffffu, Total, Off);
+    Total = Other > Total ? Other : Total;
+  }
+  return Total;
+}
+
+/// Records the first failure's code.
+__device__ __forceinline__ void reportError(int *ErrorWord, int Code) {
+  if (ErrorWord)
+    atomicCAS(ErrorWord, 0, Code);
+}
+
+} // namespace cuda
+} // namespace autopar
+
+#endif // AUTOPAR_RUNTIME_CUDA_DEVICESUPPORT_CUH

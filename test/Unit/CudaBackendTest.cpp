@@ -1,0 +1,438 @@
+//===- CudaBackendTest.cpp - The CUDA backend against the CPU backend -----===//
+//
+// Each test runs a small program on random inputs through the executor on
+// both backends and compares the outputs. Tests that need a device skip
+// (GTEST_SKIP) when cudaGetDeviceCount finds none, as on CI; the others
+// (options, the allocator's sizes, the no-device error) run everywhere the
+// CUDA backend is built.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeTestSupport.h"
+
+#include "runtime/BackendFactory.h"
+#include "runtime/cpu/KernelSupport.h"
+#include "runtime/cuda/CudaAllocator.h"
+#include "runtime/cuda/CudaBackend.h"
+
+#include <cmath>
+
+using namespace autopar;
+using namespace autopar::test;
+
+namespace {
+
+/// The process's CUDA backend, created once; null (with the reason) when
+/// there is no device.
+CudaBackend *getDevice(std::string &Why) {
+  static std::unique_ptr<CudaBackend> Device;
+  static std::string Reason;
+  static bool Tried = false;
+  if (!Tried) {
+    Tried = true;
+    llvm::Expected<std::unique_ptr<CudaBackend>> B =
+        CudaBackend::create(CudaBackendOptions());
+    if (B)
+      Device = std::move(*B);
+    else
+      Reason = llvm::toString(B.takeError());
+  }
+  Why = Reason;
+  return Device.get();
+}
+
+#define REQUIRE_DEVICE(B)                                                      \
+  std::string Why;                                                             \
+  CudaBackend *B = getDevice(Why);                                             \
+  if (!B)                                                                      \
+  GTEST_SKIP() << Why
+
+/// Runs Text's graph on B; the outputs, or the error in *Error.
+std::vector<HostTensor> runOn(Backend &B, llvm::StringRef Text,
+                              const std::vector<HostTensor> &Inputs,
+                              std::string *Error = nullptr) {
+  llvm::SourceMgr SM;
+  SM.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(Text, "test.air"),
+                        llvm::SMLoc());
+  std::string Diagnostics;
+  llvm::raw_string_ostream OS(Diagnostics);
+  DiagnosticEngine Diag(&SM, "test.air", OS);
+  std::unique_ptr<Module> M = parseModule(SM, Diag);
+  if (!M || failed(verifyModule(*M, Diag))) {
+    ADD_FAILURE() << "invalid test program:\n" << OS.str();
+    return {};
+  }
+  llvm::Expected<std::unique_ptr<Executor>> Exec =
+      Executor::create(*M->getGraphs().front(), B, ExecutorOptions());
+  if (!Exec) {
+    std::string Message = llvm::toString(Exec.takeError());
+    if (Error)
+      *Error = Message;
+    else
+      ADD_FAILURE() << Message;
+    return {};
+  }
+  llvm::Expected<std::vector<HostTensor>> Results = (*Exec)->run(Inputs);
+  if (!Results) {
+    std::string Message = llvm::toString(Results.takeError());
+    if (Error)
+      *Error = Message;
+    else
+      ADD_FAILURE() << Message;
+    return {};
+  }
+  return std::move(*Results);
+}
+
+/// The elements of a float tensor (f32, f16 or bf16) as floats.
+std::vector<float> asFloats(const HostTensor &H) {
+  std::vector<float> V;
+  size_t Size = getElementSize(H.Elem);
+  for (size_t I = 0; I + Size <= H.Bytes.size(); I += Size) {
+    if (H.Elem == ElementType::F32) {
+      float F;
+      std::memcpy(&F, &H.Bytes[I], 4);
+      V.push_back(F);
+    } else if (H.Elem == ElementType::BF16 || H.Elem == ElementType::F16) {
+      uint16_t Bits;
+      std::memcpy(&Bits, &H.Bytes[I], 2);
+      V.push_back(H.Elem == ElementType::BF16 ? bfloat16ToFloat(Bits)
+                                              : halfToFloat(Bits));
+    } else {
+      V.push_back(float(H.Bytes[I]));
+    }
+  }
+  return V;
+}
+
+/// Runs Text on the CPU and on the device and compares every output:
+/// floats within Tolerance relative to max(1, |cpu|), others exactly.
+void compareWithCpu(llvm::StringRef Text, const std::vector<HostTensor> &In,
+                    float Tolerance = 2e-5f) {
+  // The CPU first, so that the programs are checked without a device too.
+  CpuBackend Cpu;
+  std::vector<HostTensor> Want = runOn(Cpu, Text, In);
+  ASSERT_FALSE(Want.empty());
+  REQUIRE_DEVICE(Device);
+  std::vector<HostTensor> Got = runOn(*Device, Text, In);
+  ASSERT_EQ(Want.size(), Got.size());
+  for (size_t O = 0; O != Want.size(); ++O) {
+    ASSERT_EQ(Want[O].Elem, Got[O].Elem) << "output " << O;
+    ASSERT_EQ(Want[O].Bytes.size(), Got[O].Bytes.size()) << "output " << O;
+    if (!isFloatElementType(Want[O].Elem)) {
+      EXPECT_EQ(Want[O].Bytes, Got[O].Bytes) << "output " << O;
+      continue;
+    }
+    std::vector<float> W = asFloats(Want[O]), G = asFloats(Got[O]);
+    for (size_t I = 0; I != W.size(); ++I) {
+      if (std::isnan(W[I])) {
+        EXPECT_TRUE(std::isnan(G[I])) << "output " << O << " element " << I;
+        continue;
+      }
+      EXPECT_NEAR(G[I], W[I], Tolerance * std::max(1.0f, std::fabs(W[I])))
+          << "output " << O << " element " << I;
+    }
+  }
+}
+
+HostTensor randomF32(llvm::ArrayRef<int64_t> Shape, uint64_t Seed,
+                     float Scale = 1) {
+  Random R(Seed);
+  std::vector<float> V = R.vector(size_t(getNumElements(Shape)));
+  for (float &X : V)
+    X *= Scale;
+  return f32(Shape, V);
+}
+
+HostTensor randomBF16(llvm::ArrayRef<int64_t> Shape, uint64_t Seed) {
+  Random R(Seed);
+  std::vector<uint16_t> V;
+  for (int64_t I = 0, N = getNumElements(Shape); I != N; ++I)
+    V.push_back(floatToBfloat16(R.next()));
+  return makeTensor<uint16_t>(ElementType::BF16, Shape, V);
+}
+
+HostTensor indices(llvm::ArrayRef<int64_t> Shape, int64_t Below,
+                   uint64_t Seed) {
+  Random R(Seed);
+  std::vector<int64_t> V;
+  for (int64_t I = 0, N = getNumElements(Shape); I != N; ++I)
+    V.push_back(int64_t((R.next() + 1) / 2 * float(Below)) % Below);
+  return i64(Shape, V);
+}
+
+HostTensor scalar(float V) { return f32({}, {V}); }
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Without a device
+//===----------------------------------------------------------------------===//
+
+TEST(CudaBackendTest, BackendOptionNamesTheChoice) {
+  EXPECT_TRUE(isCudaBackendBuilt());
+  EXPECT_FALSE(bool(checkBackendName("cpu")));
+  EXPECT_FALSE(bool(checkBackendName("cuda")));
+  llvm::Error E = checkBackendName("tpu");
+  EXPECT_EQ(llvm::toString(std::move(E)),
+            "--backend must be cpu or cuda, not 'tpu'");
+}
+
+TEST(CudaBackendTest, NoDeviceIsAnError) {
+  llvm::Expected<int> Count = getCudaDeviceCount();
+  if (Count) {
+    EXPECT_GT(*Count, 0);
+    return;
+  }
+  std::string Message = llvm::toString(Count.takeError());
+  EXPECT_EQ(Message.rfind("no CUDA device", 0), 0u) << Message;
+  BackendChoice C;
+  C.Name = "cuda";
+  llvm::Expected<std::unique_ptr<Backend>> B = createBackend(C);
+  ASSERT_FALSE(bool(B));
+  Message = llvm::toString(B.takeError());
+  EXPECT_EQ(Message.rfind("--backend cuda: no CUDA device", 0), 0u) << Message;
+}
+
+TEST(CudaBackendTest, AllocatorRoundsSizes) {
+  EXPECT_EQ(CudaAllocator::roundSize(0), 512u);
+  EXPECT_EQ(CudaAllocator::roundSize(1), 512u);
+  EXPECT_EQ(CudaAllocator::roundSize(513), 1024u);
+  EXPECT_EQ(CudaAllocator::roundSize(1 << 20), size_t(1) << 20);
+  EXPECT_EQ(CudaAllocator::roundSize((1 << 20) + 1), size_t(2) << 20);
+  EXPECT_EQ(CudaAllocator::roundSize((5 << 20) + 7), size_t(6) << 20);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels against the CPU backend
+//===----------------------------------------------------------------------===//
+
+TEST(CudaBackendTest, Elementwise) {
+  compareWithCpu(
+      R"(
+graph @g(%a: f32[2, 1, 3], %b: f32[4, 1], %c: f32[2, 4, 3]) {
+  %add = Add(%a, %b) : f32[2, 4, 3]
+  %sub = Sub(%c, %a) : f32[2, 4, 3]
+  %mul = Mul(%c, %b) : f32[2, 4, 3]
+  %div = Div(%c, %add) : f32[2, 4, 3]
+  %two = Constant() {value = dense<i64[], [2]>} : i64[]
+  %pow = Pow(%c, %two) : f32[2, 4, 3]
+  %less = Less(%a, %b) : bool[2, 4, 3]
+  %eq = Equal(%c, %c) : bool[2, 4, 3]
+  %gt = Greater(%c, %add) : bool[2, 4, 3]
+  %and = And(%less, %gt) : bool[2, 4, 3]
+  %where = Where(%less, %c, %mul) : f32[2, 4, 3]
+  %sum = Sum(%a, %b, %c) : f32[2, 4, 3]
+  return %add, %sub, %mul, %div, %pow, %less, %eq, %and, %where, %sum
+})",
+      {randomF32({2, 1, 3}, 1), randomF32({4, 1}, 2), randomF32({2, 4, 3}, 3)});
+}
+
+TEST(CudaBackendTest, Unary) {
+  compareWithCpu(R"(
+graph @g(%x: f32[3, 50]) {
+  %a = Neg(%x) : f32[3, 50]
+  %b = Abs(%x) : f32[3, 50]
+  %e = Exp(%x) : f32[3, 50]
+  %s = Sqrt(%b) : f32[3, 50]
+  %l = Log(%e) : f32[3, 50]
+  %t = Tanh(%x) : f32[3, 50]
+  %f = Erf(%x) : f32[3, 50]
+  %g = Sigmoid(%x) : f32[3, 50]
+  %r = Relu(%x) : f32[3, 50]
+  %k = LeakyRelu(%x) {alpha = 0.2} : f32[3, 50]
+  %ge = Gelu(%x) : f32[3, 50]
+  %gt = Gelu(%x) {approximate = "tanh"} : f32[3, 50]
+  %si = Silu(%x) : f32[3, 50]
+  %rc = Reciprocal(%e) : f32[3, 50]
+  return %a, %b, %e, %s, %l, %t, %f, %g, %r, %k, %ge, %gt, %si, %rc
+})",
+                 {randomF32({3, 50}, 4, 3)});
+}
+
+TEST(CudaBackendTest, SoftmaxAndNorms) {
+  compareWithCpu(R"(
+graph @g(%x: f32[2, 3, 40], %s: f32[40], %b: f32[40], %dy: f32[2, 3, 40]) {
+  %sm = Softmax(%x) : f32[2, 3, 40]
+  %s1 = Softmax(%x) {axis = 1} : f32[2, 3, 40]
+  %ls = LogSoftmax(%x) : f32[2, 3, 40]
+  %sg = SoftmaxGrad(%dy, %sm) {axis = -1} : f32[2, 3, 40]
+  %y, %mean, %inv = LayerNormalization(%x, %s, %b) {epsilon = 0.001} : f32[2, 3, 40], f32[2, 3, 1], f32[2, 3, 1]
+  %r = RMSNormalization(%x, %s) {epsilon = 1e-06} : f32[2, 3, 40]
+  %dx, %ds, %db = LayerNormalizationGrad(%dy, %x, %s) {axis = -1, epsilon = 0.001} : f32[2, 3, 40], f32[40], f32[40]
+  %rdx, %rds = RMSNormalizationGrad(%dy, %x, %s) {axis = -1, epsilon = 1e-06} : f32[2, 3, 40], f32[40]
+  return %sm, %s1, %ls, %sg, %y, %mean, %inv, %r, %dx, %ds, %db, %rdx, %rds
+})",
+                 {randomF32({2, 3, 40}, 5, 4), randomF32({40}, 6),
+                  randomF32({40}, 7), randomF32({2, 3, 40}, 8)},
+                 1e-4f);
+}
+
+TEST(CudaBackendTest, Gemms) {
+  compareWithCpu(R"(
+graph @g(%x: f32[2, 1, 3, 4], %w: f32[3, 4, 5], %w2: f32[4, 5], %b: f32[5], %a: f32[4, 3], %bt: f32[5, 4], %c: f32[5], %v: f32[4]) {
+  %y = MatMul(%x, %w) : f32[2, 3, 3, 5]
+  %l = Linear(%x, %w2, %b) : f32[2, 1, 3, 5]
+  %n = Linear(%x, %w2, _) : f32[2, 1, 3, 5]
+  %g = Gemm(%a, %bt, %c) {alpha = 0.5, beta = 2.0, transA = 1, transB = 1} : f32[3, 5]
+  %h = Gemm(%a, %bt, _) {transA = 1, transB = 1} : f32[3, 5]
+  %mv = MatMul(%x, %v) : f32[2, 1, 3]
+  %vm = MatMul(%v, %w2) : f32[5]
+  return %y, %l, %n, %g, %h, %mv, %vm
+})",
+                 {randomF32({2, 1, 3, 4}, 9), randomF32({3, 4, 5}, 10),
+                  randomF32({4, 5}, 11), randomF32({5}, 12),
+                  randomF32({4, 3}, 13), randomF32({5, 4}, 14),
+                  randomF32({5}, 15), randomF32({4}, 16)},
+                 1e-4f);
+}
+
+TEST(CudaBackendTest, Layouts) {
+  compareWithCpu(R"(
+graph @g(%x: f32[2, 3, 4], %y: f32[2, 2, 4]) {
+  %t = Transpose(%x) {perm = [2, 0, 1]} : f32[4, 2, 3]
+  %shape = Constant() {value = dense<i64[4], [2, 2, 3, 4]>} : i64[4]
+  %e = Expand(%x, %shape) : f32[2, 2, 3, 4]
+  %c = Concat(%x, %y) {axis = 1} : f32[2, 5, 4]
+  %sizes = Constant() {value = dense<i64[2], [1, 3]>} : i64[2]
+  %s0, %s1 = Split(%x, %sizes) {axis = 2} : f32[2, 3, 1], f32[2, 3, 3]
+  %starts = Constant() {value = dense<i64[2], [3, 1]>} : i64[2]
+  %ends = Constant() {value = dense<i64[2], [0, 3]>} : i64[2]
+  %axes = Constant() {value = dense<i64[2], [2, 1]>} : i64[2]
+  %steps = Constant() {value = dense<i64[2], [-1, 1]>} : i64[2]
+  %sl = Slice(%x, %starts, %ends, %axes, %steps) : f32[2, 2, 3]
+  %rs = Constant() {value = dense<i64[2], [6, -1]>} : i64[2]
+  %r = Reshape(%x, %rs) : f32[6, 4]
+  %axes2 = Constant() {value = dense<i64[1], [1]>} : i64[1]
+  %rsum = ReduceSum(%x, %axes2) {keepdims = 0} : f32[2, 4]
+  %rmean = ReduceMean(%x) {axes = [0, 1]} : f32[1, 1, 4]
+  %rmax = ReduceMax(%x) {axes = [2]} : f32[2, 3, 1]
+  %ci = Cast(%x) {to = "i32"} : i32[2, 3, 4]
+  %cb = Cast(%x) {to = "bf16"} : bf16[2, 3, 4]
+  %cf = Cast(%cb) {to = "f32"} : f32[2, 3, 4]
+  %tri = Trilu(%x) {upper = 0} : f32[2, 3, 4]
+  return %t, %e, %c, %s0, %s1, %sl, %r, %rsum, %rmean, %rmax, %ci, %cf, %tri
+})",
+                 {randomF32({2, 3, 4}, 17, 5), randomF32({2, 2, 4}, 18)});
+}
+
+TEST(CudaBackendTest, GatherAndShapeArithmetic) {
+  compareWithCpu(R"(
+graph @g(%table: f32[10, 6], %ids: i64[2, 3], %dy: f32[2, 3, 6]) {
+  %e = Gather(%table, %ids) : f32[2, 3, 6]
+  %cols = Constant() {value = dense<i64[2], [5, -1]>} : i64[2]
+  %c = Gather(%table, %cols) {axis = 1} : f32[10, 2]
+  %dt = GatherGrad(%table, %ids, %dy) : f32[10, 6]
+  %shape = Shape(%e) : i64[3]
+  %zero = Constant() {value = dense<i64[], [0]>} : i64[]
+  %first = Gather(%shape, %zero) : i64[]
+  %ax = Constant() {value = dense<i64[1], [0]>} : i64[1]
+  %one = Unsqueeze(%first, %ax) : i64[1]
+  %rest = Constant() {value = dense<i64[1], [18]>} : i64[1]
+  %new = Concat(%one, %rest) {axis = 0} : i64[2]
+  %flat = Reshape(%e, %new) : f32[2, 18]
+  return %e, %c, %dt, %new, %flat
+})",
+                 {randomF32({10, 6}, 19), indices({2, 3}, 10, 20),
+                  randomF32({2, 3, 6}, 21)},
+                 1e-5f);
+}
+
+TEST(CudaBackendTest, LossAndGradients) {
+  compareWithCpu(R"(
+graph @g(%z: f32[2, 3, 7], %labels: i64[2, 3], %x: f32[2, 3, 7], %u: f32[2, 3, 7], %dy: f32[2, 3, 7]) {
+  %mean = CrossEntropyLoss(%z, %labels) {ignore_index = 2} : f32[]
+  %sum = CrossEntropyLoss(%z, %labels) {reduction = "sum"} : f32[]
+  %one = Constant() {value = dense<f32[], [1.5]>} : f32[]
+  %dz = CrossEntropyLossGrad(%one, %z, %labels) {ignore_index = 2} : f32[2, 3, 7]
+  %gg = GeluGrad(%dy, %x) : f32[2, 3, 7]
+  %gt = GeluGrad(%dy, %x) {approximate = "tanh"} : f32[2, 3, 7]
+  %sg = SiluGrad(%dy, %x) : f32[2, 3, 7]
+  %sw = SwiGLU(%x, %u) : f32[2, 3, 7]
+  %da, %db = SwiGLUGrad(%dy, %x, %u) : f32[2, 3, 7], f32[2, 3, 7]
+  return %mean, %sum, %dz, %gg, %gt, %sg, %sw, %da, %db
+})",
+                 {randomF32({2, 3, 7}, 22, 3), indices({2, 3}, 7, 23),
+                  randomF32({2, 3, 7}, 24, 2), randomF32({2, 3, 7}, 25),
+                  randomF32({2, 3, 7}, 26)},
+                 1e-5f);
+}
+
+TEST(CudaBackendTest, Optimizers) {
+  compareWithCpu(R"(
+graph @g(%g: f32[3, 5], %lr: f32[], %b1: f32[], %b2: f32[], %eps: f32[], %wd: f32[], %t: f32[]) {
+  param %p: f32[3, 5] = dense<f32[3, 5], [0.1, 0.2, 0.3, 0.4, 0.5, -0.1, -0.2, -0.3, -0.4, -0.5, 1.0, 2.0, 3.0, 4.0, 5.0]>
+  param %m: f32[3, 5] {init = "zeros"}
+  param %v: f32[3, 5] {init = "zeros"}
+  param %q: f32[3, 5] = dense<f32[3, 5], [1.0, 2.0, 3.0, 4.0, 5.0, 0.1, 0.2, 0.3, 0.4, 0.5, -0.1, -0.2, -0.3, -0.4, -0.5]>
+  %p2, %m2, %v2 = AdamW(%p, %g, %m, %v, %lr, %b1, %b2, %eps, %wd, %t) : f32[3, 5], f32[3, 5], f32[3, 5]
+  %q2 = Sgd(%q, %g, %lr, %wd) : f32[3, 5]
+  return %p2, %m2, %v2, %q2
+})",
+                 {randomF32({3, 5}, 27), scalar(0.01f), scalar(0.9f),
+                  scalar(0.999f), scalar(1e-8f), scalar(0.1f), scalar(3)});
+}
+
+TEST(CudaBackendTest, Bfloat16) {
+  compareWithCpu(R"(
+graph @g(%x: bf16[4, 64], %w: bf16[64, 32], %b: bf16[32], %s: bf16[32], %labels: i64[4]) {
+  %y = Linear(%x, %w, %b) : bf16[4, 32]
+  %a = Gelu(%y) : bf16[4, 32]
+  %n, %mean, %inv = LayerNormalization(%a, %s, %b) : bf16[4, 32], f32[4, 1], f32[4, 1]
+  %sm = Softmax(%n) : bf16[4, 32]
+  %loss = CrossEntropyLoss(%y, %labels) {reduction = "sum"} : bf16[]
+  %dl = Constant() {value = dense<bf16[], [0.5]>} : bf16[]
+  %dz = CrossEntropyLossGrad(%dl, %y, %labels) {reduction = "sum"} : bf16[4, 32]
+  return %y, %a, %n, %sm, %loss, %dz
+})",
+                 {randomBF16({4, 64}, 28), randomBF16({64, 32}, 29),
+                  randomBF16({32}, 30), randomBF16({32}, 31),
+                  indices({4}, 32, 32)},
+                 // bf16 keeps 8 bits: one unit in the last place, and a
+                 // different summation order in the GEMM.
+                 2e-2f);
+}
+
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+TEST(CudaBackendTest, IndexErrorsNameTheNode) {
+  REQUIRE_DEVICE(Device);
+  std::string Error;
+  runOn(*Device, R"(
+graph @g(%table: f32[10, 6], %ids: i64[3]) {
+  %e = Gather(%table, %ids) : f32[3, 6] loc("embed")
+  return %e
+})",
+        {randomF32({10, 6}, 1), i64({3}, {1, 12, 2})}, &Error);
+  EXPECT_NE(Error.find("node 'embed' (Gather): an index is out of range for "
+                       "dimension 0 of size 10"),
+            std::string::npos)
+      << Error;
+  // The backend recovers: the next run is clean.
+  std::vector<HostTensor> Out = runOn(*Device, R"(
+graph @g(%x: f32[2]) {
+  %y = Neg(%x) : f32[2]
+  return %y
+})",
+                                      {f32({2}, {1, 2})});
+  ASSERT_EQ(Out.size(), 1u);
+  expectNear(floatsOf(Out[0]), {-1, -2});
+}
+
+TEST(CudaBackendTest, MissingKernelsNameTheOp) {
+  REQUIRE_DEVICE(Device);
+  std::string Error;
+  runOn(*Device, R"(
+graph @g(%q: f32[1, 2, 4, 8], %k: f32[1, 2, 4, 8], %v: f32[1, 2, 4, 8]) {
+  %y = Attention(%q, %k, %v) {is_causal = 1} : f32[1, 2, 4, 8] loc("attn")
+  return %y
+})",
+        {randomF32({1, 2, 4, 8}, 1), randomF32({1, 2, 4, 8}, 2),
+         randomF32({1, 2, 4, 8}, 3)},
+        &Error);
+  EXPECT_NE(Error.find("node 'attn' (Attention): no CUDA kernel"),
+            std::string::npos)
+      << Error;
+}
