@@ -2,7 +2,7 @@
 # Sets up, builds autopar in build/ and runs it on the bundled examples:
 # the IR and the ONNX importer on examples/, then the planner on generated
 # GPT models (175B on 1024 A100s, a 1T model on 3072), and last the runtime
-# training a small generated GPT on two CPU ranks (mpirun) for a few steps.
+# training a small generated GPT on four CPU ranks (mpirun) for a few steps.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -56,24 +56,26 @@ run build/bin/autopar build/demo/gpt-175b.onnx --gpus 1024 \
 run build/bin/autopar build/demo/gpt-1t.onnx --dim sequence=2048 --gpus 3072 \
   --global-batch 3072 --fix tp=8,pp=64,recompute=full,sp=off
 
-# Training on the CPU runtime: a 2-layer GPT planned for two CPU ranks
-# (data parallel, ZeRO-1, 2 micro-batches each); `autopar -o` writes the
-# plan and the rank program (stage0.air: forward, backward, gradient
-# reduce-scatter, AdamW on each rank's shard, parameter all-gather), and
-# mpirun starts two autopar-run processes that train it on a fixed token
-# stream, the weights initialised by the runtime (the generated weights file
-# is never written), so the loss falls; then the measured memory per rank
-# next to the plan's prediction.
+# Training on the CPU runtime: a 2-layer GPT planned for four CPU ranks
+# (tensor parallel over 2, as the solver splits it for the `cpu` device,
+# times data parallel over 2 with ZeRO-1, 2 micro-batches each); `autopar
+# -o` writes the plan and the rank program (stage0.air: each rank's shards
+# of the split layers, forward, backward with the tensor-parallel
+# collectives, gradient reduce-scatter, AdamW on each rank's shard,
+# parameter all-gather), and mpirun starts four autopar-run processes that
+# train it on a fixed token stream, the weights initialised by the runtime
+# (the generated weights file is never written), so the loss falls; then
+# the measured memory per rank next to the plan's prediction.
 run tools/autopar-modelgen --model gpt2 --layers 2 --hidden 64 --heads 4 \
   --ffn 256 --vocab 100 --max-pos 32 --seq 16 -o build/demo/gpt-tiny.onnx
 rm -rf build/demo/gpt-tiny-plan
-run build/bin/autopar build/demo/gpt-tiny.onnx --gpu cpu --gpus 2 \
-  --gpus-per-node 2 --global-batch 8 --fix tp=1,dp=2,zero=1,mbs=2,offload=none \
+run build/bin/autopar build/demo/gpt-tiny.onnx --gpu cpu --gpus 4 \
+  --gpus-per-node 2 --global-batch 8 --fix tp=2,dp=2,zero=1,mbs=2,offload=none \
   -o build/demo/gpt-tiny-plan
 python3 -c "import struct; open('build/demo/tokens.i32', 'wb').write(struct.pack('<256i', *[(7 * i) % 100 for i in range(256)]))"
 if [[ $(id -u) == 0 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
-run mpirun --oversubscribe -np 2 build/bin/autopar-run build/demo/gpt-tiny-plan \
+run mpirun --oversubscribe -np 4 build/bin/autopar-run build/demo/gpt-tiny-plan \
   --steps 8 --data build/demo/tokens.i32 --lr 0.01 --weight-decay 0 \
   --random-init --memory-report
