@@ -8,7 +8,8 @@
 //     split), AllGather (split -> replicated), AllToAll (split on one
 //     dimension -> split on another); reading a part of a replicated value
 //     needs no communication;
-//   - where a node of one stage reads a value of another: SendRecv.
+//   - where a node of one stage reads a value of another: SendRecv;
+//   - a graph output that is a partial sum: AllReduce.
 // A conversion of one value to one layout (or stage) is made once and shared
 // by its readers. A node's layout is read from its results' sharding and its
 // loops (ir/OpLoops.h): the loop a split result maps, or the reduction loop
@@ -162,6 +163,31 @@ LogicalResult InsertCollectivesPass::runOnGraph(Graph &G,
       }
       N->setOperand(I, It->second);
     }
+  }
+  // Outputs the solver leaves as partial sums (a head split over the hidden
+  // dimension: the solver costs their sum) are all-reduced, under their
+  // names.
+  for (unsigned I = 0, E = G.getOutputs().size(); I != E; ++I) {
+    Value *Out = G.getOutputs()[I];
+    Node *Producer = Out->getDefiningNode();
+    std::string Mesh;
+    if (!Producer ||
+        getAnnotatedLayout(Producer->getAttr("sharding"), Out->getResultIndex(),
+                           Axis, Mesh) != Partial)
+      continue;
+    AttrDict Attrs;
+    Attrs.set("mesh", Attribute::getString(Mesh));
+    Attrs.set("axis", Attribute::getString(Axis));
+    Attrs.set("sharding",
+              makeSharding(Replicated, Out->getType().getRank(), Mesh, Axis));
+    for (StringRef Name : {"layer", "stage"})
+      if (const Attribute *A = Producer->getAttr(Name))
+        Attrs.set(Name, *A);
+    std::string Name = Out->getName().str();
+    G.renameValue(Out, G.getUniqueName(Name + ".partial"));
+    Node *Sum = G.createNode(OpId::AllReduce, {Out}, {Out->getType()},
+                             std::move(Attrs), {Name});
+    G.setOutput(I, Sum->getResult(0));
   }
   (void)Diag;
   return success();
