@@ -66,7 +66,7 @@ static std::string printProgram(const Module &Program, StringRef Kind,
 
 Expected<std::vector<std::pair<std::string, std::string>>>
 autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
-                             OptimizerKind Optimizer) {
+                             OptimizerKind Optimizer, StringRef Precision) {
   std::string Why = getUnloweredReason(Plan, C);
   if (!Why.empty())
     return createStringError(inconvertibleErrorCode(), Why);
@@ -99,6 +99,9 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
   // Tensor parallelism: each rank's types, and autodiff's conjugate
   // collectives over the axis.
   std::string Localize = C.TP > 1 ? "localize-tp{axis=tp}," : "";
+  // Mixed precision: bf16 compute over fp32 master parameters.
+  if (Precision != "fp32")
+    Localize += "mixed-precision{compute=" + Precision.str() + "},";
   std::string TPGrads = C.TP > 1 ? " tensor-parallel=tp" : "";
   std::string Tail;
   if (C.DP > 1)

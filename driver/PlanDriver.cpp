@@ -797,7 +797,7 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   std::string Unlowered = getUnloweredReason(*M, C);
   if (Unlowered.empty()) {
     Expected<std::vector<std::pair<std::string, std::string>>> Programs =
-        lowerPlanToPrograms(*M, C, SO.Optimizer);
+        lowerPlanToPrograms(*M, C, SO.Optimizer, O.TrainPrecision);
     if (!Programs) {
       // The plan stands without them: a warning, and the plan files.
       if (!O.CheckOnly)

@@ -214,6 +214,18 @@ Expected<Value *> AutodiffPass::buildLoss(Graph &G, GradBuilder &B) {
     LA.set("mesh_axis", Attribute::getString(Opts.TensorParallel));
   }
 
+  // Narrow logits (mixed-precision): the loss is computed in fp32.
+  Value *Scores = Logits;
+  ElementType LossType = LT.getElementType();
+  if (LossType == ElementType::BF16 || LossType == ElementType::F16) {
+    AttrDict ToF32;
+    ToF32.set("to", Attribute::getString("f32"));
+    Expected<Value *> Up = B.emit1(OpId::Cast, {Logits}, std::move(ToF32));
+    if (!Up)
+      return Up.takeError();
+    Scores = *Up;
+    LossType = ElementType::F32;
+  }
   AttrDict Group;
   Group.set("mesh", Attribute::getString(TPMesh));
   Group.set("axis", Attribute::getString(Opts.TensorParallel));
@@ -225,7 +237,7 @@ Expected<Value *> AutodiffPass::buildLoss(Graph &G, GradBuilder &B) {
       return Labels.takeError();
   }
   Expected<Value *> Sum =
-      B.emit1(OpId::CrossEntropyLoss, {Logits, *Labels}, LA);
+      B.emit1(OpId::CrossEntropyLoss, {Scores, *Labels}, LA);
   if (!Sum)
     return Sum.takeError();
   if (TokenSplit >= 0) {
@@ -234,8 +246,8 @@ Expected<Value *> AutodiffPass::buildLoss(Graph &G, GradBuilder &B) {
       return Sum.takeError();
   }
   int64_t Tokens = Opts.LossTokens ? Opts.LossTokens : Batch * (Seq - 1);
-  Expected<Value *> Loss = B.emit1(
-      OpId::Mul, {*Sum, B.scalar(LT.getElementType(), 1.0 / double(Tokens))});
+  Expected<Value *> Loss =
+      B.emit1(OpId::Mul, {*Sum, B.scalar(LossType, 1.0 / double(Tokens))});
   if (!Loss)
     return Loss.takeError();
   G.renameValue(*Loss, G.getUniqueName("loss"));
