@@ -121,6 +121,17 @@ private:
 
 } // namespace
 
+/// A 1-D i64 Constant of Values named Name, before Before.
+static Value *makeShapeConstant(Graph &G, ArrayRef<int64_t> Values,
+                                const std::string &Name, Node *Before) {
+  TensorType Ty = TensorType::get(ElementType::I64, {int64_t(Values.size())});
+  AttrDict A;
+  A.set("value", Attribute::getTensor(DenseTensor(
+                     Ty, std::vector<int64_t>(Values.begin(), Values.end()))));
+  return G.createNode(OpId::Constant, {}, {Ty}, std::move(A), {Name}, Before)
+      ->getResult(0);
+}
+
 static int gatherAxis(const Node &N) {
   const Attribute *A = N.getAttr("axis");
   int64_t Axis = A ? A->getInt() : 0;
@@ -371,18 +382,10 @@ Error LocalizeTensorParallelPass::localizeNode(Graph &G, Node &N) {
     N.getAttrs().set("mesh_axis", Attribute::getString(Axis));
   }
   auto Constant = [&](ArrayRef<int64_t> Values) {
-    std::string Name =
-        G.getUniqueName((N.getResult(0)->getName() + ".local_shape").str());
-    DenseTensor T(TensorType::get(ElementType::I64, {int64_t(Values.size())}),
-                  std::vector<int64_t>(Values.begin(), Values.end()));
-    AttrDict A;
-    A.set("value", Attribute::getTensor(std::move(T)));
-    return G
-        .createNode(
-            OpId::Constant, {},
-            {TensorType::get(ElementType::I64, {int64_t(Values.size())})},
-            std::move(A), {Name}, &N)
-        ->getResult(0);
+    return makeShapeConstant(
+        G, Values,
+        G.getUniqueName((N.getResult(0)->getName() + ".local_shape").str()),
+        &N);
   };
   bool Changed = any_of(ResultLayouts, [](int L) { return L >= 0; }) ||
                  any_of(N.getOperands(),
@@ -511,16 +514,8 @@ void LocalizeTensorParallelPass::splitPieces(Graph &G, Node &N) {
   };
   auto Reshape = [&](Value *V, ArrayRef<int64_t> Sizes, StringRef Name,
                      Node *Before) {
-    DenseTensor T(TensorType::get(ElementType::I64, {int64_t(Sizes.size())}),
-                  std::vector<int64_t>(Sizes.begin(), Sizes.end()));
-    AttrDict A;
-    A.set("value", Attribute::getTensor(std::move(T)));
-    Value *Shape =
-        G.createNode(
-             OpId::Constant, {},
-             {TensorType::get(ElementType::I64, {int64_t(Sizes.size())})},
-             std::move(A), {G.getUniqueName((Name + ".shape").str())}, Before)
-            ->getResult(0);
+    Value *Shape = makeShapeConstant(
+        G, Sizes, G.getUniqueName((Name + ".shape").str()), Before);
     AttrDict RA;
     for (StringRef Copy : {"layer", "stage"})
       if (const Attribute *C = N.getAttr(Copy))
