@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -84,12 +85,10 @@ Error autopar::runSoftmaxGrad(const KernelArgs &A) {
   if (Error E = checkSameF32(A, 2))
     return E;
   const Tensor &Y = A.In[1];
-  Expected<unsigned> Axis = A.normalizeAxis(A.intAttr("axis", -1), Y.getRank());
-  if (!Axis)
-    return Axis.takeError();
-  int64_t Outer = getNumElements(Y.getShape().take_front(*Axis));
-  int64_t Len = Y.getDim(*Axis);
-  int64_t Inner = getNumElements(Y.getShape().drop_front(*Axis + 1));
+  Expected<AxisExtents> P = planAxis(A, 1, -1);
+  if (!P)
+    return P.takeError();
+  int64_t Outer = P->Outer, Len = P->Len, Inner = P->Inner;
   const float *DY = A.In[0].data<float>(), *YD = Y.data<float>();
   float *DX = A.Out[0].data<float>();
   for (int64_t O = 0; O != Outer; ++O)
@@ -116,19 +115,10 @@ Error autopar::runGatherGrad(const KernelArgs &A) {
   if (Error E = A.checkType(2, {ElementType::F32}))
     return E;
   const Tensor &Data = A.In[0], &Idx = A.In[1], &DY = A.In[2];
-  Expected<unsigned> Axis =
-      A.normalizeAxis(A.intAttr("axis", 0), Data.getRank());
-  if (!Axis)
-    return Axis.takeError();
-  if (Error E = A.checkShape(0, Data.getShape()))
-    return E;
-  int64_t Outer = getNumElements(Data.getShape().take_front(*Axis));
-  int64_t Len = Data.getDim(*Axis);
-  int64_t Inner = getNumElements(Data.getShape().drop_front(*Axis + 1));
-  int64_t Count = Idx.getNumElements();
-  if (DY.getNumElements() != Outer * Count * Inner)
-    return A.error("dY " + DY.getTypeString() +
-                   " is not the shape of Gather(data, indices)");
+  Expected<GatherPlan> P = planGatherGrad(A);
+  if (!P)
+    return P.takeError();
+  int64_t Outer = P->Outer, Len = P->Len, Inner = P->Inner, Count = P->Count;
   float *Out = A.Out[0].data<float>();
   std::fill_n(Out, Data.getNumElements(), 0.0f);
   const float *Up = DY.data<float>();

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/CpuBackend.h"
+#include "runtime/KernelFamily.h"
 #include "runtime/cpu/CollectiveKernels.h"
 #include "runtime/cpu/CpuCommunicator.h"
 #include "runtime/cpu/Kernels.h"
@@ -29,160 +30,105 @@ using namespace llvm;
 
 using KernelFn = Error (*)(const KernelArgs &);
 
+/// The CPU kernel of each family (getKernelFamily lists the ops).
 static KernelFn lookupKernel(OpId Op) {
-  switch (Op) {
-  case OpId::Add:
-  case OpId::Sub:
-  case OpId::Mul:
-  case OpId::Div:
-  case OpId::Pow:
-  case OpId::Equal:
-  case OpId::Less:
-  case OpId::Greater:
-  case OpId::And:
-  case OpId::Or:
+  switch (getKernelFamily(Op)) {
+  case KernelFamily::Binary:
     return runBinary;
-  case OpId::Sum:
+  case KernelFamily::Sum:
     return runSum;
-  case OpId::Where:
+  case KernelFamily::Where:
     return runWhere;
-  case OpId::Trilu:
+  case KernelFamily::Trilu:
     return runTrilu;
-  case OpId::Neg:
-  case OpId::Abs:
-  case OpId::Sqrt:
-  case OpId::Reciprocal:
-  case OpId::Exp:
-  case OpId::Log:
-  case OpId::Tanh:
-  case OpId::Erf:
-  case OpId::Sigmoid:
-  case OpId::Relu:
-  case OpId::LeakyRelu:
-  case OpId::Not:
-  case OpId::Gelu:
-  case OpId::Silu:
+  case KernelFamily::Unary:
     return runUnary;
-  case OpId::SwiGLU:
+  case KernelFamily::SwiGLU:
     return runSwiGLU;
-  case OpId::Softmax:
-  case OpId::LogSoftmax:
-    return runSoftmax;
-  case OpId::MatMul:
-    return runMatMul;
-  case OpId::Linear:
-    return runLinear;
-  case OpId::Gemm:
-    return runGemm;
-  case OpId::LayerNormalization:
-    return runLayerNorm;
-  case OpId::RMSNormalization:
-    return runRMSNorm;
-  case OpId::BatchNormalization:
-    return runBatchNorm;
-  case OpId::LRN:
-    return runLRN;
-  case OpId::Conv:
-    return runConv;
-  case OpId::MaxPool:
-    return runMaxPool;
-  case OpId::AveragePool:
-    return runAveragePool;
-  case OpId::GlobalAveragePool:
-    return runGlobalAveragePool;
-  case OpId::Attention:
-    return runAttention;
-  case OpId::RotaryEmbedding:
-    return runRotaryEmbedding;
-  case OpId::Reshape:
-  case OpId::Flatten:
-  case OpId::Squeeze:
-  case OpId::Unsqueeze:
-  case OpId::Identity:
-    return runReshapeLike;
-  case OpId::Dropout:
-    return runDropout;
-  case OpId::Transpose:
-    return runTranspose;
-  case OpId::Expand:
-    return runExpand;
-  case OpId::Concat:
-    return runConcat;
-  case OpId::Split:
-    return runSplit;
-  case OpId::Slice:
-    return runSlice;
-  case OpId::Gather:
-    return runGather;
-  case OpId::ReduceSum:
-  case OpId::ReduceMean:
-  case OpId::ReduceMax:
-    return runReduce;
-  case OpId::Constant:
-    return runConstant;
-  case OpId::ConstantOfShape:
-    return runConstantOfShape;
-  case OpId::Cast:
-    return runCast;
-  case OpId::Shape:
-    return runShape;
-  case OpId::Size:
-    return runSize;
-  case OpId::CrossEntropyLoss:
-    return runCrossEntropyLoss;
-  case OpId::CrossEntropyLossGrad:
-    return runCrossEntropyLossGrad;
-  case OpId::LayerNormalizationGrad:
-    return runLayerNormGrad;
-  case OpId::RMSNormalizationGrad:
-    return runRMSNormGrad;
-  case OpId::AttentionGrad:
-    return runAttentionGrad;
-  case OpId::GeluGrad:
+  case KernelFamily::GeluGrad:
     return runGeluGrad;
-  case OpId::SiluGrad:
+  case KernelFamily::SiluGrad:
     return runSiluGrad;
-  case OpId::SwiGLUGrad:
+  case KernelFamily::SwiGLUGrad:
     return runSwiGLUGrad;
-  case OpId::SoftmaxGrad:
+  case KernelFamily::Softmax:
+    return runSoftmax;
+  case KernelFamily::SoftmaxGrad:
     return runSoftmaxGrad;
-  case OpId::GatherGrad:
+  case KernelFamily::LayerNorm:
+    return runLayerNorm;
+  case KernelFamily::RMSNorm:
+    return runRMSNorm;
+  case KernelFamily::LayerNormGrad:
+    return runLayerNormGrad;
+  case KernelFamily::RMSNormGrad:
+    return runRMSNormGrad;
+  case KernelFamily::BatchNorm:
+    return runBatchNorm;
+  case KernelFamily::LRN:
+    return runLRN;
+  case KernelFamily::MatMul:
+    return runMatMul;
+  case KernelFamily::Linear:
+    return runLinear;
+  case KernelFamily::Gemm:
+    return runGemm;
+  case KernelFamily::Conv:
+    return runConv;
+  case KernelFamily::MaxPool:
+    return runMaxPool;
+  case KernelFamily::AveragePool:
+    return runAveragePool;
+  case KernelFamily::GlobalAveragePool:
+    return runGlobalAveragePool;
+  case KernelFamily::Attention:
+    return runAttention;
+  case KernelFamily::AttentionGrad:
+    return runAttentionGrad;
+  case KernelFamily::RotaryEmbedding:
+    return runRotaryEmbedding;
+  case KernelFamily::ReshapeLike:
+    return runReshapeLike;
+  case KernelFamily::Dropout:
+    return runDropout;
+  case KernelFamily::Transpose:
+    return runTranspose;
+  case KernelFamily::Expand:
+    return runExpand;
+  case KernelFamily::Concat:
+    return runConcat;
+  case KernelFamily::Split:
+    return runSplit;
+  case KernelFamily::Slice:
+    return runSlice;
+  case KernelFamily::Gather:
+    return runGather;
+  case KernelFamily::GatherGrad:
     return runGatherGrad;
-  case OpId::AdamW:
+  case KernelFamily::Reduce:
+    return runReduce;
+  case KernelFamily::Constant:
+    return runConstant;
+  case KernelFamily::ConstantOfShape:
+    return runConstantOfShape;
+  case KernelFamily::Cast:
+    return runCast;
+  case KernelFamily::Shape:
+    return runShape;
+  case KernelFamily::Size:
+    return runSize;
+  case KernelFamily::CrossEntropyLoss:
+    return runCrossEntropyLoss;
+  case KernelFamily::CrossEntropyLossGrad:
+    return runCrossEntropyLossGrad;
+  case KernelFamily::AdamW:
     return runAdamW;
-  case OpId::Sgd:
+  case KernelFamily::Sgd:
     return runSgd;
-  default:
+  case KernelFamily::None:
     return nullptr;
   }
-}
-
-/// Kernels that only move elements and take every element type.
-static bool movesElements(OpId Op) {
-  switch (Op) {
-  case OpId::Where:
-  case OpId::Trilu:
-  case OpId::Reshape:
-  case OpId::Flatten:
-  case OpId::Squeeze:
-  case OpId::Unsqueeze:
-  case OpId::Identity:
-  case OpId::Dropout:
-  case OpId::Transpose:
-  case OpId::Expand:
-  case OpId::Concat:
-  case OpId::Split:
-  case OpId::Slice:
-  case OpId::Gather:
-  case OpId::Constant:
-  case OpId::ConstantOfShape:
-  case OpId::Cast:
-  case OpId::Shape:
-  case OpId::Size:
-    return true;
-  default:
-    return false;
-  }
+  return nullptr;
 }
 
 bool CpuBackend::hasKernel(OpId Op) {
@@ -342,8 +288,9 @@ Error CpuBackend::runKernel(const Node &N, ArrayRef<Tensor> Inputs,
   KernelFn Kernel = lookupKernel(N.getOp());
   if (!Kernel)
     return createNodeError(N, "no CPU kernel");
-  if (movesElements(N.getOp()) || (llvm::none_of(Inputs, isConvertedToF32) &&
-                                   llvm::none_of(Outputs, isConvertedToF32)))
+  if (onlyMovesElements(getKernelFamily(N.getOp())) ||
+      (llvm::none_of(Inputs, isConvertedToF32) &&
+       llvm::none_of(Outputs, isConvertedToF32)))
     return Kernel(KernelArgs{N, Inputs, Outputs});
 
   // Compute in f32 on converted copies.

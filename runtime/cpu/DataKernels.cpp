@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -179,11 +180,9 @@ static void store(const Tensor &T, int64_t I, const Scalar &S, bool Saturate) {
 
 Error autopar::runCast(const KernelArgs &A) {
   const Tensor &X = A.In[0], &Y = A.Out[0];
-  std::optional<ElementType> To = parseElementTypeName(A.stringAttr("to", ""));
+  Expected<ElementType> To = planCast(A);
   if (!To)
-    return A.error("'to' is not an element type");
-  if (Error E = A.checkShape(0, X.getShape()))
-    return E;
+    return To.takeError();
   if (Error E = A.checkResultType(0, {*To}))
     return E;
   if (X.getElementType() == *To) {

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -141,12 +142,9 @@ static Error runPow(const KernelArgs &A) {
 
 Error autopar::runBinary(const KernelArgs &A) {
   const Tensor &X = A.In[0], &Y = A.In[1];
-  std::optional<Shape> Out = broadcastShapes({X.getShape(), Y.getShape()});
+  Expected<Shape> Out = planBinaryBroadcast(A);
   if (!Out)
-    return A.error("operands " + X.getTypeString() + " and " +
-                   Y.getTypeString() + " do not broadcast");
-  if (Error E = A.checkShape(0, *Out))
-    return E;
+    return Out.takeError();
   OpId Op = A.N.getOp();
   if (Op == OpId::Pow) {
     if (Error E = A.checkResultType(0, {ElementType::F32}))
@@ -220,17 +218,11 @@ template <typename T> static void accumulate(const KernelArgs &A) {
 }
 
 Error autopar::runSum(const KernelArgs &A) {
-  SmallVector<ArrayRef<int64_t>, 4> Shapes;
-  for (const Tensor &X : A.In) {
+  for (const Tensor &X : A.In)
     if (X.getElementType() != A.In[0].getElementType())
       return A.error("operands have different element types");
-    Shapes.push_back(X.getShape());
-  }
-  std::optional<Shape> Out = broadcastShapes(Shapes);
-  if (!Out)
-    return A.error("operands do not broadcast");
-  if (Error E = A.checkShape(0, *Out))
-    return E;
+  if (Expected<Shape> Out = planBroadcast(A); !Out)
+    return Out.takeError();
   if (Error E = A.checkType(0, {ElementType::F32, ElementType::I64}))
     return E;
   if (Error E = A.checkResultType(0, {A.In[0].getElementType()}))
@@ -246,17 +238,11 @@ Error autopar::runWhere(const KernelArgs &A) {
   const Tensor &C = A.In[0], &X = A.In[1], &Y = A.In[2], &Z = A.Out[0];
   if (Error E = A.checkType(0, {ElementType::Bool}))
     return E;
-  if (X.getElementType() != Y.getElementType() ||
-      Z.getElementType() != X.getElementType())
-    return A.error("X " + X.getTypeString() + ", Y " + Y.getTypeString() +
-                   " and the result " + Z.getTypeString() +
-                   " must have one element type");
-  std::optional<Shape> Out =
-      broadcastShapes({C.getShape(), X.getShape(), Y.getShape()});
-  if (!Out)
-    return A.error("operands do not broadcast");
-  if (Error E = A.checkShape(0, *Out))
+  if (Error E = checkWhereTypes(A))
     return E;
+  Expected<Shape> Out = planBroadcast(A);
+  if (!Out)
+    return Out.takeError();
   size_t Size = getElementSize(Z.getElementType());
   const uint8_t *CD = C.data<uint8_t>();
   const char *XD = X.data<char>(), *YD = Y.data<char>();

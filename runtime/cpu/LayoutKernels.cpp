@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -174,31 +175,12 @@ Error autopar::runDropout(const KernelArgs &A) {
 
 Error autopar::runTranspose(const KernelArgs &A) {
   const Tensor &X = A.In[0], &Y = A.Out[0];
-  unsigned Rank = X.getRank();
-  Shape Perm;
-  if (const Attribute *P = A.attr("perm")) {
-    Perm.assign(P->getIntList().begin(), P->getIntList().end());
-  } else {
-    for (unsigned I = 0; I != Rank; ++I)
-      Perm.push_back(Rank - 1 - I);
-  }
-  if (Perm.size() != Rank)
-    return A.error("'perm' has " + Twine(Perm.size()) + " entries for rank " +
-                   Twine(Rank));
-  SmallVector<bool, 4> Seen(Rank, false);
-  Shape InStrides = getStrides(X.getShape()), Out, Strides;
-  for (int64_t P : Perm) {
-    if (P < 0 || P >= int64_t(Rank) || Seen[P])
-      return A.error("'perm' is not a permutation");
-    Seen[P] = true;
-    Out.push_back(X.getDim(P));
-    Strides.push_back(InStrides[P]);
-  }
-  if (Error E = A.checkShape(0, Out))
-    return E;
+  Expected<StridedView> V = planTranspose(A);
+  if (!V)
+    return V.takeError();
   if (Error E = A.checkResultType(0, {X.getElementType()}))
     return E;
-  StridedWalk Walk(Out, {Strides});
+  StridedWalk Walk(V->Out, {V->Strides});
   copyStrided(Y.data<char>(), X.data<char>(),
               getElementSize(X.getElementType()), Y.getNumElements(), Walk, 0);
   return Error::success();

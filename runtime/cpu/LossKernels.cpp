@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -35,16 +36,15 @@ static Expected<LossRows> getLossRows(const KernelArgs &A, unsigned Logits,
     return E;
   if (Error E = A.checkType(Labels, {ElementType::I64, ElementType::I32}))
     return E;
-  const Tensor &Z = A.In[Logits], &Y = A.In[Labels];
-  if (Z.getRank() == 0 || Y.getShape() != Z.getShape().drop_back())
-    return A.error("labels " + Y.getTypeString() +
-                   " must have the leading dimensions of logits " +
-                   Z.getTypeString());
+  const Tensor &Y = A.In[Labels];
+  Expected<LossPlan> P = planLoss(A, Logits, Labels);
+  if (!P)
+    return P.takeError();
   LossRows R;
-  R.Classes = Z.getShape().back();
-  R.Rows = Y.getNumElements();
-  R.Ignore = A.intAttr("ignore_index", -100);
-  R.Mean = A.stringAttr("reduction", "mean") == "mean";
+  R.Classes = P->Classes;
+  R.Rows = P->Rows;
+  R.Ignore = P->Ignore;
+  R.Mean = P->Mean;
   for (int64_t I = 0; I != R.Rows; ++I) {
     int64_t L = Y.getElementType() == ElementType::I64 ? Y.data<int64_t>()[I]
                                                        : Y.data<int32_t>()[I];

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -96,34 +97,12 @@ Error autopar::runMatMul(const KernelArgs &A) {
   if (Error E = checkAllF32(A))
     return E;
   const Tensor &X = A.In[0], &W = A.In[1], &Y = A.Out[0];
-  if (X.getRank() == 0 || W.getRank() == 0)
-    return A.error("operands must have rank 1 or more");
-  Shape XS = toShape(X.getShape()), WS = toShape(W.getShape());
-  bool VectorX = XS.size() == 1, VectorW = WS.size() == 1;
-  if (VectorX)
-    XS.insert(XS.begin(), 1);
-  if (VectorW)
-    WS.push_back(1);
-  int64_t M = XS[XS.size() - 2], K = XS.back(), N = WS.back();
-  if (WS[WS.size() - 2] != K)
-    return A.error("contracting dimensions of " + X.getTypeString() + " and " +
-                   W.getTypeString() + " differ");
-  ArrayRef<int64_t> XBatch = ArrayRef<int64_t>(XS).drop_back(2);
-  ArrayRef<int64_t> WBatch = ArrayRef<int64_t>(WS).drop_back(2);
-  std::optional<Shape> Batch = broadcastShapes({XBatch, WBatch});
-  if (!Batch)
-    return A.error("batch dimensions of " + X.getTypeString() + " and " +
-                   W.getTypeString() + " do not broadcast");
-  Shape Out(*Batch);
-  if (!VectorX)
-    Out.push_back(M);
-  if (!VectorW)
-    Out.push_back(N);
-  if (Error E = A.checkShape(0, Out))
-    return E;
-  int64_t Count = getNumElements(*Batch);
-  if (getNumElements(WBatch) == 1 && XBatch.size() == Batch->size() &&
-      getNumElements(XBatch) == Count) {
+  Expected<MatMulPlan> P = planMatMul(A);
+  if (!P)
+    return P.takeError();
+  int64_t M = P->M, N = P->N, K = P->K, Count = P->Count;
+  if (P->WCount == 1 && P->XBatch.size() == P->Batch.size() &&
+      P->XCount == Count) {
     // One GEMM: [Count * M, K] x [K, N].
     if (Error E = checkBlasSizes(A, {Count * M, N, K}))
       return E;
@@ -133,9 +112,9 @@ Error autopar::runMatMul(const KernelArgs &A) {
   }
   if (Error E = checkBlasSizes(A, {M, N, K}))
     return E;
-  Shape XStrides = getBroadcastStrides(XBatch, *Batch);
-  Shape WStrides = getBroadcastStrides(WBatch, *Batch);
-  StridedWalk Walk(*Batch, {XStrides, WStrides});
+  Shape XStrides = getBroadcastStrides(P->XBatch, P->Batch);
+  Shape WStrides = getBroadcastStrides(P->WBatch, P->Batch);
+  StridedWalk Walk(P->Batch, {XStrides, WStrides});
   for (int64_t I = 0; I != Count; ++I, Walk.next())
     sgemm(false, false, M, N, K, 1.0f, X.data<float>() + Walk.offset(0) * M * K,
           W.data<float>() + Walk.offset(1) * K * N, 0.0f,
@@ -147,19 +126,10 @@ Error autopar::runLinear(const KernelArgs &A) {
   if (Error E = checkAllF32(A))
     return E;
   const Tensor &X = A.In[0], &W = A.In[1], &Y = A.Out[0];
-  if (X.getRank() == 0 || W.getRank() != 2 ||
-      W.getDim(0) != X.getShape().back())
-    return A.error("X " + X.getTypeString() + " and W " + W.getTypeString() +
-                   " must be [..., K] and [K, N]");
-  int64_t K = W.getDim(0), N = W.getDim(1);
-  if (A.has(2) && A.In[2].getShape() != ArrayRef<int64_t>{N})
-    return A.error("B " + A.In[2].getTypeString() + " must be [" + Twine(N) +
-                   "]");
-  Shape Out = toShape(X.getShape().drop_back());
-  Out.push_back(N);
-  if (Error E = A.checkShape(0, Out))
-    return E;
-  int64_t Rows = getNumElements(X.getShape().drop_back());
+  Expected<LinearPlan> P = planLinear(A);
+  if (!P)
+    return P.takeError();
+  int64_t Rows = P->Rows, N = P->N, K = P->K;
   if (Error E = checkBlasSizes(A, {Rows, N, K}))
     return E;
   float *YD = Y.data<float>();
@@ -175,33 +145,23 @@ Error autopar::runGemm(const KernelArgs &A) {
   if (Error E = checkAllF32(A))
     return E;
   const Tensor &X = A.In[0], &W = A.In[1], &Y = A.Out[0];
-  if (X.getRank() != 2 || W.getRank() != 2)
-    return A.error("A and B must have rank 2");
-  bool TransA = A.intAttr("transA", 0), TransB = A.intAttr("transB", 0);
-  float Alpha = float(A.floatAttr("alpha", 1.0));
-  float Beta = float(A.floatAttr("beta", 1.0));
-  int64_t M = X.getDim(TransA ? 1 : 0), K = X.getDim(TransA ? 0 : 1);
-  int64_t N = W.getDim(TransB ? 0 : 1);
-  if (W.getDim(TransB ? 1 : 0) != K)
-    return A.error("contracting dimensions of " + X.getTypeString() + " and " +
-                   W.getTypeString() + " differ");
-  if (Error E = A.checkShape(0, {M, N}))
-    return E;
+  Expected<GemmPlan> P = planGemm(A);
+  if (!P)
+    return P.takeError();
+  int64_t M = P->M, N = P->N, K = P->K;
   if (Error E = checkBlasSizes(A, {M, N, K}))
+    return E;
+  if (Error E = checkGemmC(A, *P))
     return E;
   float *YD = Y.data<float>();
   if (A.has(2)) {
     const Tensor &C = A.In[2];
     Shape Target{M, N};
-    std::optional<Shape> Joint = broadcastShapes({C.getShape(), Target});
-    if (C.getRank() > 2 || !Joint || *Joint != Target)
-      return A.error("C " + C.getTypeString() + " does not broadcast to [" +
-                     Twine(M) + ", " + Twine(N) + "]");
     StridedWalk Walk(Target, {getBroadcastStrides(C.getShape(), Target)});
     for (int64_t I = 0; I != M * N; ++I, Walk.next())
-      YD[I] = Beta * C.data<float>()[Walk.offset(0)];
+      YD[I] = P->Beta * C.data<float>()[Walk.offset(0)];
   }
-  sgemm(TransA, TransB, M, N, K, Alpha, X.data<float>(), W.data<float>(),
-        A.has(2) ? 1.0f : 0.0f, YD);
+  sgemm(P->TransA, P->TransB, M, N, K, P->Alpha, X.data<float>(),
+        W.data<float>(), A.has(2) ? 1.0f : 0.0f, YD);
   return Error::success();
 }

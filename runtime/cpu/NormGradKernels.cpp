@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -26,20 +27,10 @@ static Error runNormGrad(const KernelArgs &A, bool Centered) {
     if (Error E = A.checkType(I, {ElementType::F32}))
       return E;
   const Tensor &DY = A.In[0], &X = A.In[1], &Scale = A.In[2];
-  if (DY.getShape() != X.getShape())
-    return A.error("dY " + DY.getTypeString() + " and X " + X.getTypeString() +
-                   " differ");
-  Expected<unsigned> Axis = A.normalizeAxis(A.intAttr("axis", -1), X.getRank());
-  if (!Axis)
-    return Axis.takeError();
-  int64_t Len = getNumElements(X.getShape().drop_front(*Axis));
-  int64_t Rows = getNumElements(X.getShape().take_front(*Axis));
-  if (Scale.getNumElements() != Len)
-    return A.error("scale " + Scale.getTypeString() +
-                   " must have one value per normalised element (" +
-                   Twine(Len) + ")");
-  if (Error E = A.checkShape(0, X.getShape()))
-    return E;
+  Expected<NormPlan> P = planNormGrad(A);
+  if (!P)
+    return P.takeError();
+  int64_t Len = P->Len, Rows = P->Rows;
   for (unsigned I = 1; I < A.Out.size(); ++I)
     if (A.hasResult(I))
       if (Error E = A.checkShape(I, Scale.getShape()))

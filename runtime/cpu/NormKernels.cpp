@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -34,10 +35,8 @@ struct NormRows {
 static Expected<std::vector<float>> expandToRow(const KernelArgs &A, unsigned I,
                                                 ArrayRef<int64_t> Row) {
   const Tensor &T = A.In[I];
-  std::optional<Shape> Joint = broadcastShapes({T.getShape(), Row});
-  if (T.getRank() > Row.size() || !Joint || ArrayRef<int64_t>(*Joint) != Row)
-    return A.error("operand " + Twine(I) + " " + T.getTypeString() +
-                   " does not broadcast to the normalised shape");
+  if (Error E = checkBroadcastsToRow(A, I, Row))
+    return E;
   std::vector<float> Values(getNumElements(Row));
   StridedWalk Walk(Row, {getBroadcastStrides(T.getShape(), Row)});
   for (size_t J = 0; J != Values.size(); ++J, Walk.next())
@@ -51,19 +50,16 @@ static Expected<NormRows> getRows(const KernelArgs &A, unsigned ScaleOperand,
     if (A.has(I))
       if (Error E = A.checkType(I, {ElementType::F32}))
         return E;
-  const Tensor &X = A.In[0];
-  Expected<unsigned> Axis = A.normalizeAxis(A.intAttr("axis", -1), X.getRank());
-  if (!Axis)
-    return Axis.takeError();
-  if (Error E = A.checkShape(0, X.getShape()))
-    return E;
+  Expected<NormPlan> P = planNorm(A);
+  if (!P)
+    return P.takeError();
   if (Error E = A.checkResultType(0, {ElementType::F32}))
     return E;
   NormRows R;
-  R.Axis = *Axis;
-  ArrayRef<int64_t> Row = X.getShape().drop_front(*Axis);
-  R.Len = getNumElements(Row);
-  R.Rows = getNumElements(X.getShape().take_front(*Axis));
+  R.Axis = P->Axis;
+  ArrayRef<int64_t> Row = P->Row;
+  R.Len = P->Len;
+  R.Rows = P->Rows;
   Expected<std::vector<float>> Scale = expandToRow(A, ScaleOperand, Row);
   if (!Scale)
     return Scale.takeError();
@@ -82,8 +78,7 @@ Error autopar::runLayerNorm(const KernelArgs &A) {
   if (!R)
     return R.takeError();
   const Tensor &X = A.In[0];
-  Shape StatShape = toShape(X.getShape().take_front(R->Axis));
-  StatShape.resize(X.getRank(), 1);
+  Shape StatShape = getNormStatShape(X.getShape(), R->Axis);
   for (unsigned I : {1u, 2u})
     if (A.hasResult(I)) {
       if (Error E = A.checkShape(I, StatShape))

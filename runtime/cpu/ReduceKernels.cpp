@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -62,41 +63,18 @@ Error autopar::runReduce(const KernelArgs &A) {
     return E;
   if (Error E = A.checkResultType(0, {X.getElementType()}))
     return E;
-  Expected<std::optional<Shape>> Axes = A.intsFromAttrOrOperand("axes", 1);
-  if (!Axes)
-    return Axes.takeError();
-  unsigned Rank = X.getRank();
-  bool Empty = !*Axes || (*Axes)->empty();
-  if (Empty && A.intAttr("noop_with_empty_axes", 0)) {
-    if (Error E = A.checkShape(0, X.getShape()))
-      return E;
+  Expected<ReducePlan> P =
+      planReduce(A, [&](unsigned I) { return A.readInts(I); });
+  if (!P)
+    return P.takeError();
+  if (P->Noop) {
     if (X.getSizeInBytes())
       std::memcpy(A.Out[0].getData(), X.getData(), X.getSizeInBytes());
     return Error::success();
   }
-  SmallVector<bool, 4> Reduced(Rank, Empty);
-  if (!Empty)
-    for (int64_t Axis : **Axes) {
-      Expected<unsigned> D = A.normalizeAxis(Axis, Rank);
-      if (!D)
-        return D.takeError();
-      Reduced[*D] = true;
-    }
-  Shape Kept, Out;
-  int64_t Count = 1;
-  bool KeepDims = A.intAttr("keepdims", 1);
-  for (unsigned D = 0; D != Rank; ++D) {
-    Kept.push_back(Reduced[D] ? 1 : X.getDim(D));
-    if (Reduced[D])
-      Count *= X.getDim(D);
-    if (!Reduced[D] || KeepDims)
-      Out.push_back(Kept.back());
-  }
-  if (Error E = A.checkShape(0, Out))
-    return E;
   if (X.getElementType() == ElementType::F32)
-    reduce<float, double>(A, Kept, Count);
+    reduce<float, double>(A, P->Kept, P->Count);
   else
-    reduce<int64_t, int64_t>(A, Kept, Count);
+    reduce<int64_t, int64_t>(A, P->Kept, P->Count);
   return Error::success();
 }

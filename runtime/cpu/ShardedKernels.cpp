@@ -15,6 +15,7 @@
 
 #include "runtime/cpu/ShardedKernels.h"
 #include "runtime/MeshGroups.h"
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/CpuCommunicator.h"
 
 #include "ir/Graph.h"
@@ -180,15 +181,14 @@ static Expected<RowStats> getRowStats(const KernelArgs &A, const ShardPlace &P,
   if (Error E = A.checkType(LogitsAt + 1, {ElementType::I64, ElementType::I32}))
     return E;
   const Tensor &Z = A.In[LogitsAt], &Y = A.In[LogitsAt + 1];
-  if (Z.getRank() == 0 || Y.getShape() != Z.getShape().drop_back())
-    return A.error("labels " + Y.getTypeString() +
-                   " must have the leading dimensions of logits " +
-                   Z.getTypeString());
+  Expected<LossPlan> Plan = planLoss(A, LogitsAt, LogitsAt + 1);
+  if (!Plan)
+    return Plan.takeError();
   RowStats S;
-  S.Classes = Z.getShape().back();
-  S.Rows = Y.getNumElements();
+  S.Classes = Plan->Classes;
+  S.Rows = Plan->Rows;
   S.Offset = P.Index * S.Classes;
-  S.Ignore = A.intAttr("ignore_index", -100);
+  S.Ignore = Plan->Ignore;
   int64_t Total = S.Classes * int64_t(P.Ranks.size());
   for (int64_t I = 0; I != S.Rows; ++I) {
     int64_t L = readIndex(Y, I);

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -21,15 +22,11 @@ Error autopar::runSoftmax(const KernelArgs &A) {
     return E;
   if (Error E = A.checkResultType(0, {ElementType::F32}))
     return E;
-  if (Error E = A.checkShape(0, X.getShape()))
-    return E;
-  Expected<unsigned> Axis = A.normalizeAxis(A.intAttr("axis", -1), X.getRank());
-  if (!Axis)
-    return Axis.takeError();
+  Expected<AxisExtents> P = planSoftmax(A);
+  if (!P)
+    return P.takeError();
   bool Log = A.N.getOp() == OpId::LogSoftmax;
-  int64_t Len = X.getDim(*Axis);
-  int64_t Inner = getNumElements(X.getShape().drop_front(*Axis + 1));
-  int64_t Outer = getNumElements(X.getShape().take_front(*Axis));
+  int64_t Len = P->Len, Inner = P->Inner, Outer = P->Outer;
   const float *XD = X.data<float>();
   float *YD = Y.data<float>();
   for (int64_t O = 0; O != Outer; ++O)

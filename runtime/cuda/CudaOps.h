@@ -1,18 +1,18 @@
 //===- CudaOps.h - Nodes on the CUDA device ---------------------*- C++ -*-===//
 //
 // The device side of the CUDA backend: for each op with a CUDA kernel, the
-// shape and type checks of the CPU kernel (the same messages where they
-// apply), then launches on the backend's compute stream (CudaKernels.h,
-// cuBLAS). What a kernel needs from the backend (the stream, cuBLAS,
-// scratch memory, the values of small integer operands, device-side error
-// codes) comes through CudaContext.
+// shape checks and plans the CPU kernels use too (runtime/OpShapes.h), the
+// CUDA ops' own type checks, then launches on the backend's compute stream
+// (CudaKernels.h, cuBLAS). What a kernel needs from the backend (the
+// stream, cuBLAS, scratch memory, the values of small integer operands,
+// device-side error codes) comes through CudaContext.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef AUTOPAR_RUNTIME_CUDA_CUDAOPS_H
 #define AUTOPAR_RUNTIME_CUDA_CUDAOPS_H
 
-#include "runtime/cpu/KernelSupport.h"
+#include "runtime/KernelArgs.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>

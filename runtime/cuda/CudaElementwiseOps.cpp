@@ -1,0 +1,264 @@
+//===- CudaElementwiseOps.cpp - Elementwise ops on the device -------------===//
+//
+// Binary ops with numpy broadcasting (Pow takes an integer exponent cast to
+// f32), Sum, Where, Trilu, unary ops, SwiGLU and the gradients of GELU,
+// SiLU and SwiGLU: shapes from runtime/OpShapes.h, then one launch each.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/CudaOpSupport.h"
+
+#include "ir/Graph.h"
+#include "runtime/OpShapes.h"
+
+using namespace autopar;
+using namespace autopar::cuda;
+using namespace llvm;
+
+static std::optional<BinaryOp> getBinaryOp(OpId Op) {
+  switch (Op) {
+  case OpId::Add:
+    return BinaryOp::Add;
+  case OpId::Sub:
+    return BinaryOp::Sub;
+  case OpId::Mul:
+    return BinaryOp::Mul;
+  case OpId::Div:
+    return BinaryOp::Div;
+  case OpId::Pow:
+    return BinaryOp::Pow;
+  case OpId::Equal:
+    return BinaryOp::Equal;
+  case OpId::Less:
+    return BinaryOp::Less;
+  case OpId::Greater:
+    return BinaryOp::Greater;
+  case OpId::And:
+    return BinaryOp::And;
+  case OpId::Or:
+    return BinaryOp::Or;
+  default:
+    return std::nullopt;
+  }
+}
+
+Error cuda::runBinary(const KernelArgs &A, CudaContext &C) {
+  const Tensor &X = A.In[0], &Z = A.Out[0];
+  Tensor Y = A.In[1];
+  Expected<Shape> Out = planBinaryBroadcast(A);
+  if (!Out)
+    return Out.takeError();
+  BinaryOp Op = *getBinaryOp(A.N.getOp());
+  Scratch S(C);
+  if (Op == BinaryOp::And || Op == BinaryOp::Or) {
+    for (const Tensor *T : {&X, static_cast<const Tensor *>(&Y), &Z})
+      if (T->getElementType() != ElementType::Bool)
+        return typeError(A, "an operand or the result", *T, "bool");
+  } else {
+    // Pow takes an integer exponent: cast it to f32 first.
+    if (Op == BinaryOp::Pow && !isCudaFloat(Y.getElementType())) {
+      if (Error E = checkIndexType(A, 1))
+        return E;
+      Expected<Tensor> F = S.get(A, ElementType::F32, Y.getShape());
+      if (!F)
+        return F.takeError();
+      if (Error E =
+              launched(A, cast(dt(Y), Y.getData(), DType::F32, F->getData(),
+                               Y.getNumElements(), C.getStream())))
+        return E;
+      Y = *F;
+    }
+    for (unsigned I : {0u, 1u})
+      if (!isCudaFloat((I ? Y : X).getElementType()))
+        return typeError(A, "operand " + Twine(I), I ? Y : X,
+                         "f32, f16, bf16, f64 (integer operands of more than "
+                         "64 KiB have no CUDA kernel)");
+    bool Compare = Op == BinaryOp::Equal || Op == BinaryOp::Less ||
+                   Op == BinaryOp::Greater;
+    if (Compare ? Z.getElementType() != ElementType::Bool
+                : !isCudaFloat(Z.getElementType()))
+      return typeError(A, "result 0", Z, Compare ? "bool" : "a float");
+  }
+  Expected<Dims> D = makeDims(A, *Out);
+  if (!D)
+    return D.takeError();
+  return launched(A, binary(Op, dt(X), X.getData(),
+                            broadcastTo(X.getShape(), *Out), dt(Y), Y.getData(),
+                            broadcastTo(Y.getShape(), *Out), dt(Z), Z.getData(),
+                            *D, C.getStream()));
+}
+
+Error cuda::runSum(const KernelArgs &A, CudaContext &C) {
+  if (Error E = checkAllFloat(A))
+    return E;
+  Expected<Shape> Out = planBroadcast(A);
+  if (!Out)
+    return Out.takeError();
+  const Tensor &Z = A.Out[0];
+  Expected<Dims> D = makeDims(A, *Out);
+  if (!D)
+    return D.takeError();
+  Strides Own = makeStrides(getStrides(*Out));
+  // Z = X0 + X1, then Z += Xi.
+  const Tensor &First = A.In[0];
+  if (A.In.size() == 1) {
+    if (First.getElementType() == Z.getElementType())
+      return copyDevice(A, C, Z, First);
+    return launched(A, cast(dt(First), First.getData(), dt(Z), Z.getData(),
+                            Z.getNumElements(), C.getStream()));
+  }
+  for (size_t I = 1; I != A.In.size(); ++I) {
+    const Tensor &X = I == 1 ? First : Z;
+    Strides XS = I == 1 ? broadcastTo(First.getShape(), *Out) : Own;
+    if (Error E = launched(A, binary(BinaryOp::Add, dt(X), X.getData(), XS,
+                                     dt(A.In[I]), A.In[I].getData(),
+                                     broadcastTo(A.In[I].getShape(), *Out),
+                                     dt(Z), Z.getData(), *D, C.getStream())))
+      return E;
+  }
+  return Error::success();
+}
+
+Error cuda::runWhere(const KernelArgs &A, CudaContext &C) {
+  const Tensor &Cond = A.In[0], &X = A.In[1], &Y = A.In[2], &Z = A.Out[0];
+  if (Cond.getElementType() != ElementType::Bool)
+    return typeError(A, "operand 0", Cond, "bool");
+  if (Error E = checkWhereTypes(A))
+    return E;
+  Expected<Shape> Out = planBroadcast(A);
+  if (!Out)
+    return Out.takeError();
+  Expected<Dims> D = makeDims(A, *Out);
+  if (!D)
+    return D.takeError();
+  return launched(
+      A, where(Cond.data<uint8_t>(), broadcastTo(Cond.getShape(), *Out),
+               X.getData(), broadcastTo(X.getShape(), *Out), Y.getData(),
+               broadcastTo(Y.getShape(), *Out), Z.getData(), *D,
+               int(getElementSize(Z.getElementType())), C.getStream()));
+}
+
+Error cuda::runTrilu(const KernelArgs &A, CudaContext &C) {
+  const Tensor &X = A.In[0], &Y = A.Out[0];
+  if (X.getRank() < 2)
+    return A.error("'input' must have rank 2 or more");
+  if (Error E = A.checkShape(0, X.getShape()))
+    return E;
+  if (Y.getElementType() != X.getElementType())
+    return A.error("the result " + Y.getTypeString() +
+                   " must have the type of " + X.getTypeString());
+  int64_t K = 0;
+  if (A.has(1)) {
+    Expected<Shape> Given = readIntOperand(A, C, 1);
+    if (!Given)
+      return Given.takeError();
+    if (Given->size() != 1)
+      return A.error("'k' must have one element");
+    K = Given->front();
+  }
+  return launched(A, trilu(X.getData(), Y.getData(), X.getNumElements(),
+                           X.getDim(X.getRank() - 2), X.getDim(X.getRank() - 1),
+                           K, A.intAttr("upper", 1) != 0,
+                           int(getElementSize(X.getElementType())),
+                           C.getStream()));
+}
+
+Error cuda::runUnary(const KernelArgs &A, CudaContext &C) {
+  const Tensor &X = A.In[0], &Y = A.Out[0];
+  if (Error E = A.checkShape(0, X.getShape()))
+    return E;
+  OpId Op = A.N.getOp();
+  if (Op == OpId::Not) {
+    if (X.getElementType() != ElementType::Bool ||
+        Y.getElementType() != ElementType::Bool)
+      return typeError(A, "operand 0", X, "bool");
+    return launched(A, unary(UnaryOp::Not, 0, DType::Bool, X.getData(),
+                             DType::Bool, Y.getData(), X.getNumElements(),
+                             C.getStream()));
+  }
+  if (Error E = checkAllFloat(A))
+    return E;
+  UnaryOp U;
+  float Alpha = 0;
+  switch (Op) {
+  case OpId::Neg:
+    U = UnaryOp::Neg;
+    break;
+  case OpId::Abs:
+    U = UnaryOp::Abs;
+    break;
+  case OpId::Sqrt:
+    U = UnaryOp::Sqrt;
+    break;
+  case OpId::Reciprocal:
+    U = UnaryOp::Reciprocal;
+    break;
+  case OpId::Exp:
+    U = UnaryOp::Exp;
+    break;
+  case OpId::Log:
+    U = UnaryOp::Log;
+    break;
+  case OpId::Tanh:
+    U = UnaryOp::Tanh;
+    break;
+  case OpId::Erf:
+    U = UnaryOp::Erf;
+    break;
+  case OpId::Sigmoid:
+    U = UnaryOp::Sigmoid;
+    break;
+  case OpId::Relu:
+    U = UnaryOp::Relu;
+    break;
+  case OpId::LeakyRelu:
+    U = UnaryOp::LeakyRelu;
+    Alpha = float(A.floatAttr("alpha", 0.01));
+    break;
+  case OpId::Silu:
+    U = UnaryOp::Silu;
+    break;
+  case OpId::Gelu: {
+    StringRef Mode = A.stringAttr("approximate", "none");
+    if (Mode != "none" && Mode != "tanh")
+      return A.error("'approximate' must be \"none\" or \"tanh\", got \"" +
+                     Mode + "\"");
+    U = Mode == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf;
+    break;
+  }
+  default:
+    return A.error("no CUDA kernel");
+  }
+  return launched(A, unary(U, Alpha, dt(X), X.getData(), dt(Y), Y.getData(),
+                           X.getNumElements(), C.getStream()));
+}
+
+/// An error unless operands [0, Count) and every result have one float
+
+Error cuda::runSwiGLU(const KernelArgs &A, CudaContext &C) {
+  if (Error E = checkSameFloat(A, 2))
+    return E;
+  return launched(A, swiglu(dt(A.In[0]), A.In[0].getData(), A.In[1].getData(),
+                            A.Out[0].getData(), A.In[0].getNumElements(),
+                            float(A.floatAttr("alpha", 1.0)), C.getStream()));
+}
+
+Error cuda::runActivationGrad(const KernelArgs &A, CudaContext &C) {
+  OpId Op = A.N.getOp();
+  if (Error E = checkSameFloat(A, Op == OpId::SwiGLUGrad ? 3 : 2))
+    return E;
+  DType T = dt(A.In[0]);
+  int64_t N = A.In[0].getNumElements();
+  cudaStream_t S = C.getStream();
+  if (Op == OpId::GeluGrad)
+    return launched(
+        A, geluGrad(T, A.In[0].getData(), A.In[1].getData(), A.Out[0].getData(),
+                    N, A.stringAttr("approximate", "none") == "tanh", S));
+  if (Op == OpId::SiluGrad)
+    return launched(A, siluGrad(T, A.In[0].getData(), A.In[1].getData(),
+                                A.Out[0].getData(), N, S));
+  return launched(A, swigluGrad(T, A.In[0].getData(), A.In[1].getData(),
+                                A.In[2].getData(), A.Out[0].getData(),
+                                A.Out[1].getData(), N,
+                                float(A.floatAttr("alpha", 1.0)), S));
+}
