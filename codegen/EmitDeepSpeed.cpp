@@ -35,7 +35,11 @@ std::string autopar::renderDeepSpeedConfig(const PlanRecord &R) {
       J.attribute("train_batch_size", R.GlobalBatch);
       J.attribute("train_micro_batch_size_per_gpu", P.MicroBatchSize);
       J.attribute("gradient_accumulation_steps", P.NumMicroBatches);
-      J.attributeObject("bf16", [&] { J.attribute("enabled", true); });
+      // Mixed precision as the plan says; fp32 enables neither.
+      if (P.TrainPrecision == Precision::BF16)
+        J.attributeObject("bf16", [&] { J.attribute("enabled", true); });
+      else if (P.TrainPrecision == Precision::FP16)
+        J.attributeObject("fp16", [&] { J.attribute("enabled", true); });
       J.attributeObject("zero_optimization", [&] {
         J.attribute("stage", P.ZeroStage);
         if (P.Offload != OffloadKind::None)

@@ -102,11 +102,19 @@ std::string autopar::renderMegatronArgs(const PlanRecord &R) {
   else if (P.Offload != OffloadKind::None)
     OS << "# offload " << getOffloadName(P.Offload)
        << " has no Megatron-LM flag; use deepspeed.json\n";
-  OS << "--num-layers " << R.Shape.Layers << "\n"
-     << "--hidden-size " << R.Shape.Hidden << "\n"
-     << "--num-attention-heads " << R.Shape.Heads << "\n"
-     << "--seq-length " << R.Shape.SeqLength << "\n"
-     << "--max-position-embeddings " << R.Shape.SeqLength << "\n"
-     << "--bf16\n";
+  if (R.Shape.Heads && R.Shape.Hidden)
+    OS << "--num-layers " << R.Shape.Layers << "\n"
+       << "--hidden-size " << R.Shape.Hidden << "\n"
+       << "--num-attention-heads " << R.Shape.Heads << "\n"
+       << "--seq-length " << R.Shape.SeqLength << "\n"
+       << "--max-position-embeddings " << R.Shape.SeqLength << "\n";
+  else
+    OS << "# The model is not a transformer (no attention heads): "
+          "pretrain_gpt.py's model arguments do not apply\n";
+  // Megatron-LM trains in fp32 unless told.
+  if (P.TrainPrecision == Precision::BF16)
+    OS << "--bf16\n";
+  else if (P.TrainPrecision == Precision::FP16)
+    OS << "--fp16\n";
   return OS.str();
 }

@@ -67,7 +67,14 @@ std::string autopar::renderTorchtitanArgs(const PlanRecord &R) {
      << "--training.local_batch_size " << P.MicroBatchSize * P.NumMicroBatches
      << "\n"
      << "--training.global_batch_size " << R.GlobalBatch << "\n"
-     << "--training.seq_len " << R.Shape.SeqLength << "\n";
+     << "--training.seq_len " << R.Shape.SeqLength
+     << "\n"
+     // FSDP's parameter dtype; fp32 turns mixed precision off.
+     << "--training.mixed_precision_param "
+     << (P.TrainPrecision == Precision::BF16   ? "bfloat16"
+         : P.TrainPrecision == Precision::FP16 ? "float16"
+                                               : "float32")
+     << "\n";
   if (P.Offload == OffloadKind::AllCpu)
     OS << "--training.enable_cpu_offload\n";
   else if (P.Offload != OffloadKind::None)

@@ -22,7 +22,8 @@ std::string autopar::describePlan(const PlanRecord &R) {
      << P.NumMicroBatches << " zero" << P.ZeroStage
      << (P.SequenceParallel ? " sp" : "")
      << " recompute=" << getRecomputeName(P.Recomputation)
-     << " offload=" << getOffloadName(P.Offload);
+     << " offload=" << getOffloadName(P.Offload) << " "
+     << getPrecisionName(P.TrainPrecision);
   return OS.str();
 }
 

@@ -5,6 +5,8 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/JSON.h"
 
+#include <tuple>
+
 using namespace autopar;
 using namespace llvm;
 
@@ -178,12 +180,15 @@ Expected<PlanRecord> autopar::parsePlanJSON(StringRef Text,
     return Shape.takeError();
   const json::Object &S = **Shape;
   auto &RS = R.Shape;
-  for (auto [Key, Out] : {std::pair<StringRef, int64_t *>{"layers", &RS.Layers},
-                          {"hidden", &RS.Hidden},
-                          {"heads", &RS.Heads},
-                          {"seq_length", &RS.SeqLength},
-                          {"vocab", &RS.Vocab}})
-    if (Error E = Rd.integer(S, "model_shape.", Key, 1, *Out))
+  // Hidden size, heads and vocabulary are 0 for a model that has none (a
+  // CNN): its launch files leave the transformer arguments out.
+  for (auto [Key, Out, Min] :
+       {std::tuple<StringRef, int64_t *, int64_t>{"layers", &RS.Layers, 1},
+        {"hidden", &RS.Hidden, 0},
+        {"heads", &RS.Heads, 0},
+        {"seq_length", &RS.SeqLength, 1},
+        {"vocab", &RS.Vocab, 0}})
+    if (Error E = Rd.integer(S, "model_shape.", Key, Min, *Out))
       return E;
   if (Error E = Rd.integers(S, "model_shape.", "layers_per_stage", 0,
                             RS.LayersPerStage))
@@ -249,6 +254,16 @@ Expected<PlanRecord> autopar::parsePlanJSON(StringRef Text,
   if (Error E =
           Rd.boolean(P, "plan.", "sequence_parallel", RP.SequenceParallel))
     return E;
+  // Plans written before the precision was recorded trained in bf16.
+  if (P.get("precision")) {
+    if (Error E = Rd.string(P, "plan.", "precision", Name))
+      return E;
+    std::optional<Precision> Prec = parsePrecision(Name);
+    if (!Prec || *Prec == Precision::TF32)
+      return Rd.error("plan.precision",
+                      "is '" + Name + "', expected bf16, fp16 or fp32");
+    RP.TrainPrecision = *Prec;
+  }
   if (Error E = Rd.integers(P, "plan.", "stage_layers", 0, RP.StageLayers))
     return E;
   if (Error E = Rd.number(P, "plan.", "step_time_s", RP.StepTimeSeconds))

@@ -64,6 +64,9 @@ struct PlanRecord {
     OffloadKind Offload = OffloadKind::None;
     Recompute Recomputation = Recompute::None;
     bool SequenceParallel = false;
+    /// bf16 or fp16 (over fp32 master weights), or fp32; bf16 when the
+    /// plan.json has no `precision` (plans written before it was recorded).
+    Precision TrainPrecision = Precision::BF16;
     /// Units per virtual stage, embedding and head units included.
     std::vector<int64_t> StageLayers;
     /// Predicted seconds per step.

@@ -47,9 +47,15 @@ std::optional<OffloadKind> autopar::parseOffloadName(StringRef Name) {
       .Default(std::nullopt);
 }
 
-double autopar::optimizerBytesPerParam(OptimizerKind K) {
-  // fp32 master weight + Adam's two moments, or + SGD's momentum.
-  return K == OptimizerKind::AdamW ? 12 : 8;
+double autopar::optimizerBytesPerParam(OptimizerKind K, bool MasterWeights) {
+  // Adam's two fp32 moments or SGD's fp32 momentum, plus the fp32 master
+  // weight under mixed precision (ZeRO's 12 bytes for mixed-precision Adam).
+  return (K == OptimizerKind::AdamW ? 8 : 4) + (MasterWeights ? 4 : 0);
+}
+
+void autopar::setTrainingPrecision(ModelStateConfig &C, Precision P) {
+  C.WeightBytes = C.GradBytes = getPrecisionBytes(P);
+  C.MasterWeights = getPrecisionBytes(P) < 4;
 }
 
 Error autopar::validateModelState(const ModelStateConfig &C) {
@@ -84,7 +90,8 @@ ModelStateMemory autopar::getModelStateMemory(const ModelStateConfig &C) {
   double Params = C.Params;
   double Weights = Params * C.WeightBytes;
   double Grads = Params * C.GradBytes;
-  double Optimizer = Params * optimizerBytesPerParam(C.Optimizer);
+  double Optimizer =
+      Params * optimizerBytesPerParam(C.Optimizer, C.MasterWeights);
   if (C.ZeroStage >= 1)
     Optimizer /= Nd;
   if (C.ZeroStage >= 2)
@@ -130,7 +137,7 @@ double autopar::optimizerStepSeconds(const ModelStateConfig &C,
   double Owned = C.ZeroStage >= 1 ? C.Params / Nd : C.Params;
   // Read the gradient, the states and the master weight, write the states,
   // the master and the 16-bit weight.
-  double StateBytes = optimizerBytesPerParam(C.Optimizer);
+  double StateBytes = optimizerBytesPerParam(C.Optimizer, C.MasterWeights);
   double Bytes = Owned * (C.GradBytes + 2 * StateBytes + C.WeightBytes);
   if (!offloadsOptimizer(C.Offload)) {
     double Bandwidth = Cl.Device.achievableHbmBytesPerSec();

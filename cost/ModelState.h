@@ -44,6 +44,9 @@ struct ModelStateConfig {
   OffloadKind Offload = OffloadKind::None;
   /// Bytes of a 16-bit (or fp32) weight and gradient.
   double WeightBytes = 2, GradBytes = 2;
+  /// Mixed precision keeps an fp32 master copy of the weights with the
+  /// optimizer states (Micikevicius et al. 2018); fp32 training does not.
+  bool MasterWeights = true;
   /// Parameter elements of the largest layer: ZeRO-3 gathers one layer at a
   /// time and prefetches the next, so two of them are held whole.
   double LargestLayerParams = 0;
@@ -61,8 +64,13 @@ struct ModelStateMemory {
   }
 };
 
-/// Optimizer-state bytes per parameter, fp32 master included.
-double optimizerBytesPerParam(OptimizerKind K);
+/// Optimizer-state bytes per parameter, the fp32 master included when
+/// MasterWeights.
+double optimizerBytesPerParam(OptimizerKind K, bool MasterWeights = true);
+
+/// The model-state configuration of training at precision P: 16-bit
+/// weights and gradients over fp32 masters, or fp32 throughout.
+void setTrainingPrecision(ModelStateConfig &C, Precision P);
 
 /// Checks the combination (offloading the weights needs ZeRO-3, stages are
 /// 0-3); the message names the option to change.

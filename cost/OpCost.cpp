@@ -138,7 +138,18 @@ std::optional<GemmShape> getGemmShape(const Node &N, const OpLoops &Loops,
       S.N *= Size;
     else if (InA && InB)
       S.K *= Size;
+    else if (InY && !InA && !InB)
+      // A convolution's output positions (the window loops leave the input
+      // unmapped): rows of its implicit im2col matrix.
+      S.M *= Size;
   }
+  // The window of a convolution: the weight's dimensions that no loop maps
+  // add to the contraction (im2col's K = in-channels x kernel elements).
+  const Value *B = N.getOperand(1);
+  for (unsigned I = 0, E = Loops.Operands[1].size(); I != E; ++I)
+    if (Loops.Operands[1][I] == OpLoops::NoLoop && B &&
+        B->getType().getDim(I).isStatic())
+      S.K *= B->getType().getDim(I).getSize();
   return S;
 }
 

@@ -66,7 +66,7 @@ static std::string printProgram(const Module &Program, StringRef Kind,
 
 Expected<std::vector<std::pair<std::string, std::string>>>
 autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
-                             OptimizerKind Optimizer, StringRef Precision) {
+                             OptimizerKind Optimizer) {
   std::string Why = getUnloweredReason(Plan, C);
   if (!Why.empty())
     return createStringError(inconvertibleErrorCode(), Why);
@@ -99,9 +99,12 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
   // Tensor parallelism: each rank's types, and autodiff's conjugate
   // collectives over the axis.
   std::string Localize = C.TP > 1 ? "localize-tp{axis=tp}," : "";
-  // Mixed precision: bf16 compute over fp32 master parameters.
-  if (Precision != "fp32")
-    Localize += "mixed-precision{compute=" + Precision.str() + "},";
+  // Mixed precision: 16-bit compute over fp32 master parameters, as the
+  // plan says (and its cost model priced).
+  if (C.TrainPrecision == Precision::BF16)
+    Localize += "mixed-precision{compute=bf16},";
+  else if (C.TrainPrecision == Precision::FP16)
+    Localize += "mixed-precision{compute=f16},";
   std::string TPGrads = C.TP > 1 ? " tensor-parallel=tp" : "";
   std::string Tail;
   if (C.DP > 1)
@@ -153,8 +156,9 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
     return Programs;
   }
 
-  // Pipeline stages. Parameters that two stages hold (tied embeddings) get
-  // their gradients exchanged; which ones, the stages' forwards say.
+  // Pipeline stages. Parameters that several stages hold (tied embeddings,
+  // rotary tables) get their gradients exchanged; which ones, the stages'
+  // forwards say.
   StringMap<SmallVector<unsigned, 2>> Holders;
   std::vector<std::string> ParamOrder;
   // With vpp > 1 each rank holds several model chunks (virtual stages).
@@ -178,15 +182,11 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
   std::string Tied;
   for (const std::string &Name : ParamOrder) {
     ArrayRef<unsigned> H = Holders[Name];
-    if (H.size() > 2)
-      return createStringError(inconvertibleErrorCode(),
-                               "parameter '" + Name + "' is used by " +
-                                   std::to_string(H.size()) +
-                                   " pipeline stages; only two (tied "
-                                   "embeddings) are lowered");
-    if (H.size() == 2)
-      Tied += (Tied.empty() ? "" : ";") + Name + "@" + std::to_string(H[0]) +
-              "+" + std::to_string(H[1]);
+    if (H.size() < 2)
+      continue;
+    Tied += (Tied.empty() ? "" : ";") + Name + "@";
+    for (unsigned J = 0; J != H.size(); ++J)
+      Tied += (J ? "+" : "") + std::to_string(H[J]);
   }
   std::string Schedule = C.Schedule == ScheduleKind::GPipe ? "gpipe"
                          : Interleaved

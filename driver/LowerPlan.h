@@ -30,12 +30,12 @@ std::string getUnloweredReason(const Module &Plan, const PlanConfig &C);
 
 /// The training programs of Plan (the module plan.air prints: one graph,
 /// batch bound to the micro-batch, collectives inserted) under C, as (file
-/// name, text) pairs in stage order. Plan is not changed. Precision "bf16"
-/// computes in bf16 with fp32 master parameters (mixed-precision).
+/// name, text) pairs in stage order. Plan is not changed. C's precision
+/// bf16 or fp16 computes in it over fp32 master parameters
+/// (mixed-precision); fp32 computes in fp32.
 llvm::Expected<std::vector<std::pair<std::string, std::string>>>
 lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
-                    OptimizerKind Optimizer,
-                    llvm::StringRef Precision = "fp32");
+                    OptimizerKind Optimizer);
 
 /// The forward programs of Plan (`forward<S>.air` per pipeline stage: the
 /// stage's forward for one micro-batch on each rank, tensor-parallel types,

@@ -235,6 +235,7 @@ static Expected<std::pair<PlanConfig, int64_t>> readGivenPlan(StringRef Path) {
   C.Recomputation = P.Recomputation;
   C.SequenceParallel = P.SequenceParallel;
   C.Offload = P.Offload;
+  C.TrainPrecision = P.TrainPrecision;
   for (int64_t U : P.StageLayers)
     C.StageUnits.push_back(unsigned(U));
   return std::make_pair(C, R->GlobalBatch);
@@ -533,13 +534,6 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
     raw_string_ostream OS(GraphText);
     printModule(OS, *M);
   }
-  CostSettings Settings;
-  Expected<std::unique_ptr<ModelProfile>> Profile =
-      ModelProfile::create(G, *Cl, Settings);
-  if (!Profile) {
-    error() << O.ModelFile << ": " << toString(Profile.takeError()) << "\n";
-    return ExitBadOptions;
-  }
   // A given plan: its configuration and cut, on the cluster the options
   // describe.
   int64_t GlobalBatch = O.GlobalBatch;
@@ -566,6 +560,20 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   SearchOptions SO;
   SO.GlobalBatch = GlobalBatch ? GlobalBatch : Cl->NumGpus;
   SO.Fixed = *Fixes;
+  // The precision is not searched: a given plan's, a pinned one, or the
+  // device's default. Per-op costs are priced in it.
+  SO.TrainPrecision = Given ? Given->TrainPrecision
+                      : Fixes->TrainPrecision
+                          ? *Fixes->TrainPrecision
+                          : defaultTrainingPrecision(Cl->Device);
+  CostSettings Settings;
+  Settings.Compute = SO.TrainPrecision;
+  Expected<std::unique_ptr<ModelProfile>> Profile =
+      ModelProfile::create(G, *Cl, Settings);
+  if (!Profile) {
+    error() << O.ModelFile << ": " << toString(Profile.takeError()) << "\n";
+    return ExitBadOptions;
+  }
   SO.TopK = O.TopK;
   SO.TpAcrossNodes = O.TpAcrossNodes;
   // A progress line on a terminal, at most a few times a second.
@@ -797,7 +805,7 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   std::string Unlowered = getUnloweredReason(*M, C);
   if (Unlowered.empty()) {
     Expected<std::vector<std::pair<std::string, std::string>>> Programs =
-        lowerPlanToPrograms(*M, C, SO.Optimizer, O.TrainPrecision);
+        lowerPlanToPrograms(*M, C, SO.Optimizer);
     if (!Programs) {
       // The plan stands without them: a warning, and the plan files.
       if (!O.CheckOnly)

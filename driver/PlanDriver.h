@@ -47,9 +47,6 @@ struct PlanDriverOptions {
   /// Also write the plan's forward programs (`forward<S>.air`, for
   /// `autopar-run --eval DIR`).
   bool ForwardPrograms = false;
-  /// What the training programs compute in: "fp32", or "bf16" (mixed
-  /// precision, fp32 master parameters).
-  std::string TrainPrecision = "fp32";
   /// `autopar check`: instead of writing OutputDir, compare what would be
   /// written with what is there. The cluster comes from ClusterJSON (the
   /// plan's own description) when it is not empty.

@@ -13,6 +13,8 @@
 #include "frontend/OnnxTypes.h"
 
 #include "ir/Verifier.h"
+#include "weights/TensorBytes.h"
+#include "weights/WeightReader.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -160,6 +162,31 @@ LogicalResult GraphImporter::findBatchDim() {
         Symbols.push_back(S);
     }
   }
+  auto [Input, Axis] = StringRef(Options.BatchDim).rsplit(':');
+  if (!Axis.empty()) {
+    // `INPUT:AXIS`: the named input's dimension, static or symbolic.
+    for (const onnx::ValueInfoProto &V : Proto.input()) {
+      if (V.name() != Input || InitializerNames.count(V.name()) ||
+          !V.type().has_tensor_type())
+        continue;
+      const auto &Dims = V.type().tensor_type().shape().dim();
+      unsigned A;
+      if (Axis.getAsInteger(10, A) || A >= unsigned(Dims.size())) {
+        Diag.error(SMLoc(), "--batch-dim " + Options.BatchDim + ": input '" +
+                                Input + "' has " + Twine(Dims.size()) +
+                                " dimensions; give an axis below that");
+        return failure();
+      }
+      BatchInput = Input.str();
+      BatchAxis = int(A);
+      if (Dims[A].has_dim_param() && !Dims[A].dim_param().empty())
+        BatchSymbol = makeSymbolName(Dims[A].dim_param());
+      return success();
+    }
+    Diag.error(SMLoc(), "--batch-dim " + Options.BatchDim +
+                            ": the model has no graph input '" + Input + "'");
+    return failure();
+  }
   if (!Options.BatchDim.empty()) {
     if (!is_contained(Symbols, Options.BatchDim)) {
       Diag.error(SMLoc(), "--batch-dim " + Options.BatchDim +
@@ -201,7 +228,13 @@ LogicalResult GraphImporter::importInputs() {
     }
     Value *In = G->addInput(V.name(), *Type);
     Values[V.name()] = In;
-    // The batch dimension, found from the inputs' symbols.
+    // The batch dimension: the input --batch-dim names, or found from the
+    // inputs' symbols.
+    if (!BatchInput.empty()) {
+      if (V.name() == BatchInput)
+        In->getAttrs().set("batch_dim", Attribute::getInt(BatchAxis));
+      continue;
+    }
     const auto &Dims = V.type().tensor_type().shape().dim();
     for (int I = 0; I != Dims.size(); ++I)
       if (!BatchSymbol.empty() && Dims[I].has_dim_param() &&
@@ -227,17 +260,20 @@ LogicalResult GraphImporter::importInitializers() {
     int64_t Count = *Type->getStaticNumElements();
     bool External = T.data_location() == onnx::TensorProto::EXTERNAL;
     bool IsConstant =
-        !External && Count <= MaxConstantInitializerElements &&
+        Count <= MaxConstantInitializerElements &&
         (!isFloatElementType(Type->getElementType()) || Type->getRank() == 0);
-    if (IsConstant) {
-      Expected<DenseTensor> Data = readInlineTensor(T, *Type);
-      if (!Data)
-        return Fail(toString(Data.takeError()));
+    auto AddConstant = [&](DenseTensor Data) {
       AttrDict Attrs;
-      Attrs.set("value", Attribute::getTensor(std::move(*Data)));
+      Attrs.set("value", Attribute::getTensor(std::move(Data)));
       Node *N = G->createNode(OpId::Constant, {}, {*Type}, std::move(Attrs),
                               {T.name()});
       Values[T.name()] = N->getResult(0);
+    };
+    if (IsConstant && !External) {
+      Expected<DenseTensor> Data = readInlineTensor(T, *Type);
+      if (!Data)
+        return Fail(toString(Data.takeError()));
+      AddConstant(std::move(*Data));
       continue;
     }
     std::optional<WeightSource> Source;
@@ -248,6 +284,22 @@ LogicalResult GraphImporter::importInitializers() {
       Expected<ExternalDataRef> Ref = checkExternalData(T, ModelDir, *Bytes);
       if (!Ref)
         return Fail(toString(Ref.takeError()));
+      // A small integer or scalar tensor is a constant wherever it is
+      // stored (a model saved with every initializer external keeps its
+      // Reshape targets there): read it when the file is there, as the
+      // shape functions need its values. Without the file it stays a
+      // parameter, as below.
+      if (IsConstant && Ref->FileExists) {
+        Expected<std::vector<uint8_t>> Data =
+            readWeightBytes(T.name(), Ref->Source, ModelDir);
+        if (!Data)
+          return Fail(toString(Data.takeError()));
+        Expected<DenseTensor> Tensor = decodeTensorBytes(*Data, *Type);
+        if (!Tensor)
+          return Fail(toString(Tensor.takeError()));
+        AddConstant(std::move(*Tensor));
+        continue;
+      }
       // Loading weights is running's mode: the file must be there.
       if (!Ref->FileExists && Options.LoadWeights)
         return Fail("external data file '" + Ref->Source.Location +

@@ -68,6 +68,9 @@ private:
   llvm::StringMap<int64_t> Bindings;
   /// Symbol of the batch dimension (before bindings), if any.
   std::string BatchSymbol;
+  /// `--batch-dim INPUT:AXIS`: the input and its batch axis.
+  std::string BatchInput;
+  int BatchAxis = -1;
   bool WarnedMissingMicrosoftImport = false;
   /// External data files found missing (each is reported once).
   llvm::StringSet<> MissingExternalFiles;

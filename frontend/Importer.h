@@ -29,9 +29,10 @@ namespace autopar {
 struct ImportOptions {
   /// Sizes for symbolic dimensions, as `--dim batch=8` gives them.
   std::vector<std::pair<std::string, int64_t>> DimBindings;
-  /// The symbol that is the batch dimension; found from the inputs when
-  /// empty (a symbol named like "batch", else the first input's leading
-  /// dimension).
+  /// The symbol that is the batch dimension, or `INPUT:AXIS` (an input's
+  /// dimension, which may be static: a model exported for one batch size);
+  /// found from the inputs when empty (a symbol named like "batch", else
+  /// the first input's leading dimension).
   std::string BatchDim;
   /// Read the data of inline initializers into the parameters (what the
   /// runtime needs; planning needs only types). External data stays a

@@ -559,14 +559,20 @@ std::optional<OpLoops> pieceLoops(const Node &N, bool IsSplit) {
     for (const Value *O : N.getOperands())
       Pieces.push_back(O);
   int64_t Granule = 0;
+  bool Equal = true;
   for (const Value *P : Pieces) {
     if (!P || rankOf(P) != Rank || !dimOf(P, *Axis).isStatic())
       return std::nullopt;
     Granule = std::gcd(Granule, dimOf(P, *Axis).getSize());
+    Equal &= dimOf(P, *Axis) == dimOf(Pieces.front(), *Axis);
   }
+  // Ranks hold their block of each piece as a [pieces, n / pieces] view
+  // (passes/LocalizeTensorParallel.cpp), so the axis splits only when the
+  // pieces are equal (fused QKV without grouped KV heads, gate and up);
+  // unequal ones (an Inception block's concatenated branches) keep it whole.
   OpLoops L = unmapped(N);
   for (unsigned I = 0; I != Rank; ++I)
-    L.addLoop(LoopKind::Parallel,
+    L.addLoop(I == *Axis && !Equal ? LoopKind::Fixed : LoopKind::Parallel,
               I == *Axis ? std::max<int64_t>(Granule, 1) : 0);
   auto MapAll = [&](DimMap &M) {
     for (unsigned I = 0; I != Rank; ++I)

@@ -12,9 +12,13 @@ using namespace llvm;
 /// Chains deeper than this are not followed.
 static constexpr unsigned MaxDepth = 32;
 
+/// Integer tensors, and booleans (entries 0 and 1: the conditions that
+/// Equal gives Where).
 static bool isIntegerShapeTensor(const Value *V) {
   const TensorType &T = V->getType();
-  return isIntegerElementType(T.getElementType()) && T.getRank() <= 1;
+  return (isIntegerElementType(T.getElementType()) ||
+          T.getElementType() == ElementType::Bool) &&
+         T.getRank() <= 1;
 }
 
 static std::optional<ShapeValue> evaluate(const Value *V, unsigned Depth);
@@ -61,6 +65,47 @@ static ShapeEntry combine(OpId Op, const ShapeEntry &A, const ShapeEntry &B) {
     if (std::optional<Dim> Q = DA.divide(DB))
       return ShapeEntry::get(*Q);
   return ShapeEntry::get(Dim());
+}
+
+/// True when A and B are known to be the same integer: equal integers, or
+/// the same symbolic dimension.
+static bool isSameEntry(const ShapeEntry &A, const ShapeEntry &B) {
+  if (A.Int || B.Int)
+    return A.Int == B.Int;
+  return !A.Symbolic.isUnknown() && A.Symbolic == B.Symbolic;
+}
+
+/// Equal of two entries as 1 (true), 0 (false) or unknown. A symbolic
+/// dimension is a size, never negative: it differs from every negative
+/// integer (Reshape's and Expand's -1) and equals itself; anything else
+/// involving a symbol or an unknown entry is unknown.
+static ShapeEntry compareEqual(const ShapeEntry &A, const ShapeEntry &B) {
+  if (isSameEntry(A, B))
+    return ShapeEntry::get(1);
+  if (A.Int && B.Int)
+    return ShapeEntry::get(0);
+  const ShapeEntry &Int = A.Int ? A : B, &Other = A.Int ? B : A;
+  if (Int.Int && *Int.Int < 0 && Other.Symbolic.isSymbolic())
+    return ShapeEntry::get(0);
+  return ShapeEntry::get(Dim());
+}
+
+/// The operands' values broadcast to one length (numpy's rule for 0-D and
+/// 1-D values: a value of one entry repeats), else nullopt.
+static std::optional<size_t>
+getBroadcastLength(ArrayRef<const ShapeValue *> Values) {
+  size_t Size = 1;
+  for (const ShapeValue *V : Values)
+    if (V->size() != 1)
+      Size = V->size();
+  for (const ShapeValue *V : Values)
+    if (V->size() != Size && V->size() != 1)
+      return std::nullopt;
+  return Size;
+}
+
+static const ShapeEntry &broadcastEntry(const ShapeValue &V, size_t I) {
+  return V[V.size() == 1 ? 0 : I];
 }
 
 static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
@@ -116,13 +161,25 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
     }
     return ShapeValue(*Shape->front().Int, ShapeEntry::get(FillValue));
   }
-  case OpId::Identity:
   case OpId::Cast:
+    if (N.getResult(0)->getType().getElementType() == ElementType::Bool &&
+        N.getOperand(0)->getType().getElementType() != ElementType::Bool) {
+      // To bool: nonzero integers are true; a symbolic size may be zero.
+      std::optional<ShapeValue> In = Operand(0);
+      if (!In)
+        return std::nullopt;
+      for (ShapeEntry &E : *In)
+        E = E.Int ? ShapeEntry::get(int64_t(*E.Int != 0))
+                  : ShapeEntry::get(Dim());
+      return In;
+    }
+    return Operand(0);
+  case OpId::Identity:
   case OpId::Unsqueeze:
   case OpId::Squeeze:
   case OpId::Reshape:
     // Each keeps the entries (as a 0-D or 1-D tensor, checked by the
-    // caller); Cast between integer types keeps the values.
+    // caller).
     return Operand(0);
   case OpId::Concat: {
     ShapeValue Result;
@@ -187,19 +244,40 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::Add:
   case OpId::Sub:
   case OpId::Mul:
-  case OpId::Div: {
+  case OpId::Div:
+  case OpId::Equal: {
     std::optional<ShapeValue> A = Operand(0), B = Operand(1);
     if (!A || !B)
       return std::nullopt;
-    // Broadcasting of 0-D and 1-D values: one side of one entry repeats.
-    size_t Size = std::max(A->size(), B->size());
-    if ((A->size() != Size && A->size() != 1) ||
-        (B->size() != Size && B->size() != 1))
+    std::optional<size_t> Size = getBroadcastLength({&*A, &*B});
+    if (!Size)
       return std::nullopt;
     ShapeValue Result;
-    for (size_t I = 0; I != Size; ++I)
-      Result.push_back(combine(N.getOp(), (*A)[A->size() == 1 ? 0 : I],
-                               (*B)[B->size() == 1 ? 0 : I]));
+    for (size_t I = 0; I != *Size; ++I) {
+      const ShapeEntry &EA = broadcastEntry(*A, I), &EB = broadcastEntry(*B, I);
+      Result.push_back(N.getOp() == OpId::Equal ? compareEqual(EA, EB)
+                                                : combine(N.getOp(), EA, EB));
+    }
+    return Result;
+  }
+  case OpId::Where: {
+    // Entry-wise selection; where the condition is unknown, the entry is
+    // known only when both sides agree.
+    std::optional<ShapeValue> C = Operand(0), X = Operand(1), Y = Operand(2);
+    if (!C || !X || !Y)
+      return std::nullopt;
+    std::optional<size_t> Size = getBroadcastLength({&*C, &*X, &*Y});
+    if (!Size)
+      return std::nullopt;
+    ShapeValue Result;
+    for (size_t I = 0; I != *Size; ++I) {
+      const ShapeEntry &EC = broadcastEntry(*C, I);
+      const ShapeEntry &EX = broadcastEntry(*X, I), &EY = broadcastEntry(*Y, I);
+      if (EC.Int)
+        Result.push_back(*EC.Int ? EX : EY);
+      else
+        Result.push_back(isSameEntry(EX, EY) ? EX : ShapeEntry::get(Dim()));
+    }
     return Result;
   }
   default:

@@ -27,9 +27,18 @@
 //     while the current op runs (prefetch one ahead) and a gathered
 //     parameter lives only around its use. Parameters the axis does not
 //     divide stay whole, with all-reduced gradients in buckets of their
-//     own. Gradients are accumulated whole over the micro-batches and
-//     reduced once per step (ZeRO-2/3's per-micro-batch reduction is not
-//     expressed yet).
+//     own. Over several micro-batches, zero=1 reduce-scatters the whole
+//     gradients that accumulate-micro-batches (or schedule-pipeline)
+//     summed, once per step. zero=2 and 3 keep only gradient shards: a
+//     sharded gradient that is such a sum (a tree of Adds whose leaves are
+//     the micro-batches' `grad.<p>.mb<k>`) is reduced per micro-batch:
+//     micro-batch k's gradients are bucketed as above, each bucket reduce-
+//     scattered right after its last producer in k's backward (and after
+//     the shard sums it adds to), the shards (`grad.<p>.mb<k>.shard`)
+//     summed into `grad.<p>`, and the whole-gradient Adds are erased, so a
+//     whole gradient lives only until its bucket's reduction. A sum with
+//     other terms (a tied parameter's gradient exchanged between pipeline
+//     stages) is reduced once per step.
 // The reduction is a sum: the loss is already divided by the global token
 // count (autodiff's `loss-tokens`). The `loss` output is all-reduced too,
 // right after it is computed, so every rank reports the global mean. Assumes
@@ -52,6 +61,15 @@ using namespace autopar;
 using namespace llvm;
 
 namespace {
+
+/// A gradient that accumulate-micro-batches or schedule-pipeline summed over
+/// the micro-batches.
+struct MicroBatchSum {
+  /// (k, micro-batch k's gradient), by k.
+  SmallVector<std::pair<int64_t, Value *>, 8> Terms;
+  /// The Adds that sum them, the one defining the sum first.
+  SmallVector<Node *, 8> Adds;
+};
 
 struct InsertGradSyncOptions {
   /// Largest bucket, in MiB (DDP's default bucket_cap_mb).
@@ -103,6 +121,17 @@ private:
   Error syncBucket(Graph &G, ArrayRef<Value *> Grads, bool Scatter,
                    int64_t Ranks, DenseMap<Value *, Value *> &Replacement);
   Error shardParams(Graph &G, ArrayRef<Value *> Params, int64_t Ranks);
+  /// Grads in buckets of at most bucket-mib, one kind of reduction each.
+  SmallVector<SmallVector<Value *, 8>, 8>
+  makeBuckets(ArrayRef<Value *> Grads,
+              function_ref<bool(Value *)> IsScattered) const;
+  /// ZeRO-2/3: reduce-scatters each micro-batch's terms of the sums in
+  /// PerMicroBatch, in buckets placed after their producers, and sums the
+  /// shards; Replacement maps each sum to its sum of shards.
+  Error syncPerMicroBatch(Graph &G, ArrayRef<Value *> Grads,
+                          const DenseMap<Value *, MicroBatchSum> &PerMicroBatch,
+                          int64_t Ranks,
+                          DenseMap<Value *, Value *> &Replacement);
   AttrDict collectiveAttrs(bool Dim0) const {
     AttrDict CA;
     CA.set("mesh", Attribute::getString(Opts.Mesh));
@@ -180,6 +209,152 @@ Error InsertGradSyncPass::syncBucket(Graph &G, ArrayRef<Value *> Grads,
       return R.takeError();
     Replacement[Grad] = *R;
   }
+  return Error::success();
+}
+
+/// Whether Sum (`grad.<p>`) is a sum of two or more micro-batches'
+/// gradients: a tree of Adds, each result used once, whose leaves are
+/// `grad.<p>.mb<k>` (the clones' names), each used once, all of Sum's type.
+static bool getMicroBatchTerms(Value *Sum, MicroBatchSum &Out) {
+  if (!Sum->getUsers().empty() || Sum->getNumOutputUses() != 1)
+    return false;
+  StringRef Name = Sum->getName();
+  SmallVector<Value *, 16> Work{Sum};
+  while (!Work.empty()) {
+    Value *V = Work.pop_back_val();
+    if (V->getType() != Sum->getType())
+      return false;
+    if (V != Sum && (V->getUsers().size() != 1 || V->getNumOutputUses()))
+      return false;
+    StringRef Rest = V->getName();
+    int64_t K;
+    if (V != Sum && Rest.consume_front(Name) && Rest.consume_front(".mb") &&
+        !Rest.getAsInteger(10, K)) {
+      Out.Terms.push_back({K, V});
+      continue;
+    }
+    Node *D = V->getDefiningNode();
+    if (!D || D->getOp() != OpId::Add || D->getNumOperands() != 2)
+      return false;
+    Out.Adds.push_back(D);
+    Work.push_back(D->getOperand(1));
+    Work.push_back(D->getOperand(0));
+  }
+  llvm::sort(Out.Terms,
+             [](const auto &A, const auto &B) { return A.first < B.first; });
+  for (unsigned I = 1; I < Out.Terms.size(); ++I)
+    if (Out.Terms[I].first == Out.Terms[I - 1].first)
+      return false;
+  return Out.Terms.size() >= 2;
+}
+
+/// Each node's place in G.
+static DenseMap<const Node *, unsigned> getProgramOrder(Graph &G) {
+  DenseMap<const Node *, unsigned> Order;
+  unsigned I = 0;
+  for (Node &N : G.getNodes())
+    Order[&N] = I++;
+  return Order;
+}
+
+/// Moves the nodes appended after OldLast to right after Anchor.
+static void placeAfter(Graph &G, Node *OldLast, Node *Anchor) {
+  if (!Anchor || !OldLast || Anchor == OldLast)
+    return;
+  SmallVector<Node *, 16> New;
+  for (auto It = std::next(OldLast->getIterator()); It != G.getNodes().end();
+       ++It)
+    New.push_back(&*It);
+  auto Where = std::next(Anchor->getIterator());
+  for (Node *N : New)
+    G.getNodes().splice(Where, G.getNodes(), N->getIterator());
+}
+
+SmallVector<SmallVector<Value *, 8>, 8>
+InsertGradSyncPass::makeBuckets(ArrayRef<Value *> Grads,
+                                function_ref<bool(Value *)> IsScattered) const {
+  double Cap = Opts.BucketMiB * 1024 * 1024;
+  SmallVector<SmallVector<Value *, 8>, 8> Buckets;
+  double Bytes = 0;
+  for (Value *Grad : Grads) {
+    double Size = double(*Grad->getType().getStaticSizeInBytes());
+    if (Buckets.empty() ||
+        (!Buckets.back().empty() &&
+         (Bytes + Size > Cap ||
+          IsScattered(Grad) != IsScattered(Buckets.back().front())))) {
+      Buckets.emplace_back();
+      Bytes = 0;
+    }
+    Buckets.back().push_back(Grad);
+    Bytes += Size;
+  }
+  return Buckets;
+}
+
+Error InsertGradSyncPass::syncPerMicroBatch(
+    Graph &G, ArrayRef<Value *> Grads,
+    const DenseMap<Value *, MicroBatchSum> &PerMicroBatch, int64_t Ranks,
+    DenseMap<Value *, Value *> &Replacement) {
+  SmallVector<int64_t, 8> Ks;
+  for (const auto &Entry : PerMicroBatch)
+    for (const auto &Term : Entry.second.Terms)
+      Ks.push_back(Term.first);
+  llvm::sort(Ks);
+  Ks.erase(std::unique(Ks.begin(), Ks.end()), Ks.end());
+  // Each gradient's sum of shards so far.
+  DenseMap<Value *, Value *> Acc;
+  GradBuilder B(G);
+  B.setForwardNode(nullptr);
+  for (int64_t K : Ks) {
+    // Micro-batch K's gradients, in the order its backward produces them.
+    DenseMap<const Node *, unsigned> Order = getProgramOrder(G);
+    SmallVector<Value *, 32> Terms;
+    DenseMap<Value *, Value *> GradOf;
+    for (Value *Grad : Grads) {
+      auto It = PerMicroBatch.find(Grad);
+      if (It == PerMicroBatch.end())
+        continue;
+      for (const auto &[TermK, Term] : It->second.Terms)
+        if (TermK == K) {
+          Terms.push_back(Term);
+          GradOf[Term] = Grad;
+        }
+    }
+    llvm::stable_sort(Terms, [&](Value *A, Value *B) {
+      return Order.lookup(A->getDefiningNode()) <
+             Order.lookup(B->getDefiningNode());
+    });
+    for (ArrayRef<Value *> Bucket :
+         makeBuckets(Terms, [](Value *) { return true; })) {
+      // After the bucket's last gradient and the sums it adds to.
+      Node *Anchor = lastProducer(Bucket, Order);
+      for (Value *Term : Bucket)
+        if (Value *Sum = Acc.lookup(GradOf[Term]))
+          if (Node *D = Sum->getDefiningNode())
+            if (!Anchor || Order.lookup(D) > Order.lookup(Anchor))
+              Anchor = D;
+      Node *OldLast = &G.getNodes().back();
+      DenseMap<Value *, Value *> Shards;
+      if (Error E = syncBucket(G, Bucket, /*Scatter=*/true, Ranks, Shards))
+        return E;
+      for (Value *Term : Bucket) {
+        Value *Shard = Shards.lookup(Term);
+        G.renameValue(Shard, G.getUniqueName(Term->getName().str() + ".shard"));
+        Value *&Sum = Acc[GradOf[Term]];
+        if (!Sum) {
+          Sum = Shard;
+          continue;
+        }
+        Expected<Value *> Added = B.add(Sum, Shard);
+        if (!Added)
+          return Added.takeError();
+        Sum = *Added;
+      }
+      placeAfter(G, OldLast, Anchor);
+    }
+  }
+  for (const auto &Entry : PerMicroBatch)
+    Replacement[Entry.first] = Acc.lookup(Entry.first);
   return Error::success();
 }
 
@@ -309,41 +484,34 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
     }
   }
 
-  // Buckets (one kind of reduction each), then the nodes of each after its
-  // last gradient's producer.
-  double Cap = Opts.BucketMiB * 1024 * 1024;
-  SmallVector<SmallVector<Value *, 8>, 8> Buckets(1);
-  double Bytes = 0;
+  // ZeRO-2/3: a scattered gradient that accumulate-micro-batches or
+  // schedule-pipeline summed over the micro-batches is reduce-scattered per
+  // micro-batch, its shards summed instead.
+  DenseMap<Value *, MicroBatchSum> PerMicroBatch;
+  SmallVector<Value *, 32> Whole;
   for (Value *Grad : Grads) {
-    double Size = double(*Grad->getType().getStaticSizeInBytes());
-    if (!Buckets.back().empty() &&
-        (Bytes + Size > Cap ||
-         Scattered.count(Grad) != Scattered.count(Buckets.back().front()))) {
-      Buckets.emplace_back();
-      Bytes = 0;
-    }
-    Buckets.back().push_back(Grad);
-    Bytes += Size;
+    MicroBatchSum Sum;
+    if (Opts.Zero >= 2 && Scattered.count(Grad) &&
+        getMicroBatchTerms(Grad, Sum))
+      PerMicroBatch[Grad] = std::move(Sum);
+    else
+      Whole.push_back(Grad);
   }
+
+  // Buckets (one kind of reduction each) of the gradients reduced once per
+  // step, then the nodes of each after its last gradient's producer.
   DenseMap<Value *, Value *> Replacement;
-  for (unsigned K = 0; K != Buckets.size(); ++K) {
-    Node *Anchor = lastProducer(Buckets[K], Order);
+  for (ArrayRef<Value *> Bucket :
+       makeBuckets(Whole, [&](Value *V) { return Scattered.count(V) != 0; })) {
+    Node *Anchor = lastProducer(Bucket, Order);
     Node *OldLast = G.getNodes().empty() ? nullptr : &G.getNodes().back();
-    if (Error E =
-            syncBucket(G, Buckets[K], Scattered.count(Buckets[K].front()) != 0,
-                       Ranks, Replacement))
+    if (Error E = syncBucket(G, Bucket, Scattered.count(Bucket.front()) != 0,
+                             Ranks, Replacement))
       return E;
-    // The bucket's nodes were appended; move them right after Anchor.
-    if (Anchor && OldLast && Anchor != OldLast) {
-      SmallVector<Node *, 16> New;
-      for (auto It = std::next(OldLast->getIterator());
-           It != G.getNodes().end(); ++It)
-        New.push_back(&*It);
-      auto Where = std::next(Anchor->getIterator());
-      for (Node *N : New)
-        G.getNodes().splice(Where, G.getNodes(), N->getIterator());
-    }
+    placeAfter(G, OldLast, Anchor);
   }
+  if (Error E = syncPerMicroBatch(G, Grads, PerMicroBatch, Ranks, Replacement))
+    return E;
   // The loss too: every rank reports the global mean.
   // (A pipeline stage before the last receives the loss, already global.)
   Value *Loss = G.getOutputs().front();
@@ -379,14 +547,20 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
   }
   G.setOutputs(Outputs);
   // Synced gradients take the gradient names; the raw ones get `.local`.
+  // The sums of whole gradients over micro-batches are dead when their
+  // shards are summed instead.
   for (Value *Raw : Grads) {
     Value *Synced = Replacement.lookup(Raw);
     std::string Name = Raw->getName().str();
-    G.renameValue(Raw, G.getUniqueName(Name + ".local"));
+    auto It = PerMicroBatch.find(Raw);
+    if (It != PerMicroBatch.end())
+      for (Node *Add : It->second.Adds)
+        Add->erase();
+    else
+      G.renameValue(Raw, G.getUniqueName(Name + ".local"));
     G.renameValue(Synced, Name);
   }
   return shardParams(G, ShardedParams, Ranks);
-  return Error::success();
 }
 
 std::unique_ptr<Pass> autopar::createInsertGradSyncPass() {

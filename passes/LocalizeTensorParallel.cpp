@@ -20,9 +20,10 @@
 //     constants of the local result types; the shape arithmetic that
 //     computed them is erased when nothing else uses it.
 //   - Graph outputs that are partial sums are all-reduced.
-//   - A Linear whose result is a partial sum drops its bias, which is added
-//     once after each collective that sums the result (Megatron-LM's
-//     row-parallel layer adds it after the all-reduce).
+//   - A Linear, Gemm or Conv whose result is a partial sum drops its bias,
+//     which is added once after each collective that sums the result
+//     (Megatron-LM's row-parallel layer adds it after the all-reduce; a
+//     Conv's [M] bias as [M, 1, ...]).
 // Every node's local result types are then checked against its op's shape
 // function. The `sharding` annotations stay, with their logical meaning:
 // autodiff reads them to find which gradient contributions are partial
@@ -236,13 +237,20 @@ Error LocalizeTensorParallelPass::runOnGraph(Graph &G) {
   return Error::success();
 }
 
-/// A row-parallel Linear adds its bias once, after the sum.
+/// A row-parallel Linear (a Conv split over its input channels, a Gemm
+/// over K) adds its bias once, after the sum.
 Error LocalizeTensorParallelPass::moveBias(Graph &G, Node &N) {
-  if (N.getOp() != OpId::Linear || N.getNumOperands() < 3 || !N.getOperand(2))
+  bool IsConv = N.getOp() == OpId::Conv;
+  if ((N.getOp() != OpId::Linear && N.getOp() != OpId::Gemm && !IsConv) ||
+      N.getNumOperands() < 3 || !N.getOperand(2))
     return Error::success();
   std::string Mesh;
   if (getAnnotatedLayout(N.getAttr("sharding"), 0, Axis, Mesh) != Partial)
     return Error::success();
+  if (const Attribute *Beta = N.getAttr("beta"))
+    if (!Beta->isa(Attribute::Kind::Float) || Beta->getFloat() != 1.0)
+      return fail(N, "its partial result adds C scaled by beta != 1; only "
+                     "beta = 1 is lowered");
   Value *Y = N.getResult(0), *Bias = N.getOperand(2);
   SmallVector<Node *, 2> Sums(Y->getUsers().begin(), Y->getUsers().end());
   if (Y->getNumOutputUses())
@@ -267,8 +275,28 @@ Error LocalizeTensorParallelPass::moveBias(Graph &G, Node &N) {
         Attrs.set(Name, *A);
     auto It = std::next(U->getIterator());
     Node *Next = It == G.getNodes().end() ? nullptr : &*It;
+    Value *Term = Bias;
+    if (IsConv) {
+      // [M] broadcast over [N, M, spatial...]: as [M, 1, ...].
+      SmallVector<int64_t, 4> Sizes(Sum->getType().getRank() - 1, 1);
+      Sizes[0] = Bias->getType().getDim(0).getSize();
+      Value *Shape = makeShapeConstant(
+          G, Sizes, G.getUniqueName(Bias->getName().str() + ".shape"), Next);
+      AttrDict RA;
+      for (StringRef Name : {"layer", "stage"})
+        if (const Attribute *A = U->getAttr(Name))
+          RA.set(Name, *A);
+      RA.set("sharding",
+             makeSharding(Replicated, unsigned(Sizes.size()), Mesh, Axis));
+      Term = G.createNode(
+                  OpId::Reshape, {Bias, Shape},
+                  {TensorType::get(Bias->getType().getElementType(), Sizes)},
+                  std::move(RA),
+                  {G.getUniqueName(Bias->getName().str() + ".bcast")}, Next)
+                 ->getResult(0);
+    }
     Node *Add =
-        G.createNode(OpId::Add, {Sum, Bias}, {Sum->getType()}, std::move(Attrs),
+        G.createNode(OpId::Add, {Sum, Term}, {Sum->getType()}, std::move(Attrs),
                      {G.getUniqueName(Sum->getName().str() + ".bias")}, Next);
     for (Node *R : Readers)
       for (unsigned I = 0, E = R->getNumOperands(); I != E; ++I)

@@ -38,9 +38,10 @@
 //     several chunks (a parameter two chunks use) after the last of their
 //     backwards;
 //   - parameter gradients are summed over the micro-batches in order; a
-//     parameter that two ranks hold (`tied=NAME@A+B;...`: tied embeddings)
-//     has its summed gradient exchanged between them and added in rank
-//     order on both, so both apply the same update;
+//     parameter that several ranks hold (`tied=NAME@A+B[+C...];...`: tied
+//     embeddings, rotary tables every stage reads) has its summed gradient
+//     sent by each holder to the others and the holders' sums added in rank
+//     order on all of them, so all apply the same update;
 //   - the last rank sums the losses and sends the sum to every other rank,
 //     whose `loss` output is what it receives.
 // Outputs: `loss`, then `grad.<param>`; insert-grad-sync and
@@ -455,18 +456,30 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
     }
   }
 
-  // Tied parameters of this stage and their partner stages.
-  StringMap<int64_t> Partner;
+  // Tied parameters of this stage and the other stages that hold them.
+  StringMap<SmallVector<int64_t, 4>> Partners;
   SmallVector<StringRef, 4> Entries;
   StringRef(Opts.Tied).split(Entries, ';', -1, false);
   for (StringRef Entry : Entries) {
     auto [Name, Where] = Entry.rsplit('@');
-    auto [A, B] = Where.split('+');
-    int64_t SA, SB;
-    if (Name.empty() || A.getAsInteger(10, SA) || B.getAsInteger(10, SB))
-      return Fail("tied entry '" + Entry + "' is not NAME@A+B");
-    if (SA == S || SB == S)
-      Partner[Name] = SA == S ? SB : SA;
+    SmallVector<StringRef, 4> Parts;
+    Where.split(Parts, '+');
+    SmallVector<int64_t, 4> Stages;
+    for (StringRef Part : Parts) {
+      int64_t X;
+      if (Part.getAsInteger(10, X) || X < 0 || X >= P ||
+          (!Stages.empty() && X <= Stages.back()))
+        return Fail("tied entry '" + Entry +
+                    "' is not NAME@A+B[+...] with increasing stages below " +
+                    Twine(P));
+      Stages.push_back(X);
+    }
+    if (Name.empty() || Stages.size() < 2)
+      return Fail("tied entry '" + Entry + "' is not NAME@A+B[+...]");
+    if (is_contained(Stages, S))
+      for (int64_t X : Stages)
+        if (X != S)
+          Partners[Name].push_back(X);
   }
 
   // The token input grows to the step's rows.
@@ -576,23 +589,32 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
         if (Error E = Accumulate(Sums[I], Map.lookup(ParamGrads[I])))
           return E;
   }
-  // Tied parameters: exchange the summed gradients, add in stage order.
+  // Tied parameters: every holder sends its summed gradient to the others
+  // and adds all of them in stage order, so all apply the same update.
   for (unsigned I = 0; I != ParamGrads.size(); ++I) {
-    auto It = Partner.find(ParamGrads[I]->getName().drop_front(5));
-    if (It == Partner.end())
+    auto It = Partners.find(ParamGrads[I]->getName().drop_front(5));
+    if (It == Partners.end())
       continue;
-    int64_t Other = It->second;
-    Send(Sums[I], StageAttr("dst_stage", Other));
-    Node *Peer = G.createNode(
-        OpId::Recv, {}, {Sums[I]->getType()}, StageAttr("src_stage", Other),
-        {G.getUniqueName(ParamGrads[I]->getName().str() + ".stage" +
-                         std::to_string(Other))});
-    Value *Theirs = Peer->getResult(0);
-    Expected<Value *> Total =
-        S < Other ? B.add(Sums[I], Theirs) : B.add(Theirs, Sums[I]);
-    if (!Total)
-      return Total.takeError();
-    Sums[I] = *Total;
+    for (int64_t Other : It->second)
+      Send(Sums[I], StageAttr("dst_stage", Other));
+    SmallVector<std::pair<int64_t, Value *>, 4> Parts = {{S, Sums[I]}};
+    for (int64_t Other : It->second) {
+      Node *Peer = G.createNode(
+          OpId::Recv, {}, {Sums[I]->getType()}, StageAttr("src_stage", Other),
+          {G.getUniqueName(ParamGrads[I]->getName().str() + ".stage" +
+                           std::to_string(Other))});
+      Parts.push_back({Other, Peer->getResult(0)});
+    }
+    llvm::sort(Parts,
+               [](const auto &A, const auto &B) { return A.first < B.first; });
+    Value *Total = Parts.front().second;
+    for (unsigned J = 1; J != Parts.size(); ++J) {
+      Expected<Value *> Sum = B.add(Total, Parts[J].second);
+      if (!Sum)
+        return Sum.takeError();
+      Total = *Sum;
+    }
+    Sums[I] = Total;
   }
   // Every stage reports the loss the last one computed.
   if (IsLast) {

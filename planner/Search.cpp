@@ -103,10 +103,16 @@ Expected<PlanFixes> PlanFixes::parse(StringRef Text) {
         E = error("--fix offload=" + Val +
                   ": expected none, optimizer-cpu, optimizer-nvme, cpu or "
                   "nvme");
+    } else if (Key == "precision") {
+      std::optional<Precision> P = parsePrecision(Val);
+      if (!P || *P == Precision::TF32)
+        E = error("--fix precision=" + Val + ": expected bf16, fp16 or fp32");
+      else
+        F.TrainPrecision = *P;
     } else {
       E = error("--fix: unknown key '" + Key +
                 "' (keys: tp, pp, dp, vpp, mbs, schedule, zero, recompute, "
-                "sp, offload)");
+                "sp, offload, precision)");
     }
     if (E)
       return E;
@@ -121,8 +127,15 @@ std::string PlanConfig::str() const {
      << ",schedule=" << getScheduleName(Schedule) << ",vpp=" << VPP
      << ",zero=" << Zero << ",recompute=" << getRecomputeName(Recomputation)
      << ",sp=" << (SequenceParallel ? "on" : "off")
-     << ",offload=" << getOffloadName(Offload);
+     << ",offload=" << getOffloadName(Offload)
+     << ",precision=" << getPrecisionName(TrainPrecision);
   return OS.str();
+}
+
+Precision autopar::defaultTrainingPrecision(const DeviceSpec &Device) {
+  return Device.PeakFlops(Precision::BF16) > Device.PeakFlops(Precision::FP32)
+             ? Precision::BF16
+             : Precision::FP32;
 }
 
 double autopar::frameworkOverheadBytes(const Cluster &Cl) {
@@ -228,6 +241,7 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   MS.ZeroStage = C.Zero;
   MS.Optimizer = O.Optimizer;
   MS.Offload = C.Offload;
+  setTrainingPrecision(MS, C.TrainPrecision);
   MS.LargestLayerParams = Largest;
   ModelStateMemory States = getModelStateMemory(MS);
   R.ModelStateBytes = States.deviceBytes();
@@ -445,21 +459,26 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   // ZeRO-3 gathers and reduce-scatters layer by layer: one collective per
   // unit, each paying its latency.
   std::vector<double> RankGathers(C.PP, 0), RankScatters(C.PP, 0);
+  // Weights and gradients travel in the compute precision.
+  double ElemBytes = getPrecisionBytes(C.TrainPrecision);
   for (unsigned J = 0; J != Pipe->StageUnits.size(); ++J) {
     for (unsigned U = First; U != First + Pipe->StageUnits[J]; ++U) {
       RankParams[J % C.PP] += Costs[U].ParamElements;
       RankGradSync[J % C.PP] += Costs[U].GradSyncSeconds;
       if (C.Zero == 3 && C.DP > 1 && Costs[U].ParamElements > 0) {
-        RankGathers[J % C.PP] += collectiveSeconds(
-            Cl, Collective::AllGather, Costs[U].ParamElements * 2, DpGroup);
-        RankScatters[J % C.PP] += collectiveSeconds(
-            Cl, Collective::ReduceScatter, Costs[U].ParamElements * 2, DpGroup);
+        RankGathers[J % C.PP] +=
+            collectiveSeconds(Cl, Collective::AllGather,
+                              Costs[U].ParamElements * ElemBytes, DpGroup);
+        RankScatters[J % C.PP] +=
+            collectiveSeconds(Cl, Collective::ReduceScatter,
+                              Costs[U].ParamElements * ElemBytes, DpGroup);
       }
     }
     First += Pipe->StageUnits[J];
   }
   for (unsigned R = 0; R != C.PP; ++R) {
-    double GradBytes = RankParams[R] * 2, WeightBytes = RankParams[R] * 2;
+    double GradBytes = RankParams[R] * ElemBytes,
+           WeightBytes = RankParams[R] * ElemBytes;
     // The rank's compute per micro-batch, forward and backward: what
     // per-micro-batch transfers can hide behind.
     double RankFwd = 0, RankBwd = 0;
@@ -518,6 +537,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
     MS.ZeroStage = C.Zero;
     MS.Optimizer = O.Optimizer;
     MS.Offload = C.Offload;
+    setTrainingPrecision(MS, C.TrainPrecision);
     double Opt = optimizerStepSeconds(MS, Cl);
     double Tail = Exposed + Opt + Offload + RankGradSync[R];
     if (Tail > After) {
@@ -556,7 +576,8 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   double Samples = double(C.MicroBatch) * C.MicroBatches * C.DP;
   double Steps = double(C.MicroBatches) * C.DP;
   double Gpus = double(C.TP) * C.PP * C.DP;
-  double Peak16 = Cl.Device.PeakFlops(Precision::BF16);
+  // Utilization against the peak of the precision the plan computes in.
+  double Peak16 = Cl.Device.PeakFlops(C.TrainPrecision);
   P.TokensPerSecond = Samples * Profile.getTokensPerSample() / P.StepSeconds;
   P.ModelTflopsPerGpu = ModelFlops * Steps / Gpus / P.StepSeconds / 1e12;
   P.HardwareTflopsPerGpu =
@@ -646,11 +667,26 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                    "valid tensor-parallel degrees here: " +
                    Valid);
   }
+  if (F.MicroBatch && Profile.getFixedBatch() &&
+      *F.MicroBatch != *Profile.getFixedBatch())
+    return error("--fix mbs=" + Twine(*F.MicroBatch) +
+                 ": the model fixes the batch size to " +
+                 Twine(*Profile.getFixedBatch()) +
+                 " (its batch dimension is static); pin mbs=" +
+                 Twine(*Profile.getFixedBatch()) + " or leave it free");
   unsigned NumUnits = Profile.getUnits().size();
   if (O.KeepBlocks) {
     size_t Repeated = Profile.getRepeatedUnits().size();
     NumUnits -= Repeated - std::min<size_t>(Repeated, *O.KeepBlocks);
   }
+  if (F.PP && *F.PP * F.VPP.value_or(1) > NumUnits)
+    return error("--fix pp=" + Twine(*F.PP) +
+                 (F.VPP ? ",vpp=" + Twine(*F.VPP) : Twine()) + " needs " +
+                 Twine(*F.PP * F.VPP.value_or(1)) +
+                 " layer units to cut between; the model has " +
+                 Twine(NumUnits) +
+                 (NumUnits == 1 ? " (no repeated blocks were found)" : "") +
+                 "; pin pp to at most " + Twine(NumUnits));
   for (unsigned TP : divisorsOf(N)) {
     if (TP > MaxTP || (F.TP && TP != *F.TP) || (Heads && Heads % TP))
       continue;
@@ -665,11 +701,17 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
         unsigned DP = N / TP / PP;
         if ((F.DP && DP != *F.DP) || O.GlobalBatch % DP)
           continue;
-        for (int64_t MBS = 1; MBS <= O.GlobalBatch / DP; MBS *= 2) {
-          if (Profile.getFixedBatch() && MBS != *Profile.getFixedBatch())
-            continue;
-          if ((F.MicroBatch && MBS != *F.MicroBatch) ||
-              (O.GlobalBatch / DP) % MBS)
+        // Micro-batch sizes: the pinned one or the model's fixed batch
+        // (any size), else powers of two.
+        SmallVector<int64_t, 16> Sizes;
+        if (F.MicroBatch || Profile.getFixedBatch())
+          Sizes.push_back(F.MicroBatch ? *F.MicroBatch
+                                       : *Profile.getFixedBatch());
+        else
+          for (int64_t MBS = 1; MBS <= O.GlobalBatch / DP; MBS *= 2)
+            Sizes.push_back(MBS);
+        for (int64_t MBS : Sizes) {
+          if (MBS > O.GlobalBatch / DP || (O.GlobalBatch / DP) % MBS)
             continue;
           int64_t M = O.GlobalBatch / DP / MBS;
           for (ScheduleKind S :
@@ -720,6 +762,7 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                     C.Recomputation = R;
                     C.SequenceParallel = SP;
                     C.Offload = Off;
+                    C.TrainPrecision = O.TrainPrecision;
                     Expected<std::optional<Plan>> P = E.evaluate(C, Bound());
                     if (O.Progress && (++Tried & 255) == 0)
                       O.Progress(E.Evaluated);
@@ -782,6 +825,7 @@ json::Object autopar::planToJSON(const Plan &P) {
       {"offload", getOffloadName(C.Offload)},
       {"recompute", getRecomputeName(C.Recomputation)},
       {"sequence_parallel", C.SequenceParallel},
+      {"precision", getPrecisionName(C.TrainPrecision)},
       {"stage_layers", std::move(Stages)},
       {"step_time_s", R.StepSeconds},
       {"tokens_per_s", R.TokensPerSecond},

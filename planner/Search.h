@@ -40,6 +40,7 @@ struct PlanFixes {
   std::optional<Recompute> Recomputation;
   std::optional<bool> SequenceParallel;
   std::optional<OffloadKind> Offload;
+  std::optional<Precision> TrainPrecision;
 
   /// Parses `key=value` pairs separated by commas; errors name the key and
   /// list the valid values.
@@ -55,6 +56,10 @@ struct SearchOptions {
   /// How many of the best plans to keep.
   unsigned TopK = 1;
   OptimizerKind Optimizer = OptimizerKind::AdamW;
+  /// What training computes in (not searched: Fixed.TrainPrecision, else
+  /// the device's default, defaultTrainingPrecision). Every candidate's
+  /// PlanConfig carries it.
+  Precision TrainPrecision = Precision::BF16;
   /// Overlap the data-parallel gradient reduction with the backward of the
   /// last micro-batch (Megatron-LM --overlap-grad-reduce, DeepSpeed
   /// overlap_comm).
@@ -83,6 +88,9 @@ struct PlanConfig {
   Recompute Recomputation = Recompute::None;
   bool SequenceParallel = false;
   OffloadKind Offload = OffloadKind::None;
+  /// bf16 or fp16: 16-bit compute over fp32 master weights; fp32: fp32
+  /// throughout.
+  Precision TrainPrecision = Precision::BF16;
   /// Units per virtual stage, in model order (PP * VPP entries).
   std::vector<unsigned> StageUnits;
 
@@ -145,6 +153,12 @@ struct SearchResult {
 /// buffers and allocator slack. An allowance, not a measurement
 /// (docs/Planner.md, "Memory").
 double frameworkOverheadBytes(const Cluster &Cl);
+
+/// What a plan on Device trains in unless --fix precision= says: bf16 mixed
+/// precision where the device computes bf16 faster than fp32 (GPUs with
+/// tensor cores; what Megatron-LM and DeepSpeed runs use on A100 and H100),
+/// else fp32 (the `cpu` device: the CPU runtime computes in fp32).
+Precision defaultTrainingPrecision(const DeviceSpec &Device);
 
 llvm::Expected<SearchResult> searchPlans(ModelProfile &Profile,
                                          const Cluster &Cl,

@@ -70,7 +70,7 @@ modelgen=(/usr/bin/python3 tools/autopar-modelgen)
   --vocab 100 --max-pos 32 --seq 16 -o "$stage/plans/tiny/model.onnx" \
   2>/dev/null || die "autopar-modelgen failed (python3-onnx?)"
 "$build/bin/autopar" "$stage/plans/tiny/model.onnx" --gpus 1 \
-  --global-batch 8 --fix mbs=8 -o "$stage/plans/tiny/plan" >/dev/null 2>&1 ||
+  --global-batch 8 --fix precision=fp32,mbs=8 -o "$stage/plans/tiny/plan" >/dev/null 2>&1 ||
   die "planning the tiny GPT failed"
 "${modelgen[@]}" "${big[@]}" -o "$stage/plans/big/model.onnx" 2>/dev/null ||
   die "autopar-modelgen failed"

@@ -45,9 +45,10 @@ static cl::list<std::string>
                 cl::value_desc("name=size"), cl::cat(Category));
 static cl::opt<std::string>
     BatchDim("batch-dim",
-             cl::desc("The symbol that is the batch dimension (found from "
-                      "the inputs by default)"),
-             cl::value_desc("name"), cl::cat(Category));
+             cl::desc("The symbol that is the batch dimension, or INPUT:AXIS "
+                      "for an input's dimension, which may be static (found "
+                      "from the inputs by default)"),
+             cl::value_desc("name|input:axis"), cl::cat(Category));
 static cl::opt<bool> LoadWeights(
     "load-weights",
     cl::desc("Read the data of an ONNX model's inline initializers into its "

@@ -62,11 +62,6 @@ static cl::opt<unsigned> Threads("threads",
                                           "not depend on it)"),
                                  cl::value_desc("N"), cl::init(1),
                                  cl::cat(Category));
-static cl::opt<std::string> TrainPrecision(
-    "train-precision",
-    cl::desc("What the training programs compute in: fp32 (default) or "
-             "bf16 (mixed precision with fp32 master parameters)"),
-    cl::value_desc("fp32|bf16"), cl::init("fp32"), cl::cat(Category));
 static cl::opt<bool> ForwardPrograms(
     "forward-programs",
     cl::desc("With -o, also write each pipeline stage's forward program "
@@ -105,9 +100,10 @@ static cl::list<std::string>
                 cl::value_desc("name=size"), cl::cat(Category));
 static cl::opt<std::string>
     BatchDim("batch-dim",
-             cl::desc("The symbol that is the batch dimension (found from "
-                      "the inputs by default)"),
-             cl::value_desc("name"), cl::cat(Category));
+             cl::desc("The symbol that is the batch dimension, or INPUT:AXIS "
+                      "for an input's dimension, which may be static (found "
+                      "from the inputs by default)"),
+             cl::value_desc("name|input:axis"), cl::cat(Category));
 
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
@@ -153,13 +149,6 @@ int main(int argc, char **argv) {
   Options.Format = Format;
   Options.OutputDir = OutputDir;
   Options.ForwardPrograms = ForwardPrograms;
-  if (TrainPrecision != "fp32" && TrainPrecision != "bf16") {
-    WithColor::error(errs(), "autopar")
-        << "--train-precision must be fp32 or bf16, not '" << TrainPrecision
-        << "'\n";
-    return autopar::ExitBadOptions;
-  }
-  Options.TrainPrecision = TrainPrecision;
   Options.GivenPlan = GivenPlan;
   Options.ScaleDp = ScaleDp;
   for (const std::string &Binding : DimBindings)

@@ -1,12 +1,15 @@
 //===- MpiCommunicator.cpp - Communication over MPI -----------------------===//
 //
-// See MpiCommunicator.h. An operation posts all its receives, then all its
-// sends, and polls them (Transfers::wait); large transfers are split into
-// messages of at most 1 GiB because MPI counts are ints. Between one pair of
-// ranks, every operation's messages carry its kind's tag and the operations
-// run one at a time in program order, so MPI's non-overtaking rule matches
-// them; stage transfers (send/recv) have their own tag, as they may be
-// pending while collectives run.
+// See MpiCommunicator.h. An operation posts all its sends and polls them
+// and its receives (Transfers::wait): each receive is matched with
+// MPI_Improbe and, when the message has the size it expects, received with
+// MPI_Imrecv (a message of another size is an error naming both sizes,
+// never a truncated receive); large transfers are split into messages of at
+// most 1 GiB because MPI counts are ints. Between one pair of ranks, every
+// operation's messages carry its kind's tag and the operations run one at a
+// time in program order, so MPI's non-overtaking rule matches them; stage
+// transfers (send/recv) have their own tag, as they may be pending while
+// collectives run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -273,7 +276,11 @@ Error Operation::begin() const {
   return Error::success();
 }
 
-/// The messages of one operation.
+/// The messages of one operation. A receive is matched with MPI_Improbe
+/// before any buffer is given to MPI: a message of another size than the
+/// receive's is an error naming the operation, the peer and both sizes, and
+/// is never received (a truncated receive corrupted memory with some MPI
+/// transports).
 class Transfers {
 public:
   void send(const void *Data, size_t Bytes, int Peer, int Tag) {
@@ -284,22 +291,36 @@ public:
   }
   /// Adds a request started elsewhere.
   void add(MPI_Request Request, int Peer) {
-    List.push_back({Request, Peer, 0, false, MPI_SUCCESS});
+    Message M;
+    M.Request = Request;
+    M.Peer = Peer;
+    List.push_back(M);
   }
   /// Polls every message until all are complete. An error when MPI reports
-  /// one or a receive has the wrong size; on a timeout, prints it and
+  /// one or a message has the wrong size; on a timeout, prints it and
   /// aborts the job.
   Error wait(const Operation &Op, Duration Timeout);
 
 private:
   struct Message {
-    MPI_Request Request;
-    int Peer;
-    int Bytes;
-    bool IsRecv;
-    int PostCode;
+    MPI_Request Request = MPI_REQUEST_NULL;
+    int Peer = 0;
+    int Tag = 0;
+    int Bytes = 0;
+    char *Data = nullptr;
+    bool IsRecv = false;
+    /// A receive: whether its message has been matched (and Request
+    /// started).
+    bool Matched = false;
+    bool Complete = false;
+    int PostCode = MPI_SUCCESS;
   };
   void post(void *Data, size_t Bytes, int Peer, int Tag, bool IsRecv);
+  /// Matches receive M with its incoming message, if there is one yet.
+  Error match(const Operation &Op, Message &M, bool &Found);
+  /// Before an error returns: lets the matched receives finish (their
+  /// buffers may be freed next), until Deadline.
+  Error fail(Error E, Clock::time_point Deadline);
   [[noreturn]] void timedOut(const Operation &Op, Duration Timeout) const;
 
   std::vector<Message> List;
@@ -310,14 +331,60 @@ void Transfers::post(void *Data, size_t Bytes, int Peer, int Tag, bool IsRecv) {
   size_t Offset = 0;
   do {
     int Count = int(std::min(Bytes - Offset, MaxMessageBytes));
-    Message M{MPI_REQUEST_NULL, Peer, Count, IsRecv, MPI_SUCCESS};
-    M.PostCode = IsRecv ? MPI_Irecv(P + Offset, Count, MPI_BYTE, Peer, Tag,
-                                    MPI_COMM_WORLD, &M.Request)
-                        : MPI_Isend(P + Offset, Count, MPI_BYTE, Peer, Tag,
-                                    MPI_COMM_WORLD, &M.Request);
+    Message M;
+    M.Peer = Peer;
+    M.Tag = Tag;
+    M.Bytes = Count;
+    M.Data = P + Offset;
+    M.IsRecv = IsRecv;
+    if (!IsRecv)
+      M.PostCode = MPI_Isend(P + Offset, Count, MPI_BYTE, Peer, Tag,
+                             MPI_COMM_WORLD, &M.Request);
     List.push_back(M);
     Offset += size_t(Count);
   } while (Offset < Bytes);
+}
+
+Error Transfers::match(const Operation &Op, Message &M, bool &Found) {
+  int Flag = 0;
+  MPI_Message Incoming;
+  MPI_Status Status;
+  int Code =
+      MPI_Improbe(M.Peer, M.Tag, MPI_COMM_WORLD, &Flag, &Incoming, &Status);
+  if (Code != MPI_SUCCESS)
+    return Op.mpiError(Code);
+  Found = Flag != 0;
+  if (!Found)
+    return Error::success();
+  int Count = 0;
+  if ((Code = MPI_Get_count(&Status, MPI_BYTE, &Count)) != MPI_SUCCESS)
+    return Op.mpiError(Code);
+  // The message stays unreceived: the job ends with this error.
+  if (Count != M.Bytes)
+    return Op.error("rank " + Twine(M.Peer) + " sent a message of " +
+                    Twine(Count) + " bytes where " + Twine(M.Bytes) +
+                    " were expected (the ranks' programs disagree on the "
+                    "type)");
+  if ((Code = MPI_Imrecv(M.Data, Count, MPI_BYTE, &Incoming, &M.Request)) !=
+      MPI_SUCCESS)
+    return Op.mpiError(Code);
+  M.Matched = true;
+  return Error::success();
+}
+
+Error Transfers::fail(Error E, Clock::time_point Deadline) {
+  for (Message &M : List) {
+    if (!M.IsRecv || M.Complete || M.Request == MPI_REQUEST_NULL)
+      continue;
+    for (;;) {
+      int Done = 0;
+      if (MPI_Test(&M.Request, &Done, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+          Done || Clock::now() >= Deadline)
+        break;
+      sched_yield();
+    }
+  }
+  return E;
 }
 
 Error Transfers::wait(const Operation &Op, Duration Timeout) {
@@ -325,33 +392,42 @@ Error Transfers::wait(const Operation &Op, Duration Timeout) {
     if (M.PostCode != MPI_SUCCESS)
       return Op.mpiError(M.PostCode);
   Clock::time_point Deadline = Clock::now() + Timeout;
-  size_t Left = llvm::count_if(
-      List, [](const Message &M) { return M.Request != MPI_REQUEST_NULL; });
+  for (Message &M : List)
+    M.Complete = !M.IsRecv && M.Request == MPI_REQUEST_NULL;
+  size_t Left =
+      llvm::count_if(List, [](const Message &M) { return !M.Complete; });
   unsigned Idle = 0;
+  // Receives from one peer with one tag match that peer's messages in
+  // order: only the first unmatched one of each is probed.
+  SmallVector<std::pair<int, int>, 8> Unmatched;
   while (Left) {
     bool Progress = false;
+    Unmatched.clear();
     for (Message &M : List) {
-      if (M.Request == MPI_REQUEST_NULL)
+      if (M.Complete)
         continue;
+      if (M.IsRecv && !M.Matched) {
+        std::pair<int, int> Source{M.Peer, M.Tag};
+        if (llvm::is_contained(Unmatched, Source))
+          continue;
+        bool Found = false;
+        if (Error E = match(Op, M, Found))
+          return fail(std::move(E), Deadline);
+        if (!Found) {
+          Unmatched.push_back(Source);
+          continue;
+        }
+        Progress = true;
+      }
       int Done = 0;
-      MPI_Status Status;
-      int Code = MPI_Test(&M.Request, &Done, &Status);
+      int Code = MPI_Test(&M.Request, &Done, MPI_STATUS_IGNORE);
       if (Code != MPI_SUCCESS)
-        return Op.mpiError(Code);
+        return fail(Op.mpiError(Code), Deadline);
       if (!Done)
         continue;
-      M.Request = MPI_REQUEST_NULL;
+      M.Complete = true;
       Progress = true;
       --Left;
-      if (!M.IsRecv)
-        continue;
-      int Count = 0;
-      MPI_Get_count(&Status, MPI_BYTE, &Count);
-      if (Count != M.Bytes)
-        return Op.error("rank " + Twine(M.Peer) + " sent " + Twine(Count) +
-                        " bytes where " + Twine(M.Bytes) +
-                        " were expected (the ranks' programs disagree on the "
-                        "type)");
     }
     if (!Left)
       break;
@@ -374,7 +450,7 @@ Error Transfers::wait(const Operation &Op, Duration Timeout) {
 void Transfers::timedOut(const Operation &Op, Duration Timeout) const {
   SmallVector<int, 8> Waiting;
   for (const Message &M : List)
-    if (M.Request != MPI_REQUEST_NULL && M.Peer >= 0)
+    if (!M.Complete && M.Peer >= 0)
       Waiting.push_back(M.Peer);
   llvm::sort(Waiting);
   Waiting.erase(std::unique(Waiting.begin(), Waiting.end()), Waiting.end());

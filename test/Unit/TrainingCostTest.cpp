@@ -344,6 +344,73 @@ TEST(TrainingCost, TensorParallelSplitDividesTime) {
   }
 }
 
+// A convolution costs the GEMM of its im2col form: [N * output positions,
+// in-channels * kernel] x [in-channels * kernel, out-channels].
+TEST(TrainingCost, ConvolutionCostsItsIm2colGemm) {
+  const char *Text =
+      R"(graph @cnn(%x: f32[8, 64, 56, 56], %rows: f32[25088, 576]) {
+  param %w: f32[128, 64, 3, 3]
+  param %wm: f32[576, 128]
+  %y = Conv(%x, %w, _) {pads = [1, 1, 1, 1]} : f32[8, 128, 56, 56]
+  %z = MatMul(%rows, %wm) : f32[25088, 128]
+  return %y, %z
+}
+)";
+  SourceMgr SM;
+  SM.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(Text, "cnn.air"),
+                        SMLoc());
+  DiagnosticEngine Diag(&SM, "cnn.air", errs());
+  std::unique_ptr<Module> M = parseModule(SM, Diag);
+  ASSERT_TRUE(M && M->getGraphs().size() == 1);
+  Graph &G = *M->getGraphs().front();
+  GradientFlow Flow(G);
+  CostSettings Settings;
+  for (const char *Name : {"a100-80gb", "cpu"}) {
+    DeviceSpec Device = *lookupDevice(Name);
+    const Node *Conv = nullptr, *Gemm = nullptr;
+    for (const Node &N : G.getNodes())
+      (N.getOp() == OpId::Conv ? Conv : Gemm) = &N;
+    ASSERT_TRUE(Conv && Gemm);
+    NodeCost C =
+        getNodeCost(*Conv, getOpLoops(*Conv), {}, Device, Settings, Flow);
+    NodeCost R =
+        getNodeCost(*Gemm, getOpLoops(*Gemm), {}, Device, Settings, Flow);
+    EXPECT_DOUBLE_EQ(C.FwdFlops, 2.0 * 25088 * 576 * 128);
+    EXPECT_DOUBLE_EQ(C.FwdFlops, R.FwdFlops);
+    // The same GEMM; the convolution moves its own (smaller) input.
+    EXPECT_NEAR(C.FwdSeconds, R.FwdSeconds, 0.05 * R.FwdSeconds) << Name;
+  }
+}
+
+// A concatenation splits along its axis only when its pieces are equal:
+// ranks hold their block of each piece (a fused QKV), which a [pieces,
+// n / pieces] view expresses; unequal pieces (an Inception block's
+// branches) keep the axis whole.
+TEST(TrainingCost, ConcatSplitsItsAxisOnlyForEqualPieces) {
+  const char *Text =
+      R"(graph @cat(%a: f32[2, 4], %b: f32[2, 4], %c: f32[2, 2]) {
+  %equal = Concat(%a, %b) {axis = 1} : f32[2, 8]
+  %unequal = Concat(%a, %c) {axis = 1} : f32[2, 6]
+  return %equal, %unequal
+}
+)";
+  SourceMgr SM;
+  SM.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(Text, "cat.air"),
+                        SMLoc());
+  DiagnosticEngine Diag(&SM, "cat.air", errs());
+  std::unique_ptr<Module> M = parseModule(SM, Diag);
+  ASSERT_TRUE(M && M->getGraphs().size() == 1);
+  for (const Node &N : M->getGraphs().front()->getNodes()) {
+    std::optional<OpLoops> L = getOpLoops(N);
+    ASSERT_TRUE(L);
+    int Axis = L->Results[0][1];
+    ASSERT_NE(Axis, OpLoops::NoLoop);
+    bool Equal = N.getResult(0)->getName() == "equal";
+    EXPECT_EQ(L->Kinds[Axis], Equal ? LoopKind::Parallel : LoopKind::Fixed);
+    EXPECT_EQ(L->Kinds[L->Results[0][0]], LoopKind::Parallel);
+  }
+}
+
 TEST(TrainingCost, GradientFlowSkipsDataAndIntegers) {
   GptModel M({1, 16, 64, 4, 32, 1});
   ASSERT_TRUE(M.ok());

@@ -26,7 +26,9 @@ Prints one line per model, in the order given:
 With --plan PINS, a model that matches on one rank is then planned with
 `autopar COPY --gpu cpu --gpus N --fix PINS,mbs=BATCH,schedule=gpipe
 --forward-programs` (COPY: the model with every initializer as external
-data, so that the plan's parameters read the model's weights), and its
+data, so that the plan's parameters read the model's weights; the batch is
+the dimension named like "batch", else, for a model exported for one batch
+size, its first input's leading one: `--batch-dim INPUT:0`), and its
 forward programs run under `mpirun -np N autopar-run --eval PLAN`; the
 outputs of the rank that holds them (the last stage's, made whole) are
 compared with onnxruntime's instead. A model that cannot be planned so
@@ -635,15 +637,22 @@ def run_parallel(name, onnx_path, dims, inputs, work, plan):
     for key in ("tp", "pp", "dp"):
         ranks *= int(pins.get(key, 1))
     batch = [d for d in dims if "batch" in d]
-    if len(batch) != 1:
-        raise NotRun("not planned: the model has no batch dimension")
+    if len(batch) == 1:
+        batch_dim, batch_size = batch[0], dims[batch[0]]
+    else:
+        # A model exported for one batch size: its first input's leading
+        # dimension, named as INPUT:AXIS.
+        first = next(iter(inputs.items()), None)
+        if len(batch) > 1 or first is None or first[1].ndim == 0:
+            raise NotRun("not planned: the model has no batch dimension")
+        batch_dim, batch_size = first[0] + ":0", first[1].shape[0]
     plan_dir = os.path.join(work, name + ".plan")
     argv = ["autopar", copy, "--gpu", "cpu", "--gpus", str(ranks),
-            "--batch-dim", batch[0], "--global-batch", str(dims[batch[0]]),
-            "--fix", "%s,mbs=%d,schedule=gpipe" % (plan, dims[batch[0]]),
+            "--batch-dim", batch_dim, "--global-batch", str(batch_size),
+            "--fix", "%s,mbs=%d,schedule=gpipe" % (plan, batch_size),
             "-o", plan_dir, "--forward-programs"]
     for d, size in sorted(dims.items()):
-        if d != batch[0]:
+        if d != batch_dim:
             argv += ["--dim", "%s=%d" % (d, size)]
     rc, out = run(argv, "autopar")
     if rc != 0:
