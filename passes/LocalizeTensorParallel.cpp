@@ -122,6 +122,13 @@ private:
 
 } // namespace
 
+/// Gives To the pipeline placement (`layer`, `stage`) of From.
+static void copyPlacement(const Node &From, AttrDict &To) {
+  for (StringRef Name : {"layer", "stage"})
+    if (const Attribute *A = From.getAttr(Name))
+      To.set(Name, *A);
+}
+
 /// A 1-D i64 Constant of Values named Name, before Before.
 static Value *makeShapeConstant(Graph &G, ArrayRef<int64_t> Values,
                                 const std::string &Name, Node *Before) {
@@ -194,9 +201,7 @@ Error LocalizeTensorParallelPass::runOnGraph(Graph &G) {
     AttrDict A;
     A.set("mesh", Attribute::getString(MeshName));
     A.set("axis", Attribute::getString(Axis));
-    for (StringRef Name : {"layer", "stage"})
-      if (const Attribute *Copy = Def->getAttr(Name))
-        A.set(Name, *Copy);
+    copyPlacement(*Def, A);
     A.set("sharding",
           makeSharding(Replicated, Out->getType().getRank(), MeshName, Axis));
     std::string Name = Out->getName().str();
@@ -270,9 +275,9 @@ Error LocalizeTensorParallelPass::moveBias(Graph &G, Node &N) {
     SmallVector<Node *, 4> Readers(Sum->getUsers().begin(),
                                    Sum->getUsers().end());
     AttrDict Attrs;
-    for (StringRef Name : {"sharding", "layer", "stage"})
-      if (const Attribute *A = U->getAttr(Name))
-        Attrs.set(Name, *A);
+    copyPlacement(*U, Attrs);
+    if (const Attribute *A = U->getAttr("sharding"))
+      Attrs.set("sharding", *A);
     auto It = std::next(U->getIterator());
     Node *Next = It == G.getNodes().end() ? nullptr : &*It;
     Value *Term = Bias;
@@ -283,9 +288,7 @@ Error LocalizeTensorParallelPass::moveBias(Graph &G, Node &N) {
       Value *Shape = makeShapeConstant(
           G, Sizes, G.getUniqueName(Bias->getName().str() + ".shape"), Next);
       AttrDict RA;
-      for (StringRef Name : {"layer", "stage"})
-        if (const Attribute *A = U->getAttr(Name))
-          RA.set(Name, *A);
+      copyPlacement(*U, RA);
       RA.set("sharding",
              makeSharding(Replicated, unsigned(Sizes.size()), Mesh, Axis));
       Term = G.createNode(
@@ -375,9 +378,7 @@ Error LocalizeTensorParallelPass::localizeNode(Graph &G, Node &N) {
         A.set("mesh", Attribute::getString(MeshName));
         A.set("axis", Attribute::getString(Axis));
         A.set("dim", Attribute::getInt(Want));
-        for (StringRef Name : {"layer", "stage"})
-          if (const Attribute *Copy = N.getAttr(Name))
-            A.set(Name, *Copy);
+        copyPlacement(N, A);
         A.set("sharding",
               makeSharding(Want, O->getType().getRank(), MeshName, Axis));
         Node *S = G.createNode(
@@ -545,9 +546,7 @@ void LocalizeTensorParallelPass::splitPieces(Graph &G, Node &N) {
     Value *Shape = makeShapeConstant(
         G, Sizes, G.getUniqueName((Name + ".shape").str()), Before);
     AttrDict RA;
-    for (StringRef Copy : {"layer", "stage"})
-      if (const Attribute *C = N.getAttr(Copy))
-        RA.set(Copy, *C);
+    copyPlacement(N, RA);
     return G
         .createNode(OpId::Reshape, {V, Shape},
                     {TensorType::get(V->getType().getElementType(), Sizes)},

@@ -577,13 +577,13 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   double Steps = double(C.MicroBatches) * C.DP;
   double Gpus = double(C.TP) * C.PP * C.DP;
   // Utilization against the peak of the precision the plan computes in.
-  double Peak16 = Cl.Device.PeakFlops(C.TrainPrecision);
+  double PeakRate = Cl.Device.PeakFlops(C.TrainPrecision);
   P.TokensPerSecond = Samples * Profile.getTokensPerSample() / P.StepSeconds;
   P.ModelTflopsPerGpu = ModelFlops * Steps / Gpus / P.StepSeconds / 1e12;
   P.HardwareTflopsPerGpu =
       (ModelFlops + Extra) * Steps / Gpus / P.StepSeconds / 1e12;
-  P.Mfu = Peak16 > 0 ? P.ModelTflopsPerGpu * 1e12 / Peak16 : 0;
-  P.Hfu = Peak16 > 0 ? P.HardwareTflopsPerGpu * 1e12 / Peak16 : 0;
+  P.Mfu = PeakRate > 0 ? P.ModelTflopsPerGpu * 1e12 / PeakRate : 0;
+  P.Hfu = PeakRate > 0 ? P.HardwareTflopsPerGpu * 1e12 / PeakRate : 0;
   P.PeakMemoryBytes = PeakMemory;
   P.MemoryCapacityBytes = Capacity;
   for (unsigned R = 0; R != C.PP; ++R)
