@@ -194,11 +194,14 @@ autopar::lowerPlanToPrograms(const Module &Plan, const PlanConfig &C,
                              : "1f1b";
   for (unsigned S = 0; S != C.PP; ++S) {
     bool Last = S + 1 == C.PP;
-    // Interleaved: every rank receives (for its later chunks), and each
-    // chunk's sent activation gets its gradient.
-    std::string Grads = Interleaved ? " seed-outputs=1 input-grads=1"
-                        : S         ? " input-grads=1"
-                                    : "";
+    // Every activation a stage sends gets its gradient back (a cut inside
+    // a block sends more than the residual stream); interleaved, every
+    // rank also receives (for its later chunks).
+    std::string Grads = Interleaved  ? " seed-outputs=1 input-grads=1"
+                        : S && !Last ? " seed-outputs=1 input-grads=1"
+                        : S          ? " input-grads=1"
+                        : !Last      ? " seed-outputs=1"
+                                     : "";
     std::string Autodiff =
         Last ? "autodiff{loss-tokens=" + LossTokens + TPGrads + Grads + "}"
              : "autodiff{seed=1" + TPGrads + Grads + "}";

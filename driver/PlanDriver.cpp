@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <thread>
 
 using namespace autopar;
@@ -210,6 +211,16 @@ searchInThreads(ModelProfile &Profile, StringRef GraphText, const Cluster &Cl,
 
 /// The configuration, cut and global batch of a plan.json (or of the
 /// plan.json in a folder).
+/// Whether detect-layers found repeated blocks: some node is in a layer
+/// other than 0.
+static bool hasRepeatedBlocks(const Graph &G) {
+  for (const Node &N : G.getNodes())
+    if (const Attribute *A = N.getAttr("layer"))
+      if (A->isa(Attribute::Kind::Int) && A->getInt() != 0)
+        return true;
+  return false;
+}
+
 static Expected<std::pair<PlanConfig, int64_t>> readGivenPlan(StringRef Path) {
   SmallString<256> File(Path);
   if (sys::fs::is_directory(File))
@@ -525,6 +536,53 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
     return ExitInvalidInput;
   }
   Graph &G = *M->getGraphs().front();
+  // A given plan: its configuration and cut, on the cluster the options
+  // describe.
+  int64_t GlobalBatch = O.GlobalBatch;
+  std::optional<PlanConfig> Given;
+  if (!O.GivenPlan.empty()) {
+    Expected<std::pair<PlanConfig, int64_t>> GP = readGivenPlan(O.GivenPlan);
+    if (!GP) {
+      error() << toString(GP.takeError()) << "\n";
+      return ExitInvalidInput;
+    }
+    Given = GP->first;
+    if (!GlobalBatch)
+      GlobalBatch = GP->second;
+    if (!O.WhatIf.empty())
+      if (Error E = applyWhatIf(*Given, O.WhatIf, Cl->NumGpus, GlobalBatch)) {
+        error() << toString(std::move(E)) << "\n";
+        return ExitBadOptions;
+      }
+  }
+  // Pipeline stages inside a model without repeated blocks: its one unit is
+  // cut into as many as the pinned or given pipeline needs.
+  unsigned Chunks = Given ? Given->PP * Given->VPP
+                          : Fixes->PP.value_or(1) * Fixes->VPP.value_or(1);
+  if (Chunks > 1 && !hasRepeatedBlocks(G)) {
+    PassManager Cut;
+    cantFail(Cut.addPipeline(
+        "detect-layers{min-units=" + std::to_string(Chunks) + "}"));
+    if (failed(Cut.run(*M, Diag)))
+      return ExitPassFailure;
+    std::set<int64_t> Pieces;
+    for (const Node &N : G.getNodes())
+      if (const Attribute *A = N.getAttr("layer"))
+        Pieces.insert(A->getInt());
+    if (Pieces.size() < Chunks) {
+      unsigned PP = Given ? Given->PP : *Fixes->PP, VPP = Chunks / PP;
+      error() << O.ModelFile << ": " << (Given ? "the plan's" : "--fix")
+              << " pp=" << PP << (VPP > 1 ? ",vpp=" + Twine(VPP) : Twine())
+              << " needs " << Chunks
+              << " layer units to cut between; the model has no repeated "
+                 "blocks and "
+              << Pieces.size() << " compute node"
+              << (Pieces.size() == 1 ? "" : "s") << " to cut it into; pin "
+              << (VPP > 1 ? "pp x vpp" : "pp") << " to at most "
+              << Pieces.size() << "\n";
+      return ExitBadOptions;
+    }
+  }
 
   auto Start = std::chrono::steady_clock::now();
   // Worker threads plan from their own copy of the graph (a profile rebinds
@@ -533,25 +591,6 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   if (O.Threads > 1) {
     raw_string_ostream OS(GraphText);
     printModule(OS, *M);
-  }
-  // A given plan: its configuration and cut, on the cluster the options
-  // describe.
-  int64_t GlobalBatch = O.GlobalBatch;
-  std::optional<PlanConfig> Given;
-  if (!O.GivenPlan.empty()) {
-    Expected<std::pair<PlanConfig, int64_t>> G = readGivenPlan(O.GivenPlan);
-    if (!G) {
-      error() << toString(G.takeError()) << "\n";
-      return ExitInvalidInput;
-    }
-    Given = G->first;
-    if (!GlobalBatch)
-      GlobalBatch = G->second;
-    if (!O.WhatIf.empty())
-      if (Error E = applyWhatIf(*Given, O.WhatIf, Cl->NumGpus, GlobalBatch)) {
-        error() << toString(std::move(E)) << "\n";
-        return ExitBadOptions;
-      }
   }
   if (O.ScaleDp < 1 || O.ScaleDp > 1024) {
     error() << "--scale-dp " << O.ScaleDp << ": expected 1 to 1024\n";

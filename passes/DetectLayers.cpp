@@ -45,11 +45,14 @@
 #include "passes/Passes.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFlops.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <limits>
 
 using namespace autopar;
 using namespace llvm;
@@ -61,6 +64,10 @@ struct DetectLayersOptions {
   int64_t MinBlockNodes = 4;
   /// Fewest consecutive equal blocks that make a run.
   int64_t MinRepeats = 2;
+  /// Fewest units: a graph without repeated blocks is cut into this many
+  /// pieces (pipeline stages inside one block), or one per compute node
+  /// when it has fewer.
+  int64_t MinUnits = 1;
 
   Error validate() const {
     if (MinBlockNodes < 1)
@@ -69,6 +76,9 @@ struct DetectLayersOptions {
     if (MinRepeats < 2)
       return createStringError(inconvertibleErrorCode(),
                                "min-repeats must be at least 2");
+    if (MinUnits < 1 || MinUnits > 1024)
+      return createStringError(inconvertibleErrorCode(),
+                               "min-units must be 1 to 1024");
     return Error::success();
   }
 };
@@ -105,6 +115,8 @@ public:
                  "Fewest compute nodes in one repeated block");
     Options.bind("min-repeats", &Opts.MinRepeats,
                  "Fewest consecutive equal blocks that make a run");
+    Options.bind("min-units", &Opts.MinUnits,
+                 "Cut a graph without repeated blocks into this many units");
   }
 
   StringRef getArgument() const override { return "detect-layers"; }
@@ -121,6 +133,7 @@ private:
   std::optional<Run> findBestRun(const Sequence &S, size_t Lo, size_t Hi);
   void findRuns(const Sequence &S, size_t Lo, size_t Hi,
                 std::vector<Run> &Runs);
+  std::vector<size_t> cutSequence(Graph &G, const Sequence &S, size_t Pieces);
 
   DetectLayersOptions Opts;
 };
@@ -273,6 +286,15 @@ void DetectLayersPass::detect(Graph &G) {
     for (size_t I = Pos; I != NumMain; ++I)
       MainLayer[I] = Next;
   int64_t HeadLayer = Runs.empty() ? 0 : Next;
+  // No repetition: pieces 0..K-1 when asked for K units.
+  if (Runs.empty() && Opts.MinUnits > 1 && NumMain > 1) {
+    std::vector<size_t> Cuts =
+        cutSequence(G, S, std::min(NumMain, size_t(Opts.MinUnits)));
+    for (size_t K = 0; K + 1 < Cuts.size(); ++K)
+      for (size_t I = Cuts[K]; I != Cuts[K + 1]; ++I)
+        MainLayer[I] = int64_t(K);
+    HeadLayer = int64_t(Cuts.size()) - 2;
+  }
 
   // Layers of all nodes: compute nodes from MainLayer; auxiliary nodes from
   // their first user, visited in reverse order so that users come first.
@@ -369,6 +391,93 @@ std::optional<Run> DetectLayersPass::findBestRun(const Sequence &S, size_t Lo,
     }
   }
   return Best;
+}
+
+/// Forward FLOPs of every compute node with each symbolic dimension taken
+/// as 1 (the batch is symbolic while planning; FLOPs grow alike with it).
+static std::vector<double> flopsAtUnitSymbols(Graph &G, const Sequence &S) {
+  std::vector<std::pair<Value *, TensorType>> Saved;
+  auto Bind = [&](Value *V) {
+    const TensorType &T = V->getType();
+    if (llvm::all_of(T.getShape(), [](const Dim &D) { return D.isStatic(); }))
+      return;
+    Saved.push_back({V, T});
+    SmallVector<Dim, 4> Shape;
+    for (const Dim &D : T.getShape())
+      Shape.push_back(D.isSymbolic()  ? Dim::get(D.getCoefficient())
+                      : D.isUnknown() ? Dim::get(1)
+                                      : D);
+    V->setType(TensorType(T.getElementType(), Shape));
+  };
+  for (const std::unique_ptr<Value> &V : G.getInputs())
+    Bind(V.get());
+  for (const std::unique_ptr<Value> &V : G.getParams())
+    Bind(V.get());
+  for (Node &N : G.getNodes())
+    for (Value *R : N.getResults())
+      if (R)
+        Bind(R);
+  std::vector<double> Flops;
+  for (const Node *N : S.Nodes)
+    Flops.push_back(double(getForwardFlops(*N).value_or(0)));
+  for (auto &[V, T] : Saved)
+    V->setType(T);
+  return Flops;
+}
+
+/// Cuts [0, n) into Pieces non-empty stretches: the largest forward FLOPs
+/// of a piece as small as it can be; among cuts whose pieces stay within
+/// 10% of that, the fewest activations live across the cuts (what a
+/// pipeline stage sends), then the best balance, then the earliest. Returns the
+/// Pieces + 1 boundaries, from 0 to n. An exact dynamic program, O(Pieces n^2).
+std::vector<size_t> DetectLayersPass::cutSequence(Graph &G, const Sequence &S,
+                                                  size_t Pieces) {
+  size_t N = S.Nodes.size();
+  std::vector<double> Flops = flopsAtUnitSymbols(G, S);
+  // Every node weighs at least one FLOP, so that no piece is empty of work
+  // when the graph has no static shapes at all.
+  std::vector<double> Prefix(N + 1, 0);
+  for (size_t I = 0; I != N; ++I)
+    Prefix[I + 1] = Prefix[I] + std::max(1.0, Flops[I]);
+  constexpr double Inf = std::numeric_limits<double>::infinity();
+  // Best[k][j]: the smallest largest piece of the first j nodes in k pieces.
+  std::vector<std::vector<double>> Best(Pieces + 1,
+                                        std::vector<double>(N + 1, Inf));
+  Best[0][0] = 0;
+  for (size_t K = 1; K <= Pieces; ++K)
+    for (size_t J = K; J <= N; ++J)
+      for (size_t I = K - 1; I < J; ++I)
+        Best[K][J] = std::min(Best[K][J],
+                              std::max(Best[K - 1][I], Prefix[J] - Prefix[I]));
+  double Cap = Best[Pieces][N] * 1.1;
+  // Live[k][j]: for the first j nodes in k pieces of at most Cap each, the
+  // fewest activations live across the cuts, then the smallest largest
+  // piece (lexicographic, which the recurrence keeps exact); From[k][j] the
+  // last cut.
+  using Score = std::pair<int64_t, double>;
+  const Score None(std::numeric_limits<int64_t>::max(), Inf);
+  std::vector<std::vector<Score>> Live(Pieces + 1,
+                                       std::vector<Score>(N + 1, None));
+  std::vector<std::vector<size_t>> From(Pieces + 1,
+                                        std::vector<size_t>(N + 1, 0));
+  Live[0][0] = {0, 0};
+  for (size_t K = 1; K <= Pieces; ++K)
+    for (size_t J = K; J <= N; ++J)
+      for (size_t I = K - 1; I < J; ++I) {
+        double Piece = Prefix[J] - Prefix[I];
+        if (Live[K - 1][I] == None || Piece > Cap)
+          continue;
+        Score Cost(Live[K - 1][I].first + (I == 0 ? 0 : S.Cost[I]),
+                   std::max(Live[K - 1][I].second, Piece));
+        if (Cost < Live[K][J]) {
+          Live[K][J] = Cost;
+          From[K][J] = I;
+        }
+      }
+  std::vector<size_t> Cuts(Pieces + 1, N);
+  for (size_t K = Pieces; K != 0; --K)
+    Cuts[K - 1] = From[K][Cuts[K]];
+  return Cuts;
 }
 
 std::unique_ptr<Pass> autopar::createDetectLayersPass() {

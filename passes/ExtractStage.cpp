@@ -283,8 +283,23 @@ Expected<std::unique_ptr<Graph>> ExtractStagePass::extract(const Graph &G) {
         Outputs.push_back(Maps[C].lookup(Out));
   for (unsigned C = 0; C != Parts.size(); ++C) {
     size_t Before = Outputs.size();
-    for (const Node *N : Parts[C].Outgoing)
-      Outputs.push_back(Maps[C].lookup(N->getOperand(0)));
+    for (const Node *N : Parts[C].Outgoing) {
+      Value *Out = Maps[C].lookup(N->getOperand(0));
+      // A received activation that this stage hands on to the next (a
+      // value read two stages later): a copy, so that the gradient coming
+      // back for it and the one sent on are distinct values.
+      if (Out && Out->isInput()) {
+        AttrDict Attrs;
+        if (const Attribute *Layout = Out->getAttrs().get("sharding"))
+          Attrs.set("sharding", *Layout);
+        Attrs.set("stage", Attribute::getInt(Parts[C].Stage));
+        Out = New->createNode(
+                     OpId::Identity, {Out}, {Out->getType()}, std::move(Attrs),
+                     {New->getUniqueName(Out->getName().str() + ".relay")})
+                  ->getResult(0);
+      }
+      Outputs.push_back(Out);
+    }
     if (Parts[C].Stage != Last && Outputs.size() == Before)
       return Fail("stage " + Twine(Parts[C].Stage) +
                   " has nothing to send or output");

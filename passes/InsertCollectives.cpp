@@ -8,7 +8,8 @@
 //     split), AllGather (split -> replicated), AllToAll (split on one
 //     dimension -> split on another); reading a part of a replicated value
 //     needs no communication;
-//   - where a node of one stage reads a value of another: SendRecv;
+//   - where a node of one stage reads a value of another: SendRecv, one per
+//     stage boundary crossed (the stages between hand the value on);
 //   - a graph output that is a partial sum: AllReduce.
 // A conversion of one value to one layout (or stage) is made once and shared
 // by its readers. A node's layout is read from its results' sharding and its
@@ -86,27 +87,34 @@ LogicalResult InsertCollectivesPass::runOnGraph(Graph &G,
       Node *Producer = O ? O->getDefiningNode() : nullptr;
       if (!Producer)
         continue;
-      // Pipeline: a value from another stage is sent to this one.
+      // Pipeline: a value from another stage is sent to this one, through
+      // every stage between (each hands it on to the next).
       std::optional<int64_t> From = stageOf(Producer);
       if (Stage && From && *From != *Stage) {
-        auto [It, New] = Moved.insert({{O, *Stage}, nullptr});
-        if (New) {
-          AttrDict Attrs;
-          Attrs.set("src_stage", Attribute::getInt(*From));
-          Attrs.set("dst_stage", Attribute::getInt(*Stage));
-          Attrs.set("stage", Attribute::getInt(*Stage));
-          if (const Attribute *S = Producer->getAttr("sharding"))
-            if (!S->isa(Attribute::Kind::List))
-              Attrs.set("sharding", *S);
-          Node *Send = G.createNode(
-              OpId::SendRecv, {O}, {O->getType()}, std::move(Attrs),
-              {G.getUniqueName(
-                  (O->getName() + ".stage" + Twine(*Stage)).str())},
-              N);
-          It->second = Send->getResult(0);
+        int64_t Step = *Stage > *From ? 1 : -1;
+        Value *At = O;
+        for (int64_t Dst = *From + Step;; Dst += Step) {
+          auto [It, New] = Moved.insert({{O, Dst}, nullptr});
+          if (New) {
+            AttrDict Attrs;
+            Attrs.set("src_stage", Attribute::getInt(Dst - Step));
+            Attrs.set("dst_stage", Attribute::getInt(Dst));
+            Attrs.set("stage", Attribute::getInt(Dst));
+            if (const Attribute *S = Producer->getAttr("sharding"))
+              if (!S->isa(Attribute::Kind::List))
+                Attrs.set("sharding", *S);
+            Node *Send = G.createNode(
+                OpId::SendRecv, {At}, {O->getType()}, std::move(Attrs),
+                {G.getUniqueName((O->getName() + ".stage" + Twine(Dst)).str())},
+                N);
+            It->second = Send->getResult(0);
+          }
+          At = It->second;
+          if (Dst == *Stage)
+            break;
         }
-        N->setOperand(I, It->second);
-        O = It->second;
+        N->setOperand(I, At);
+        O = At;
         Producer = O->getDefiningNode();
       }
       // Tensor parallelism: the layout this node reads against the one

@@ -476,6 +476,14 @@ Error LocalizeTensorParallelPass::localizeNode(Graph &G, Node &N) {
 /// Pieces: the split loop ties the dimensions it maps; Split and Concat
 /// cut their whole side into pieces.
 void LocalizeTensorParallelPass::tieLoops(const Node &N) {
+  // A pipeline transfer hands its operand on unchanged: a dimension made of
+  // pieces on one stage is made of them on the next (a stage cut after a
+  // Concat inside a block).
+  if (N.getOp() == OpId::SendRecv) {
+    for (unsigned D = 0, E = N.getResult(0)->getType().getRank(); D != E; ++D)
+      Tied.unionSets({N.getOperand(0), int(D)}, {N.getResult(0), int(D)});
+    return;
+  }
   const std::optional<OpLoops> &Loops = NodeLoops[&N].first;
   LoopSplit Split = NodeLoops[&N].second;
   if (!N.getAttr("sharding") || !Loops || Split.Loop == OpLoops::NoLoop)
