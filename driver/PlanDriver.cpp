@@ -209,8 +209,6 @@ searchInThreads(ModelProfile &Profile, StringRef GraphText, const Cluster &Cl,
   return mergeSearchResults(std::move(Parts), SO.TopK);
 }
 
-/// The configuration, cut and global batch of a plan.json (or of the
-/// plan.json in a folder).
 /// Whether detect-layers found repeated blocks: some node is in a layer
 /// other than 0.
 static bool hasRepeatedBlocks(const Graph &G) {
@@ -221,6 +219,8 @@ static bool hasRepeatedBlocks(const Graph &G) {
   return false;
 }
 
+/// The configuration, cut and global batch of a plan.json (or of the
+/// plan.json in a folder).
 static Expected<std::pair<PlanConfig, int64_t>> readGivenPlan(StringRef Path) {
   SmallString<256> File(Path);
   if (sys::fs::is_directory(File))
@@ -557,8 +557,10 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   }
   // Pipeline stages inside a model without repeated blocks: its one unit is
   // cut into as many as the pinned or given pipeline needs.
-  unsigned Chunks = Given ? Given->PP * Given->VPP
-                          : Fixes->PP.value_or(1) * Fixes->VPP.value_or(1);
+  std::optional<unsigned> PinnedPP = Given ? Given->PP : Fixes->PP;
+  unsigned Chunks = !PinnedPP ? 1
+                    : Given   ? Given->PP * Given->VPP
+                              : *Fixes->PP * Fixes->VPP.value_or(1);
   if (Chunks > 1 && !hasRepeatedBlocks(G)) {
     PassManager Cut;
     cantFail(Cut.addPipeline(
@@ -570,7 +572,7 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
       if (const Attribute *A = N.getAttr("layer"))
         Pieces.insert(A->getInt());
     if (Pieces.size() < Chunks) {
-      unsigned PP = Given ? Given->PP : *Fixes->PP, VPP = Chunks / PP;
+      unsigned PP = *PinnedPP, VPP = Chunks / PP;
       error() << O.ModelFile << ": " << (Given ? "the plan's" : "--fix")
               << " pp=" << PP << (VPP > 1 ? ",vpp=" + Twine(VPP) : Twine())
               << " needs " << Chunks
