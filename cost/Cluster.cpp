@@ -44,6 +44,23 @@ unsigned autopar::getPrecisionBytes(Precision P) {
 }
 
 //===----------------------------------------------------------------------===//
+// Collective protocols
+//===----------------------------------------------------------------------===//
+
+StringRef autopar::getCollectiveProtocolsName(CollectiveProtocols P) {
+  return P == CollectiveProtocols::Nccl ? "nccl" : "single";
+}
+
+std::optional<CollectiveProtocols>
+autopar::parseCollectiveProtocols(StringRef Name) {
+  if (Name == "nccl")
+    return CollectiveProtocols::Nccl;
+  if (Name == "single")
+    return CollectiveProtocols::Single;
+  return std::nullopt;
+}
+
+//===----------------------------------------------------------------------===//
 // The catalog
 //===----------------------------------------------------------------------===//
 
@@ -53,13 +70,13 @@ struct FlopsRow {
 };
 using CalibrationFn = std::shared_ptr<const GemmCalibration> (*)();
 
-DeviceSpec makeDevice(StringRef Name, uint64_t MemoryBytes, FlopsRow Flops,
-                      double HbmBytesPerSec, double HbmEfficiency,
-                      unsigned ComputeUnits, double GemmEfficiency,
-                      double KernelLaunchSec, unsigned GpusPerNode,
-                      LinkLevel IntraNode, LinkLevel InterNode,
-                      LinkLevel HostLink, LinkLevel Nvme,
-                      double CollectiveLatencySec, CalibrationFn Calibration) {
+DeviceSpec
+makeDevice(StringRef Name, uint64_t MemoryBytes, FlopsRow Flops,
+           double HbmBytesPerSec, double HbmEfficiency, unsigned ComputeUnits,
+           double GemmEfficiency, double KernelLaunchSec, unsigned GpusPerNode,
+           LinkLevel IntraNode, LinkLevel InterNode, LinkLevel HostLink,
+           LinkLevel Nvme, double CollectiveLatencySec,
+           CollectiveProtocols Protocols, CalibrationFn Calibration) {
   DeviceSpec D;
   D.Name = Name.str();
   D.MemoryBytes = MemoryBytes;
@@ -76,6 +93,7 @@ DeviceSpec makeDevice(StringRef Name, uint64_t MemoryBytes, FlopsRow Flops,
   D.HostLink = HostLink;
   D.Nvme = Nvme;
   D.CollectiveLatencySec = CollectiveLatencySec;
+  D.Protocols = Protocols;
   if (Calibration)
     D.Calibration = Calibration();
   return D;
@@ -94,11 +112,12 @@ llvm::ArrayRef<DeviceSpec> autopar::getDeviceCatalog() {
 #define DEVICE(Id, Name, MemoryBytes, Flops, HbmBytesPerSec, HbmEfficiency,    \
                ComputeUnits, GemmEfficiency, KernelLaunchSec, GpusPerNode,     \
                IntraNode, InterNode, HostLink, Nvme, CollectiveLatencySec,     \
-               Calibration)                                                    \
-  Devices.push_back(makeDevice(                                                \
-      Name, MemoryBytes, Flops, HbmBytesPerSec, HbmEfficiency, ComputeUnits,   \
-      GemmEfficiency, KernelLaunchSec, GpusPerNode, IntraNode, InterNode,      \
-      HostLink, Nvme, CollectiveLatencySec, Calibration));
+               Protocols, Calibration)                                         \
+  Devices.push_back(                                                           \
+      makeDevice(Name, MemoryBytes, Flops, HbmBytesPerSec, HbmEfficiency,      \
+                 ComputeUnits, GemmEfficiency, KernelLaunchSec, GpusPerNode,   \
+                 IntraNode, InterNode, HostLink, Nvme, CollectiveLatencySec,   \
+                 CollectiveProtocols::Protocols, Calibration));
 #include "cost/Devices.def"
 #undef DEVICE
 #undef LINK
@@ -374,6 +393,16 @@ static Error readDevice(FileReader &R, const llvm::json::Object &Top,
   if (Error E = R.number(Top, "", "collective_latency_s",
                          D.CollectiveLatencySec, FileReader::NonNegative))
     return E;
+  if (const llvm::json::Value *P = Top.get("collective_protocols")) {
+    llvm::Optional<StringRef> Name = P->getAsString();
+    std::optional<CollectiveProtocols> Protocols =
+        Name ? parseCollectiveProtocols(*Name) : std::nullopt;
+    if (!Protocols)
+      return R.error("collective_protocols",
+                     "expected \"nccl\" (NCCL's LL, LL128 and Simple) or "
+                     "\"single\" (the links' figures, e.g. MPI)");
+    D.Protocols = *Protocols;
+  }
 
   auto Links = R.object(Top, "", "links");
   if (!Links)
@@ -428,7 +457,7 @@ Expected<Cluster> autopar::parseClusterJSON(StringRef Text, StringRef FileName,
           {"base", "name", "num_gpus", "gpus_per_node", "memory_bytes",
            "peak_flops", "hbm_bytes_per_s", "hbm_efficiency", "compute_units",
            "gemm_efficiency", "kernel_launch_s", "collective_latency_s",
-           "links", "gemm_calibration"}))
+           "collective_protocols", "links", "gemm_calibration"}))
     return E;
 
   Cluster C;
@@ -519,6 +548,7 @@ llvm::json::Value autopar::clusterToJSON(const Cluster &C) {
       {"gemm_efficiency", D.GemmEfficiency},
       {"kernel_launch_s", D.KernelLaunchSec},
       {"collective_latency_s", C.CollectiveLatencySec},
+      {"collective_protocols", getCollectiveProtocolsName(D.Protocols)},
       {"links", llvm::json::Object{{"intra_node", Link(C.IntraNode)},
                                    {"inter_node", Link(C.InterNode)},
                                    {"host", Link(C.HostLink)},

@@ -51,6 +51,14 @@ struct LinkLevel {
 
 struct GemmCalibration;
 
+/// How collectives move data. NCCL picks, per call, the fastest of its three
+/// protocols (LL, LL128, Simple), each with its own latencies and share of
+/// the link bandwidth (docs/CostModel.md, "Protocols"); a transport with
+/// one protocol (MPI on the `cpu` device) runs at the links' figures.
+enum class CollectiveProtocols { Nccl, Single };
+llvm::StringRef getCollectiveProtocolsName(CollectiveProtocols P);
+std::optional<CollectiveProtocols> parseCollectiveProtocols(llvm::StringRef);
+
 /// One device, as the catalog or a cluster file describes it.
 struct DeviceSpec {
   /// "a100-40gb", "a100-80gb", "h100", "h200", "cpu", or a cluster file's.
@@ -76,6 +84,10 @@ struct DeviceSpec {
   LinkLevel IntraNode, InterNode, HostLink, Nvme;
   /// Fixed cost of one collective call (NCCL's base latency).
   double CollectiveLatencySec = 0;
+  /// NCCL's protocols, or one (the links' latencies and bandwidths are then
+  /// those of the one; with NCCL they are the LL protocol's latencies and
+  /// the Simple protocol's bandwidth).
+  CollectiveProtocols Protocols = CollectiveProtocols::Nccl;
   /// Measured GEMM curves that replace the analytic model for the
   /// precisions they cover; null for none. Immutable once built, so copies
   /// of a DeviceSpec share it.

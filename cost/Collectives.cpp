@@ -4,13 +4,15 @@
 // intra-node level has bandwidth Bi and per-step latency ai, the inter-node
 // level Be and ae (Cluster::IntraNode, InterNode: per GPU, per direction);
 // S bytes in the nccl-tests convention; L0 the base latency of a call.
-// Every algorithm costs L0 + latency + bandwidth term; docs/CostModel.md
-// derives each one.
+// Every algorithm costs L0 + latency + bandwidth term under each protocol
+// the transport has (NCCL: LL, LL128, Simple), and a call takes the fastest
+// pair; docs/CostModel.md derives each one.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cost/Collectives.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/ErrorHandling.h"
 
 #include <algorithm>
@@ -36,15 +38,76 @@ struct Phase {
   double seconds() const { return Latency + Transfer; }
 };
 
-/// The group against the cluster's links.
+/// One of NCCL's protocols, from its tuning model (src/graph/tuning.cc,
+/// NCCL 2.18: baseLat, hwLat and the bandwidth refinements of
+/// ncclTopoTuneModel). The cluster's links carry the LL protocol's ring
+/// latencies (0.6 us per NVLink hop, 2.7 us per network hop, 6.6 us per
+/// call for the catalog GPUs) and the Simple protocol's bandwidth, so each
+/// protocol is given relative to those: its latencies as multiples of LL's
+/// ring figures, its bandwidth as a share of the link's.
+struct Protocol {
+  CollectiveProtocol Id;
+  /// Multipliers of the call's base latency, the intra-node and the
+  /// inter-node hop latency: for rings (and what is built of them) and for
+  /// trees.
+  double RingBase, RingIntraHop, RingInterHop;
+  double TreeBase, TreeIntraHop, TreeInterHop;
+};
+
+// tuning.cc's figures in microseconds, divided by LL's ring figures.
+constexpr double LLBase = 6.6, LLIntra = 0.6, LLInter = 2.7;
+constexpr Protocol NcclProtocols[] = {
+    {CollectiveProtocol::LL, 1, 1, 1, 6.8 / LLBase, 0.6 / LLIntra,
+     5.0 / LLInter},
+    {CollectiveProtocol::LL128, 14.0 / LLBase, 1.9 / LLIntra, 4.0 / LLInter,
+     14.0 / LLBase, 1.25 / LLIntra, 8.5 / LLInter},
+    {CollectiveProtocol::Simple, 8.4 / LLBase, 3.4 / LLIntra, 14.0 / LLInter, 0,
+     28 / LLIntra, 28 / LLInter}};
+/// A transport with one protocol: the links' figures as they are.
+constexpr Protocol SingleProtocol[] = {
+    {CollectiveProtocol::Single, 1, 1, 1, 1, 1, 1}};
+
+/// The share of the link bandwidth a protocol moves payload at (tuning.cc):
+/// LL sends 8 bytes of data per 16 and runs at a quarter of the bus
+/// bandwidth for all-reduce or across nodes, a third otherwise; LL128 at
+/// 120/128 (NCCL uses 0.92); Simple at all of it. Trees: 1/3.8 for LL, 7/9
+/// in one node and 120/128 across nodes for LL128 (on top of the tree's own
+/// 0.92, TreeBandwidthFraction).
+double bandwidthShare(CollectiveProtocol P, bool Tree, Collective C,
+                      bool SpansNodes) {
+  switch (P) {
+  case CollectiveProtocol::LL:
+    if (Tree)
+      return 1 / 3.8;
+    return SpansNodes || C == Collective::AllReduce ? 1.0 / 4 : 1.0 / 3;
+  case CollectiveProtocol::LL128:
+    if (Tree)
+      return SpansNodes ? 120.0 / 128 : 7.0 / 9;
+    return 0.92;
+  case CollectiveProtocol::Simple:
+  case CollectiveProtocol::Single:
+    return 1;
+  }
+  llvm_unreachable("unknown protocol");
+}
+
+/// The group against the cluster's links, under one protocol.
 struct Shape {
   double N, K, M;
   double Bi, Ai, Be, Ae;
+  /// The call's base latency.
+  double L0;
 
-  Shape(const Cluster &Cl, CommGroup G)
-      : N(G.Size), K(G.RanksPerNode), M(G.numNodes()),
-        Bi(Cl.IntraNode.BytesPerSec), Ai(Cl.IntraNode.LatencySec),
-        Be(Cl.InterNode.BytesPerSec), Ae(Cl.InterNode.LatencySec) {}
+  Shape(const Cluster &Cl, CommGroup G, Collective C, const Protocol &P,
+        bool Tree)
+      : N(G.Size), K(G.RanksPerNode), M(G.numNodes()) {
+    double Share = bandwidthShare(P.Id, Tree, C, M > 1);
+    Bi = Cl.IntraNode.BytesPerSec * Share;
+    Be = Cl.InterNode.BytesPerSec * Share;
+    Ai = Cl.IntraNode.LatencySec * (Tree ? P.TreeIntraHop : P.RingIntraHop);
+    Ae = Cl.InterNode.LatencySec * (Tree ? P.TreeInterHop : P.RingInterHop);
+    L0 = Cl.CollectiveLatencySec * (Tree ? P.TreeBase : P.RingBase);
+  }
 
   bool spansNodes() const { return M > 1; }
   /// The link a flat ring's every step waits for: the slower of the two
@@ -102,7 +165,8 @@ double pipelined(std::initializer_list<Phase> Phases) {
   return Latency + Transfer;
 }
 
-double hierarchical(const Shape &Sh, Collective C, double S) {
+double hierarchical(const Shape &Sh, const Shape &TreeSh, Collective C,
+                    double S) {
   double K = Sh.K, M = Sh.M;
   // Each rank's rail carries 1/K of the data between nodes.
   double Rail = S / K;
@@ -112,7 +176,7 @@ double hierarchical(const Shape &Sh, Collective C, double S) {
     // rail (ring or tree, whichever is faster), all-gather in the node.
     Phase Intra = ringAllGather(K, S, Sh.Ai, Sh.Bi);
     Phase Ring = ringAllReduce(M, Rail, Sh.Ae, Sh.Be);
-    Shape Rails = Sh;
+    Shape Rails = TreeSh;
     Rails.K = 1;
     Phase Tree = treeAllReduce(Rails, Rail);
     Phase Inter = Tree.seconds() < Ring.seconds() ? Tree : Ring;
@@ -202,6 +266,20 @@ llvm::StringRef autopar::getCollectiveName(Collective C) {
   llvm_unreachable("unknown collective");
 }
 
+llvm::StringRef autopar::getCollectiveProtocolName(CollectiveProtocol P) {
+  switch (P) {
+  case CollectiveProtocol::LL:
+    return "LL";
+  case CollectiveProtocol::LL128:
+    return "LL128";
+  case CollectiveProtocol::Simple:
+    return "Simple";
+  case CollectiveProtocol::Single:
+    return "single";
+  }
+  llvm_unreachable("unknown protocol");
+}
+
 llvm::StringRef autopar::getCollectiveAlgorithmName(CollectiveAlgorithm A) {
   switch (A) {
   case CollectiveAlgorithm::Ring:
@@ -234,53 +312,73 @@ double autopar::getBusBandwidthFactor(Collective C, unsigned GroupSize) {
   llvm_unreachable("unknown collective");
 }
 
+namespace {
+/// One algorithm under one protocol, base latency included.
+double algorithmSeconds(const Cluster &Cl, Collective C, double Bytes,
+                        CommGroup G, CollectiveAlgorithm A, const Protocol &P) {
+  Shape Sh(Cl, G, C, P, /*Tree=*/false);
+  switch (A) {
+  case CollectiveAlgorithm::Ring:
+    return Sh.L0 + flatRing(Sh, C, Bytes);
+  case CollectiveAlgorithm::Tree:
+    if (C != Collective::AllReduce)
+      return Infinity;
+    {
+      Shape TreeSh(Cl, G, C, P, /*Tree=*/true);
+      return TreeSh.L0 + treeAllReduce(TreeSh, Bytes).seconds();
+    }
+  case CollectiveAlgorithm::Hierarchical:
+    if (!Sh.spansNodes() || Sh.K <= 1)
+      return Infinity;
+    return Sh.L0 +
+           hierarchical(Sh, Shape(Cl, G, C, P, /*Tree=*/true), C, Bytes);
+  case CollectiveAlgorithm::Pairwise:
+    return C == Collective::AllToAll ? Sh.L0 + pairwise(Sh, Bytes) : Infinity;
+  case CollectiveAlgorithm::Direct:
+    return C == Collective::SendRecv ? Sh.L0 + direct(Sh, Bytes) : Infinity;
+  }
+  llvm_unreachable("unknown algorithm");
+}
+
+llvm::ArrayRef<Protocol> protocolsOf(const Cluster &Cl) {
+  if (Cl.Device.Protocols == CollectiveProtocols::Nccl)
+    return NcclProtocols;
+  return SingleProtocol;
+}
+} // namespace
+
 double autopar::collectiveSeconds(const Cluster &Cl, Collective C, double Bytes,
                                   CommGroup G, CollectiveAlgorithm A) {
   checkGroup(Cl, G, Bytes);
   if (G.Size == 1)
     return 0;
-  Shape Sh(Cl, G);
-  double Seconds = Infinity;
-  switch (A) {
-  case CollectiveAlgorithm::Ring:
-    Seconds = flatRing(Sh, C, Bytes);
-    break;
-  case CollectiveAlgorithm::Tree:
-    if (C == Collective::AllReduce)
-      Seconds = treeAllReduce(Sh, Bytes).seconds();
-    break;
-  case CollectiveAlgorithm::Hierarchical:
-    if (Sh.spansNodes() && Sh.K > 1)
-      Seconds = hierarchical(Sh, C, Bytes);
-    break;
-  case CollectiveAlgorithm::Pairwise:
-    if (C == Collective::AllToAll)
-      Seconds = pairwise(Sh, Bytes);
-    break;
-  case CollectiveAlgorithm::Direct:
-    if (C == Collective::SendRecv)
-      Seconds = direct(Sh, Bytes);
-    break;
-  }
-  return Seconds + Cl.CollectiveLatencySec;
+  double Best = Infinity;
+  for (const Protocol &P : protocolsOf(Cl))
+    Best = std::min(Best, algorithmSeconds(Cl, C, Bytes, G, A, P));
+  return Best;
 }
 
 CollectiveCost autopar::estimateCollective(const Cluster &Cl, Collective C,
                                            double Bytes, CommGroup G) {
   checkGroup(Cl, G, Bytes);
+  llvm::ArrayRef<Protocol> Protocols = protocolsOf(Cl);
   if (G.Size == 1)
-    return {0, C == Collective::AllToAll   ? CollectiveAlgorithm::Pairwise
-               : C == Collective::SendRecv ? CollectiveAlgorithm::Direct
-                                           : CollectiveAlgorithm::Ring};
-  CollectiveCost Best{Infinity, CollectiveAlgorithm::Ring};
+    return {0,
+            C == Collective::AllToAll   ? CollectiveAlgorithm::Pairwise
+            : C == Collective::SendRecv ? CollectiveAlgorithm::Direct
+                                        : CollectiveAlgorithm::Ring,
+            Protocols.front().Id};
+  CollectiveCost Best{Infinity, CollectiveAlgorithm::Ring,
+                      Protocols.front().Id};
   for (CollectiveAlgorithm A :
        {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree,
         CollectiveAlgorithm::Hierarchical, CollectiveAlgorithm::Pairwise,
-        CollectiveAlgorithm::Direct}) {
-    double Seconds = collectiveSeconds(Cl, C, Bytes, G, A);
-    if (Seconds < Best.Seconds)
-      Best = {Seconds, A};
-  }
+        CollectiveAlgorithm::Direct})
+    for (const Protocol &P : Protocols) {
+      double Seconds = algorithmSeconds(Cl, C, Bytes, G, A, P);
+      if (Seconds < Best.Seconds)
+        Best = {Seconds, A, P.Id};
+    }
   assert(Best.Seconds < Infinity && "no algorithm applies");
   return Best;
 }

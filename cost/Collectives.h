@@ -52,7 +52,12 @@ enum class CollectiveAlgorithm {
   Direct
 };
 
+/// The protocol a collective runs under: NCCL's three (tuning.cc), or the
+/// one of a transport without a choice (Cluster's CollectiveProtocols).
+enum class CollectiveProtocol { LL, LL128, Simple, Single };
+
 llvm::StringRef getCollectiveName(Collective C);
+llvm::StringRef getCollectiveProtocolName(CollectiveProtocol P);
 llvm::StringRef getCollectiveAlgorithmName(CollectiveAlgorithm A);
 
 /// The ranks of one collective: Size ranks, RanksPerNode of them in each
@@ -70,17 +75,20 @@ struct CommGroup {
 /// all-to-all, 1 for send/recv and broadcast.
 double getBusBandwidthFactor(Collective C, unsigned GroupSize);
 
-/// Seconds one algorithm takes, or +infinity where it does not apply (a
-/// tree for anything but all-reduce, hierarchical inside one node, ...).
+/// Seconds one algorithm takes under its fastest protocol, or +infinity
+/// where it does not apply (a tree for anything but all-reduce,
+/// hierarchical inside one node, ...).
 double collectiveSeconds(const Cluster &Cl, Collective C, double Bytes,
                          CommGroup G, CollectiveAlgorithm A);
 
 struct CollectiveCost {
   double Seconds = 0;
   CollectiveAlgorithm Algorithm = CollectiveAlgorithm::Ring;
+  CollectiveProtocol Protocol = CollectiveProtocol::Simple;
 };
-/// The fastest applicable algorithm and its time (ties go to the earlier
-/// algorithm of the enum). Size-1 groups cost 0.
+/// The fastest applicable algorithm and protocol, and its time (ties go to
+/// the earlier algorithm, then protocol, of the enums). Size-1 groups cost
+/// 0.
 CollectiveCost estimateCollective(const Cluster &Cl, Collective C, double Bytes,
                                   CommGroup G);
 /// estimateCollective's seconds.

@@ -226,7 +226,23 @@ TEST(ClusterTest, JSONRoundTripsAndIsDeterministic) {
     EXPECT_EQ(Back->Device.Name, D.Name);
     EXPECT_EQ(Back->numNodes(), C->numNodes());
     EXPECT_EQ(bool(Back->Device.Calibration), bool(D.Calibration));
+    EXPECT_EQ(Back->Device.Protocols, D.Protocols);
   }
+}
+
+TEST(ClusterTest, CollectiveProtocols) {
+  // GPUs talk NCCL; the CPU runtime's MPI has one protocol.
+  EXPECT_EQ(lookupDevice("a100-80gb")->Protocols, CollectiveProtocols::Nccl);
+  EXPECT_EQ(lookupDevice("cpu")->Protocols, CollectiveProtocols::Single);
+  auto C = parseClusterJSON(
+      R"({"base": "h100", "num_gpus": 8, "collective_protocols": "single"})",
+      "one.json");
+  ASSERT_TRUE(bool(C)) << llvm::toString(C.takeError());
+  EXPECT_EQ(C->Device.Protocols, CollectiveProtocols::Single);
+  // A file without the key keeps its base's.
+  auto Cpu = parseClusterJSON(R"({"base": "cpu", "num_gpus": 2})", "c.json");
+  ASSERT_TRUE(bool(Cpu)) << llvm::toString(Cpu.takeError());
+  EXPECT_EQ(Cpu->Device.Protocols, CollectiveProtocols::Single);
 }
 
 TEST(ClusterTest, FileErrorsNameTheFileAndKey) {
@@ -237,7 +253,11 @@ TEST(ClusterTest, FileErrorsNameTheFileAndKey) {
             "my.json: 'bandwidth': unknown key; valid keys: base, name, "
             "num_gpus, gpus_per_node, memory_bytes, peak_flops, "
             "hbm_bytes_per_s, hbm_efficiency, compute_units, gemm_efficiency, "
-            "kernel_launch_s, collective_latency_s, links, gemm_calibration");
+            "kernel_launch_s, collective_latency_s, collective_protocols, "
+            "links, gemm_calibration");
+  EXPECT_EQ(Err(R"({"base": "h100", "collective_protocols": "ring"})"),
+            "my.json: 'collective_protocols': expected \"nccl\" (NCCL's LL, "
+            "LL128 and Simple) or \"single\" (the links' figures, e.g. MPI)");
   EXPECT_EQ(Err(R"({"base": "h100", "num_gpus": 8,
               "links": {"intra_node": {"bandwidth": 1}}})"),
             "my.json: 'links.intra_node.bandwidth': unknown key; valid keys: "

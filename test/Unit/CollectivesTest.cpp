@@ -124,9 +124,11 @@ TEST(CollectivesTest, TreeBeatsRingOnTinyMessagesAcrossManyNodes) {
                                     CollectiveAlgorithm::Ring);
     double Tree = collectiveSeconds(Cl, Collective::AllReduce, 8, G,
                                     CollectiveAlgorithm::Tree);
-    EXPECT_LT(Tree * 10, Ring) << G.Size;
-    EXPECT_EQ(estimateCollective(Cl, Collective::AllReduce, 8, G).Algorithm,
-              CollectiveAlgorithm::Tree);
+    EXPECT_LT(Tree * 5, Ring) << G.Size;
+    // Over nodes of 8 the hierarchy's inter-node tree is the same tree.
+    CollectiveCost Best = estimateCollective(Cl, Collective::AllReduce, 8, G);
+    EXPECT_NE(Best.Algorithm, CollectiveAlgorithm::Ring) << G.Size;
+    EXPECT_NEAR(Best.Seconds, Tree, Tree * 0.01) << G.Size;
   }
   // Inside one node a large all-reduce takes the ring.
   EXPECT_EQ(
@@ -144,6 +146,47 @@ TEST(CollectivesTest, SmallMessagesCostTheirLatency) {
   EXPECT_NEAR(T, Cl.CollectiveLatencySec + 14 * Cl.IntraNode.LatencySec, 1e-9);
   EXPECT_NEAR(collectiveSeconds(Cl, Collective::SendRecv, 0, {2, 2}),
               Cl.CollectiveLatencySec + Cl.IntraNode.LatencySec, 1e-12);
+}
+
+// NCCL's protocols (tuning.cc): LL for small messages, LL128 in between,
+// Simple for large ones; each with its latencies and bandwidth share.
+TEST(CollectivesTest, NcclPicksItsProtocolBySize) {
+  Cluster Cl = cluster("a100-80gb", 8);
+  CommGroup G{8, 8};
+  auto ProtocolAt = [&](double Bytes) {
+    return estimateCollective(Cl, Collective::AllReduce, Bytes, G).Protocol;
+  };
+  EXPECT_EQ(ProtocolAt(64 << 10), CollectiveProtocol::LL);
+  EXPECT_EQ(ProtocolAt(4 << 20), CollectiveProtocol::LL128);
+  EXPECT_EQ(ProtocolAt(256 << 20), CollectiveProtocol::Simple);
+  // Simple: 8.4 us per call and 3.4 us per NVLink hop (14 hops), at the
+  // link's full bandwidth.
+  double Bytes = 1e9;
+  EXPECT_NEAR(collectiveSeconds(Cl, Collective::AllReduce, Bytes, G),
+              8.4e-6 + 14 * 3.4e-6 + 2 * 7.0 / 8 * Bytes / 230e9, 1e-9);
+  // A Megatron TP all-reduce of one micro-batch (seq 2048, hidden 8192,
+  // bf16: 32 MiB) reaches ~190 GB/s of bus bandwidth, not the 230 a large
+  // message does: the Simple protocol's latency is not hidden.
+  double Mid = 32 << 20;
+  double BusBw = getBusBandwidthFactor(Collective::AllReduce, 8) * Mid /
+                 collectiveSeconds(Cl, Collective::AllReduce, Mid, G);
+  EXPECT_GT(BusBw, 180e9);
+  EXPECT_LT(BusBw, 200e9);
+  // LL moves a quarter of the bandwidth for all-reduce: 1 MiB costs more
+  // than LL's latency alone would say, and less than Simple's latency.
+  double LLOnly = Cl.CollectiveLatencySec + 14 * Cl.IntraNode.LatencySec +
+                  2 * 7.0 / 8 * (1 << 20) / (230e9 / 4);
+  EXPECT_LE(collectiveSeconds(Cl, Collective::AllReduce, 1 << 20, G),
+            LLOnly + 1e-12);
+}
+
+TEST(CollectivesTest, OneProtocolUsesTheLinksAsTheyAre) {
+  Cluster Cl = cluster("cpu", 2);
+  CollectiveCost C = estimateCollective(Cl, Collective::AllReduce, 1e6, {2, 2});
+  EXPECT_EQ(C.Protocol, CollectiveProtocol::Single);
+  EXPECT_NEAR(C.Seconds,
+              2 * Cl.IntraNode.LatencySec + 1e6 / Cl.IntraNode.BytesPerSec,
+              1e-12);
 }
 
 TEST(CollectivesTest, AllToAllAcrossNodesIsLimitedByTheNics) {
