@@ -19,6 +19,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 using namespace autopar;
 
@@ -294,6 +295,13 @@ llvm::StringRef autopar::getCollectiveAlgorithmName(CollectiveAlgorithm A) {
     return "direct";
   }
   llvm_unreachable("unknown algorithm");
+}
+
+CommGroup autopar::getRankGroup(unsigned Size, unsigned Stride,
+                                unsigned GpusPerNode) {
+  assert(Size >= 1 && Stride >= 1 && GpusPerNode >= 1 && "empty group");
+  unsigned PerNode = std::min(Size, std::max(1u, GpusPerNode / Stride));
+  return {Size, std::gcd(Size, PerNode)};
 }
 
 double autopar::getBusBandwidthFactor(Collective C, unsigned GroupSize) {

@@ -70,6 +70,15 @@ struct CommGroup {
   unsigned numNodes() const { return Size / RanksPerNode; }
 };
 
+/// The group of Size ranks spaced Stride apart in rank order (tensor
+/// parallelism: stride 1; data parallelism: stride tp, as Megatron-LM orders
+/// ranks) on nodes of GpusPerNode ranks. A group that falls unevenly on its
+/// nodes (12 data-parallel ranks over nodes of 8: 8 + 4) is priced as the
+/// even layout with the largest count per node that divides both (3 nodes
+/// of 4): no node has more NIC rails than its fewest-ranked node, which
+/// sets the pace.
+CommGroup getRankGroup(unsigned Size, unsigned Stride, unsigned GpusPerNode);
+
 /// nccl-tests' bus-bandwidth factor: busbw = factor * size / time. It is
 /// 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and
 /// all-to-all, 1 for send/recv and broadcast.

@@ -223,7 +223,7 @@ static void printOps(raw_ostream &OS, ModelProfile &Profile,
      << " on one rank, one micro-batch: split, time, bytes kept for "
         "backward; the collectives at each\n";
   Expected<std::vector<OpCostDetail>> Ops = Profile.getOpCosts(
-      RU.Unit, C.TP, std::min<unsigned>(C.TP, Cl.GpusPerNode),
+      RU.Unit, C.TP, getRankGroup(C.TP, 1, Cl.GpusPerNode).RanksPerNode,
       C.SequenceParallel, C.MicroBatch);
   if (!Ops) {
     OS << "  (" << toString(Ops.takeError()) << ")\n";
@@ -266,9 +266,9 @@ void autopar::printExplanation(raw_ostream &OS, const Plan &P,
                  Rank == Busiest ? "  <- critical path" : "");
   }
 
-  Expected<const std::vector<UnitCost> *> CostsOr =
-      Profile.getUnitCosts(C.TP, std::min<unsigned>(C.TP, Cl.GpusPerNode),
-                           C.SequenceParallel, C.MicroBatch);
+  Expected<const std::vector<UnitCost> *> CostsOr = Profile.getUnitCosts(
+      C.TP, getRankGroup(C.TP, 1, Cl.GpusPerNode).RanksPerNode,
+      C.SequenceParallel, C.MicroBatch);
   if (!CostsOr) {
     consumeError(CostsOr.takeError());
     return;

@@ -5,6 +5,7 @@
 #include "codegen/LaunchFiles.h"
 #include "codegen/PlanRecord.h"
 #include "codegen/Report.h"
+#include "cost/Collectives.h"
 #include "cost/GemmEfficiency.h"
 #include "driver/Explain.h"
 #include "driver/LowerPlan.h"
@@ -706,8 +707,8 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   // The plan files.
   const PlanConfig &C = Best.Config;
   if (Error E = (*Profile)->annotatePlan(
-          C.TP, std::min<unsigned>(C.TP, Cl->GpusPerNode), C.SequenceParallel,
-          C.MicroBatch, C.PP, C.DP, C.StageUnits)) {
+          C.TP, getRankGroup(C.TP, 1, Cl->GpusPerNode).RanksPerNode,
+          C.SequenceParallel, C.MicroBatch, C.PP, C.DP, C.StageUnits)) {
     error() << toString(std::move(E)) << "\n";
     return ExitPassFailure;
   }

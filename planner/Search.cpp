@@ -260,9 +260,9 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
 
 Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
                                                   double Bound) {
-  Expected<const std::vector<UnitCost> *> CostsOr =
-      Profile.getUnitCosts(C.TP, std::min<unsigned>(C.TP, Cl.GpusPerNode),
-                           C.SequenceParallel, C.MicroBatch);
+  Expected<const std::vector<UnitCost> *> CostsOr = Profile.getUnitCosts(
+      C.TP, getRankGroup(C.TP, 1, Cl.GpusPerNode).RanksPerNode,
+      C.SequenceParallel, C.MicroBatch);
   if (!CostsOr)
     return CostsOr.takeError();
   const std::vector<UnitCost> *AllCosts = *CostsOr;
@@ -302,7 +302,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   // them).
   bool StagesShareNode = C.TP * C.DP < Cl.GpusPerNode;
   CommGroup P2P{2, StagesShareNode ? 2u : 1u};
-  CommGroup TpGroup{C.TP, std::min<unsigned>(C.TP, Cl.GpusPerNode)};
+  CommGroup TpGroup = getRankGroup(C.TP, 1, Cl.GpusPerNode);
   auto Simulate = [&](const std::vector<unsigned> &StageUnits)
       -> Expected<PipelineCandidate> {
     PipelineCandidate P;
@@ -448,8 +448,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
 
   // Data-parallel synchronization, ZeRO gathers, offload and optimizer per
   // rank; the slowest rank finishes the step.
-  CommGroup DpGroup{
-      C.DP, std::max(1u, std::min(C.DP, Cl.GpusPerNode / std::max(1u, C.TP)))};
+  CommGroup DpGroup = getRankGroup(C.DP, C.TP, Cl.GpusPerNode);
   double After = 0, WorstSync = 0, WorstOpt = 0, WorstOffload = 0;
   double GradSync = 0;
   // The data-parallel collectives by kind, per rank and on the worst.

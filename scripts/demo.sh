@@ -31,7 +31,7 @@ if [[ -f "$llama" ]]; then
   mkdir -p build/demo
   build/bin/autopar-opt "$llama" --dim batch=2 --dim sequence=16 \
     --passes=import-canonical -o build/demo/llama_tiny.air
-  grep -v '^  param' build/demo/llama_tiny.air | head -30
+  grep -v -m 30 '^  param' build/demo/llama_tiny.air
 fi
 
 # A 1T-parameter GPT, generated (its weights are declared, never written),

@@ -189,6 +189,32 @@ TEST(CollectivesTest, OneProtocolUsesTheLinksAsTheyAre) {
               1e-12);
 }
 
+TEST(CollectivesTest, RankGroupsOnNodes) {
+  auto Group = [](unsigned Size, unsigned Stride, unsigned PerNode) {
+    CommGroup G = getRankGroup(Size, Stride, PerNode);
+    EXPECT_EQ(G.Size, Size);
+    return G.RanksPerNode;
+  };
+  EXPECT_EQ(Group(8, 1, 8), 8u);  // a node's tensor-parallel group
+  EXPECT_EQ(Group(4, 1, 8), 4u);  // half a node
+  EXPECT_EQ(Group(32, 8, 8), 1u); // data parallel beside tp=8: one per node
+  EXPECT_EQ(Group(16, 2, 8), 4u); // beside tp=2: 4 per node
+  // Uneven: 12 consecutive ranks are 8 + 4 on two nodes, priced as 3 x 4;
+  // 6 ranks two apart are 4 + 2, priced as 3 x 2.
+  EXPECT_EQ(Group(12, 1, 8), 4u);
+  EXPECT_EQ(Group(6, 2, 8), 2u);
+  // Every group it returns prices without tripping the checks.
+  Cluster Cl = cluster("h100", 96);
+  for (unsigned Size : {3u, 6u, 12u, 24u, 48u, 96u}) {
+    for (unsigned Stride : {1u, 2u, 4u, 8u}) {
+      if (Size * Stride > 96)
+        continue;
+      CommGroup G = getRankGroup(Size, Stride, 8);
+      EXPECT_GT(collectiveSeconds(Cl, Collective::AllReduce, 1e6, G), 0);
+    }
+  }
+}
+
 TEST(CollectivesTest, AllToAllAcrossNodesIsLimitedByTheNics) {
   Cluster Cl = cluster("h100", 64);
   // 64 ranks over 8 nodes: 56/64 of each rank's buffer leaves the node.
