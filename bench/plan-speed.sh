@@ -3,7 +3,10 @@
 # reference cases of the planner issue, best of 3 runs, and prints the plan
 # each finds: GPT-3 175B (96 layers, h 12288, 96 heads, sequence 2048, vocab
 # 51200) on 1024 A100-80GB, target under 1 s; a 1T GPT (128 layers, h 25600,
-# 160 heads) on 16384 H100, target under 10 s. Needs a build
+# 160 heads) on 16384 H100, target under 10 s. Then models whose layers
+# keep many values live at once, which is what makes the sharding solver
+# work (llama-7b's rotary embedding, mixtral-8x7b's eight experts side by
+# side), on 8 A100-80GB at sequence 2048. Needs a build
 # (scripts/demo.sh), python3-onnx and GNU time. Usage: bench/plan-speed.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,6 +20,9 @@ tools/autopar-modelgen --model gpt2 --layers 96 --hidden 12288 --heads 96 \
   2>/dev/null
 tools/autopar-modelgen --preset gpt-1t --seq 2048 -o "$dir/gpt-1t.onnx" \
   2>/dev/null
+for preset in llama-7b mixtral-8x7b; do
+  tools/autopar-modelgen --preset "$preset" -o "$dir/$preset.onnx" 2>/dev/null
+done
 
 run() {
   local name=$1
@@ -41,4 +47,8 @@ for threads in 1 2; do
     --global-batch 1536 --threads "$threads"
   run "1T on 16384 h100, $threads thr" "$dir/gpt-1t.onnx" --gpu h100 \
     --gpus 16384 --global-batch 8192 --threads "$threads"
+done
+for preset in llama-7b mixtral-8x7b; do
+  run "$preset on 8 a100-80gb, 1 thr" "$dir/$preset.onnx" --gpus 8 \
+    --dim sequence=2048 --global-batch 32 --threads 1
 done

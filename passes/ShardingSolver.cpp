@@ -30,6 +30,7 @@
 #include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <array>
@@ -167,6 +168,10 @@ private:
   Frontier initialFrontier() const;
   void finish(Frontier &F, Breakdown &B) const;
   double lossSeconds(const Entry &E, int Layout, Breakdown &B, Site At) const;
+  double conversionBound(const Frontier &A, const Frontier &B,
+                         double Limit) const;
+  template <typename StateT>
+  void pruneConvertible(std::vector<StateT> &States) const;
 
   const ShardingProblem &P;
   int64_t Degree = 1;
@@ -564,6 +569,117 @@ void Solver::finish(Frontier &F, Breakdown &B) const {
   }
 }
 
+/// An upper bound on how much more the cheapest completion from frontier A
+/// can cost than the cheapest completion from B (two states of one layer:
+/// the same values in the same order), or anything above Limit once the
+/// bound exceeds it. Per value: A first materializes the layouts B has and
+/// it lacks (after that every forward demand costs A no more than B); A
+/// closes the gradient layouts B does not owe; and when the two bring
+/// gradients back to different layouts, any gradient layout may cost A
+/// more by the difference of the two reshards.
+double Solver::conversionBound(const Frontier &A, const Frontier &B,
+                               double Limit) const {
+  double Sum = 0;
+  for (unsigned I = 0; I != A.size() && Sum <= Limit; ++I) {
+    const Entry &EA = A[I], &EB = B[I];
+    assert(EA.Val == EB.Val && "states of one layer hold the same values");
+    if (EA.Layout == EB.Layout && EA.Avail == EB.Avail && EA.Grad == EB.Grad)
+      continue;
+    for (unsigned Missing = EB.Avail & ~EA.Avail; Missing;
+         Missing &= Missing - 1) {
+      int To = layoutOfBit(llvm::countTrailingZeros(Missing));
+      double Best = std::numeric_limits<double>::infinity();
+      for (unsigned From = EA.Avail; From; From &= From - 1)
+        Best = std::min(
+            Best,
+            reshardCost(EA.Val, layoutOfBit(llvm::countTrailingZeros(From)), To)
+                .first);
+      Sum += Best;
+    }
+    if (!P.Flow->needsGrad(Values[EA.Val]))
+      continue;
+    auto Target = [](const Entry &E) {
+      return E.Layout == LayoutPartial ? LayoutReplicated : int(E.Layout);
+    };
+    int TA = Target(EA), TB = Target(EB);
+    for (unsigned Extra = EA.Grad & ~EB.Grad; Extra; Extra &= Extra - 1)
+      Sum +=
+          reshardCost(EA.Val, layoutOfBit(llvm::countTrailingZeros(Extra)), TA)
+              .first;
+    if (TA == TB)
+      continue;
+    // The layouts a gradient of this value can have: R, P, its dimensions.
+    unsigned Rank = Values[EA.Val]->getType().getRank();
+    for (unsigned Bit = 0; Bit != std::min(16u, 2 + Rank); ++Bit) {
+      int G = layoutOfBit(Bit);
+      Sum += std::max(0.0, reshardCost(EA.Val, G, TA).first -
+                               reshardCost(EA.Val, G, TB).first);
+    }
+  }
+  return Sum;
+}
+
+/// Drops states that one of the layer's cheapest states can turn into for
+/// less than their cost difference (conversionBound): such a state cannot
+/// lead to a solution as cheap as one through the cheaper state, so this is
+/// exact, and the states that remain keep their order (the chosen solution
+/// does not change). It keeps wide frontiers (a rotary embedding's slices,
+/// an MoE layer's experts side by side) from multiplying their layouts.
+template <typename StateT>
+void Solver::pruneConvertible(std::vector<StateT> &States) const {
+  constexpr unsigned MinStates = 64, Champions = 16;
+  if (States.size() < MinStates)
+    return;
+  std::vector<unsigned> Order(States.size());
+  for (unsigned I = 0; I != Order.size(); ++I)
+    Order[I] = I;
+  llvm::stable_sort(Order, [&](unsigned A, unsigned B) {
+    return States[A].Cost < States[B].Cost;
+  });
+  std::vector<bool> Dead(States.size(), false);
+  for (unsigned K = Champions; K < Order.size(); ++K) {
+    const StateT &S = States[Order[K]];
+    for (unsigned C = 0; C != Champions; ++C) {
+      const StateT &Champion = States[Order[C]];
+      // A margin far below any difference that matters keeps rounding from
+      // dropping a state that ties.
+      double Slack = S.Cost * (1 - 1e-12) - Champion.Cost;
+      if (Slack <= 0)
+        break;
+      if (conversionBound(Champion.F, S.F, Slack) < Slack) {
+        Dead[Order[K]] = true;
+        break;
+      }
+    }
+  }
+  unsigned Out = 0;
+  for (unsigned I = 0; I != States.size(); ++I)
+    if (!Dead[I]) {
+      if (Out != I)
+        States[Out] = std::move(States[I]);
+      ++Out;
+    }
+  States.resize(Out);
+}
+
+/// Keeps the Width cheapest states (ties by position), in their order.
+template <typename StateT>
+void keepCheapest(std::vector<StateT> &States, size_t Width) {
+  std::vector<unsigned> Order(States.size());
+  for (unsigned I = 0; I != Order.size(); ++I)
+    Order[I] = I;
+  llvm::stable_sort(Order, [&](unsigned A, unsigned B) {
+    return States[A].Cost < States[B].Cost;
+  });
+  Order.resize(Width);
+  llvm::sort(Order);
+  std::vector<StateT> Kept;
+  Kept.reserve(Width);
+  for (unsigned I : Order)
+    Kept.push_back(std::move(States[I]));
+  States = std::move(Kept);
+}
+
 /// A frontier packed into words, one per live value, for hashing.
 using FrontierKey = SmallVector<uint64_t, 8>;
 
@@ -637,46 +753,83 @@ Expected<ShardingSolution> Solver::solve() {
     int Parent;
     unsigned Strategy;
   };
-  std::vector<std::vector<State>> Layers(P.Nodes.size() + 1);
-  Layers[0].push_back({initialFrontier(), 0, -1, 0});
-  for (unsigned K = 0; K != P.Nodes.size(); ++K) {
-    std::unordered_map<FrontierKey, unsigned, FrontierKeyHash> Index;
-    std::vector<State> &Next = Layers[K + 1];
-    for (unsigned SIdx = 0; SIdx != Layers[K].size(); ++SIdx) {
-      const State &St = Layers[K][SIdx];
-      for (unsigned Strat = 0; Strat != Strategies[K].size(); ++Strat) {
-        Breakdown B;
-        std::optional<Frontier> F = step(St.F, K, Strat, B);
-        if (!F)
-          continue;
-        double Cost = St.Cost + B.total();
-        auto [It, New] = Index.try_emplace(keyOf(*F), unsigned(Next.size()));
-        if (New)
-          Next.push_back({std::move(*F), Cost, int(SIdx), Strat});
-        else if (Cost < Next[It->second].Cost)
-          Next[It->second] = {std::move(*F), Cost, int(SIdx), Strat};
-      }
-    }
-    if (Next.empty())
-      return createStringError(inconvertibleErrorCode(),
-                               "no sharding strategy applies to node " +
-                                   Twine(K));
-    pruneDominated(Next);
+  // A lower bound on the cost of nodes K and after: each one's cheapest
+  // strategy, with no communication.
+  unsigned NumNodes = P.Nodes.size();
+  std::vector<double> RestBound(NumNodes + 1, 0);
+  for (unsigned K = NumNodes; K-- > 0;) {
+    double Least = std::numeric_limits<double>::infinity();
+    for (const Strategy &S : Strategies[K])
+      Least = std::min(Least, S.Cost.FwdSeconds + S.Cost.BwdSeconds +
+                                  S.GradSync + S.Tiebreak);
+    RestBound[K] = RestBound[K + 1] + (std::isinf(Least) ? 0 : Least);
   }
-  // Close the live-outs and pick the best final state.
+
+  // The dynamic program over the nodes in order. With a Width, only that
+  // many of each layer's cheapest states go on (a beam: a solution, not
+  // necessarily the best); with a Bound, states whose cost plus RestBound
+  // exceeds it are dropped (exact when Bound is some solution's cost: the
+  // best solution's states stay below it, and so do its ties).
+  std::vector<std::vector<State>> Layers;
   int Best = -1;
   double BestCost = std::numeric_limits<double>::infinity();
-  std::vector<State> &Last = Layers.back();
-  for (unsigned I = 0; I != Last.size(); ++I) {
-    Breakdown B;
-    Frontier F = Last[I].F;
-    finish(F, B);
-    double C = Last[I].Cost + B.total();
-    if (C < BestCost) {
-      BestCost = C;
-      Best = I;
+  auto Run = [&](size_t Width, double Bound) -> Error {
+    Layers.assign(NumNodes + 1, {});
+    Layers[0].push_back({initialFrontier(), 0, -1, 0});
+    // Rounding must not drop the best solution's states.
+    double Limit = Bound * (1 + 1e-9);
+    for (unsigned K = 0; K != NumNodes; ++K) {
+      std::unordered_map<FrontierKey, unsigned, FrontierKeyHash> Index;
+      std::vector<State> &Next = Layers[K + 1];
+      for (unsigned SIdx = 0; SIdx != Layers[K].size(); ++SIdx) {
+        const State &St = Layers[K][SIdx];
+        for (unsigned Strat = 0; Strat != Strategies[K].size(); ++Strat) {
+          Breakdown B;
+          std::optional<Frontier> F = step(St.F, K, Strat, B);
+          if (!F)
+            continue;
+          double Cost = St.Cost + B.total();
+          if (Cost + RestBound[K + 1] > Limit)
+            continue;
+          auto [It, New] = Index.try_emplace(keyOf(*F), unsigned(Next.size()));
+          if (New)
+            Next.push_back({std::move(*F), Cost, int(SIdx), Strat});
+          else if (Cost < Next[It->second].Cost)
+            Next[It->second] = {std::move(*F), Cost, int(SIdx), Strat};
+        }
+      }
+      if (Next.empty())
+        return createStringError(inconvertibleErrorCode(),
+                                 "no sharding strategy applies to node " +
+                                     Twine(K));
+      pruneDominated(Next);
+      pruneConvertible(Next);
+      if (Next.size() > Width)
+        keepCheapest(Next, Width);
     }
-  }
+    // Close the live-outs and pick the best final state.
+    Best = -1;
+    BestCost = std::numeric_limits<double>::infinity();
+    std::vector<State> &Last = Layers.back();
+    for (unsigned I = 0; I != Last.size(); ++I) {
+      Breakdown B;
+      Frontier F = Last[I].F;
+      finish(F, B);
+      double C = Last[I].Cost + B.total();
+      if (C < BestCost) {
+        BestCost = C;
+        Best = I;
+      }
+    }
+    return Error::success();
+  };
+  // A narrow beam finds a good solution fast; its cost bounds the exact
+  // search, which then skips most states of wide frontiers.
+  constexpr size_t BeamWidth = 32;
+  if (Error E = Run(BeamWidth, std::numeric_limits<double>::infinity()))
+    return E;
+  if (Error E = Run(std::numeric_limits<size_t>::max(), BestCost))
+    return E;
   // Walk back to the strategies, then replay them for the breakdown.
   std::vector<unsigned> Chosen(P.Nodes.size());
   for (int K = P.Nodes.size(), I = Best; K > 0; --K) {
