@@ -627,7 +627,7 @@ double Solver::conversionBound(const Frontier &A, const Frontier &B,
 /// an MoE layer's experts side by side) from multiplying their layouts.
 template <typename StateT>
 void Solver::pruneConvertible(std::vector<StateT> &States) const {
-  constexpr unsigned MinStates = 64, Champions = 16;
+  constexpr unsigned MinStates = 64, Champions = 4;
   if (States.size() < MinStates)
     return;
   std::vector<unsigned> Order(States.size());
