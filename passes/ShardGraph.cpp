@@ -47,6 +47,7 @@ ShardingProblem GraphSharder::problem(const LayerUnit &U, int In,
   P.OutputLayout = OutLayout;
   P.MicroBatches = O.MicroBatches;
   P.OutputsFeedLoss = O.OutputsFeedLoss;
+  P.Exhaustive = O.Exhaustive;
   P.Cl = O.Cl;
   P.Settings = O.Settings;
   P.Flow = O.Flow;

@@ -30,6 +30,8 @@ struct GraphShardingOptions {
   bool SplitTokens = false;
   bool OutputsFeedLoss = true;
   int64_t MicroBatches = 1;
+  /// ShardingProblem::Exhaustive.
+  bool Exhaustive = false;
   const Cluster *Cl = nullptr;
   const CostSettings *Settings = nullptr;
   const GradientFlow *Flow = nullptr;

@@ -45,6 +45,7 @@ struct ShardOptions {
   int64_t MicroBatches = 1;
   bool PrintSummary = false;
   bool Loss = true;
+  bool Exhaustive = false;
 };
 
 class ShardTensorParallelPass : public Pass {
@@ -61,6 +62,9 @@ public:
     Options.bind("loss", &Opts.Loss,
                  "The graph's outputs feed a cross-entropy loss (logits may "
                  "stay split over the vocabulary)");
+    Options.bind("exhaustive", &Opts.Exhaustive,
+                 "Prune the solver's states by dominance only (slower; the "
+                 "same solution, which tests check)");
     Options.bind("print-summary", &Opts.PrintSummary,
                  "Print each unit's time and collectives to stdout");
   }
@@ -117,6 +121,7 @@ LogicalResult ShardTensorParallelPass::shard(Graph &G, DiagnosticEngine &Diag) {
   Options.SplitTokens = Opts.SequenceParallel;
   Options.OutputsFeedLoss = Opts.Loss;
   Options.MicroBatches = Opts.MicroBatches;
+  Options.Exhaustive = Opts.Exhaustive;
   Options.Cl = &Cl;
   Options.Settings = &Settings;
   Options.Flow = &Flow;

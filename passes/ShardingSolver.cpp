@@ -803,7 +803,8 @@ Expected<ShardingSolution> Solver::solve() {
                                  "no sharding strategy applies to node " +
                                      Twine(K));
       pruneDominated(Next);
-      pruneConvertible(Next);
+      if (!P.Exhaustive)
+        pruneConvertible(Next);
       if (Next.size() > Width)
         keepCheapest(Next, Width);
     }
@@ -826,9 +827,12 @@ Expected<ShardingSolution> Solver::solve() {
   // A narrow beam finds a good solution fast; its cost bounds the exact
   // search, which then skips most states of wide frontiers.
   constexpr size_t BeamWidth = 32;
-  if (Error E = Run(BeamWidth, std::numeric_limits<double>::infinity()))
-    return E;
-  if (Error E = Run(std::numeric_limits<size_t>::max(), BestCost))
+  constexpr double NoBound = std::numeric_limits<double>::infinity();
+  if (!P.Exhaustive)
+    if (Error E = Run(BeamWidth, NoBound))
+      return E;
+  if (Error E = Run(std::numeric_limits<size_t>::max(),
+                    P.Exhaustive ? NoBound : BestCost))
     return E;
   // Walk back to the strategies, then replay them for the breakdown.
   std::vector<unsigned> Chosen(P.Nodes.size());

@@ -59,6 +59,9 @@ struct ShardingProblem {
   /// Micro-batches per step: parameter-gradient all-reduces run once per
   /// step and are charged 1/MicroBatches per layer call.
   int64_t MicroBatches = 1;
+  /// Only the dominance pruning, none of the others (conversion, bounds):
+  /// slower, the same solution; tests use it to show that.
+  bool Exhaustive = false;
   const Cluster *Cl = nullptr;
   const CostSettings *Settings = nullptr;
   const GradientFlow *Flow = nullptr;
