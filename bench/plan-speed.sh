@@ -49,6 +49,8 @@ for threads in 1 2; do
     --gpus 16384 --global-batch 8192 --threads "$threads"
 done
 for preset in llama-7b mixtral-8x7b; do
-  run "$preset on 8 a100-80gb, 1 thr" "$dir/$preset.onnx" --gpus 8 \
-    --dim sequence=2048 --global-batch 32 --threads 1
+  for threads in 1 2; do
+    run "$preset on 8 a100-80gb, $threads thr" "$dir/$preset.onnx" --gpus 8 \
+      --dim sequence=2048 --global-batch 32 --threads "$threads"
+  done
 done

@@ -153,9 +153,9 @@ static json::Array predictedMemoryJSON(const Plan &P) {
   return Stages;
 }
 
-/// searchPlans split over Threads threads by (tp, sp) pairs; thread 0 uses
-/// Profile, the others their own copy of the graph parsed from GraphText.
-/// The merged result does not depend on Threads.
+/// searchPlans split over Threads threads by (tp, sp, micro-batch size)
+/// triples; thread 0 uses Profile, the others their own copy of the graph
+/// parsed from GraphText. The merged result does not depend on Threads.
 static Expected<SearchResult>
 searchInThreads(ModelProfile &Profile, StringRef GraphText, const Cluster &Cl,
                 const CostSettings &Settings, const SearchOptions &SO,

@@ -24,6 +24,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -692,8 +693,7 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
     for (bool SP : {false, true}) {
       if ((SP && TP == 1) || (F.SequenceParallel && SP != *F.SequenceParallel))
         continue;
-      if (PairIndex++ % std::max(1u, O.ShardCount) != O.ShardIndex)
-        continue;
+      unsigned Pair = PairIndex++;
       for (unsigned PP : divisorsOf(N / TP)) {
         if ((F.PP && PP != *F.PP) || PP > NumUnits)
           continue;
@@ -711,6 +711,11 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
             Sizes.push_back(MBS);
         for (int64_t MBS : Sizes) {
           if (MBS > O.GlobalBatch / DP || (O.GlobalBatch / DP) % MBS)
+            continue;
+          // Each (tp, sp, micro-batch size) triple needs its own sharding
+          // solve: threads take triples in turn.
+          unsigned Triple = Pair * 64 + llvm::Log2_64(uint64_t(MBS));
+          if (Triple % std::max(1u, O.ShardCount) != O.ShardIndex)
             continue;
           int64_t M = O.GlobalBatch / DP / MBS;
           for (ScheduleKind S :

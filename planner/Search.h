@@ -70,9 +70,10 @@ struct SearchOptions {
   /// Called now and then with the candidates evaluated so far (a progress
   /// line for a terminal); never changes the result.
   std::function<void(uint64_t)> Progress;
-  /// Search only the (tp, sp) pairs whose index modulo ShardCount is
-  /// ShardIndex: threads split the space this way and mergeSearchResults
-  /// joins their results into what one search would give.
+  /// Search only the (tp, sp, micro-batch size) triples whose index modulo
+  /// ShardCount is ShardIndex: threads split the space this way and
+  /// mergeSearchResults joins their results into what one search would
+  /// give.
   unsigned ShardIndex = 0, ShardCount = 1;
   /// Plan a smaller model of the same shape: only the first KeepBlocks of
   /// the model's repeated units (ModelProfile::getRepeatedUnits), the other
