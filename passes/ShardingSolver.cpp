@@ -569,6 +569,31 @@ void Solver::finish(Frontier &F, Breakdown &B) const {
   }
 }
 
+/// The positions of States, cheapest first (ties by position).
+template <typename StateT>
+std::vector<unsigned> orderByCost(const std::vector<StateT> &States) {
+  std::vector<unsigned> Order(States.size());
+  for (unsigned I = 0; I != Order.size(); ++I)
+    Order[I] = I;
+  llvm::stable_sort(Order, [&](unsigned A, unsigned B) {
+    return States[A].Cost < States[B].Cost;
+  });
+  return Order;
+}
+
+/// Removes the states marked Dead, keeping the others' order.
+template <typename StateT>
+void eraseDead(std::vector<StateT> &States, const std::vector<bool> &Dead) {
+  unsigned Out = 0;
+  for (unsigned I = 0; I != States.size(); ++I)
+    if (!Dead[I]) {
+      if (Out != I)
+        States[Out] = std::move(States[I]);
+      ++Out;
+    }
+  States.resize(Out);
+}
+
 /// An upper bound on how much more the cheapest completion from frontier A
 /// can cost than the cheapest completion from B (two states of one layer:
 /// the same values in the same order), or anything above Limit once the
@@ -630,12 +655,7 @@ void Solver::pruneConvertible(std::vector<StateT> &States) const {
   constexpr unsigned MinStates = 64, Champions = 4;
   if (States.size() < MinStates)
     return;
-  std::vector<unsigned> Order(States.size());
-  for (unsigned I = 0; I != Order.size(); ++I)
-    Order[I] = I;
-  llvm::stable_sort(Order, [&](unsigned A, unsigned B) {
-    return States[A].Cost < States[B].Cost;
-  });
+  std::vector<unsigned> Order = orderByCost(States);
   std::vector<bool> Dead(States.size(), false);
   for (unsigned K = Champions; K < Order.size(); ++K) {
     const StateT &S = States[Order[K]];
@@ -652,25 +672,13 @@ void Solver::pruneConvertible(std::vector<StateT> &States) const {
       }
     }
   }
-  unsigned Out = 0;
-  for (unsigned I = 0; I != States.size(); ++I)
-    if (!Dead[I]) {
-      if (Out != I)
-        States[Out] = std::move(States[I]);
-      ++Out;
-    }
-  States.resize(Out);
+  eraseDead(States, Dead);
 }
 
 /// Keeps the Width cheapest states (ties by position), in their order.
 template <typename StateT>
 void keepCheapest(std::vector<StateT> &States, size_t Width) {
-  std::vector<unsigned> Order(States.size());
-  for (unsigned I = 0; I != Order.size(); ++I)
-    Order[I] = I;
-  llvm::stable_sort(Order, [&](unsigned A, unsigned B) {
-    return States[A].Cost < States[B].Cost;
-  });
+  std::vector<unsigned> Order = orderByCost(States);
   Order.resize(Width);
   llvm::sort(Order);
   std::vector<StateT> Kept;
@@ -730,14 +738,7 @@ template <typename StateT> void pruneDominated(std::vector<StateT> &States) {
             dominates(States[A].F, States[B].F))
           Dead[B] = true;
   }
-  unsigned Out = 0;
-  for (unsigned I = 0; I != States.size(); ++I)
-    if (!Dead[I]) {
-      if (Out != I)
-        States[Out] = std::move(States[I]);
-      ++Out;
-    }
-  States.resize(Out);
+  eraseDead(States, Dead);
 }
 
 Expected<ShardingSolution> Solver::solve() {
