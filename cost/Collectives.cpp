@@ -300,7 +300,9 @@ llvm::StringRef autopar::getCollectiveAlgorithmName(CollectiveAlgorithm A) {
 CommGroup autopar::getRankGroup(unsigned Size, unsigned Stride,
                                 unsigned GpusPerNode) {
   assert(Size >= 1 && Stride >= 1 && GpusPerNode >= 1 && "empty group");
-  unsigned PerNode = std::min(Size, std::max(1u, GpusPerNode / Stride));
+  // Members of the group a node can hold; groups that do not tile the
+  // nodes (3 ranks on nodes of 8: ranks 6, 7 | 8) straddle a boundary.
+  unsigned PerNode = std::max(1u, GpusPerNode / Stride);
   return {Size, std::gcd(Size, PerNode)};
 }
 

@@ -76,7 +76,9 @@ struct CommGroup {
 /// nodes (12 data-parallel ranks over nodes of 8: 8 + 4) is priced as the
 /// even layout with the largest count per node that divides both (3 nodes
 /// of 4): no node has more NIC rails than its fewest-ranked node, which
-/// sets the pace.
+/// sets the pace. Likewise groups that do not tile the nodes, some of
+/// which straddle a node boundary (tp 3 on nodes of 8: ranks 6, 7 | 8):
+/// the straddling group sets the pace.
 CommGroup getRankGroup(unsigned Size, unsigned Stride, unsigned GpusPerNode);
 
 /// nccl-tests' bus-bandwidth factor: busbw = factor * size / time. It is

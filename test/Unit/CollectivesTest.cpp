@@ -203,6 +203,10 @@ TEST(CollectivesTest, RankGroupsOnNodes) {
   // 6 ranks two apart are 4 + 2, priced as 3 x 2.
   EXPECT_EQ(Group(12, 1, 8), 4u);
   EXPECT_EQ(Group(6, 2, 8), 2u);
+  // Groups that do not tile the nodes: tp 3 on nodes of 8 (ranks 6, 7 | 8)
+  // and tp 4 on nodes of 6 (ranks 4, 5 | 6, 7) straddle a boundary.
+  EXPECT_EQ(Group(3, 1, 8), 1u);
+  EXPECT_EQ(Group(4, 1, 6), 2u);
   // Every group it returns prices without tripping the checks.
   Cluster Cl = cluster("h100", 96);
   for (unsigned Size : {3u, 6u, 12u, 24u, 48u, 96u}) {
