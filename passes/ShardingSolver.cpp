@@ -599,9 +599,10 @@ void eraseDead(std::vector<StateT> &States, const std::vector<bool> &Dead) {
 /// the same values in the same order), or anything above Limit once the
 /// bound exceeds it. Per value: A first materializes the layouts B has and
 /// it lacks (after that every forward demand costs A no more than B); A
-/// closes the gradient layouts B does not owe; and when the two bring
-/// gradients back to different layouts, any gradient layout may cost A
-/// more by the difference of the two reshards.
+/// closes the gradient layouts B does not owe; the loss may take A's logits
+/// in a layout whose gradient costs more; and when the two bring gradients
+/// back to different layouts, any gradient layout may cost A more by the
+/// difference of the two reshards.
 double Solver::conversionBound(const Frontier &A, const Frontier &B,
                                double Limit) const {
   double Sum = 0;
@@ -631,6 +632,15 @@ double Solver::conversionBound(const Frontier &A, const Frontier &B,
       Sum +=
           reshardCost(EA.Val, layoutOfBit(llvm::countTrailingZeros(Extra)), TA)
               .first;
+    // The loss takes the logits in the layout that is cheapest forward
+    // (finish), which for A may be one whose gradient costs more to bring
+    // back than B's choice.
+    const Value *V = Values[EA.Val];
+    if (LiveOut[EA.Val] && P.OutputsFeedLoss && V->getNumOutputUses() &&
+        V->getType().getRank())
+      Sum += std::max(
+          reshardCost(EA.Val, LayoutReplicated, TA).first,
+          reshardCost(EA.Val, int(V->getType().getRank()) - 1, TA).first);
     if (TA == TB)
       continue;
     // The layouts a gradient of this value can have: R, P, its dimensions.
