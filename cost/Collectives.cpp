@@ -267,20 +267,6 @@ llvm::StringRef autopar::getCollectiveName(Collective C) {
   llvm_unreachable("unknown collective");
 }
 
-llvm::StringRef autopar::getCollectiveProtocolName(CollectiveProtocol P) {
-  switch (P) {
-  case CollectiveProtocol::LL:
-    return "LL";
-  case CollectiveProtocol::LL128:
-    return "LL128";
-  case CollectiveProtocol::Simple:
-    return "Simple";
-  case CollectiveProtocol::Single:
-    return "single";
-  }
-  llvm_unreachable("unknown protocol");
-}
-
 llvm::StringRef autopar::getCollectiveAlgorithmName(CollectiveAlgorithm A) {
   switch (A) {
   case CollectiveAlgorithm::Ring:

@@ -57,7 +57,6 @@ enum class CollectiveAlgorithm {
 enum class CollectiveProtocol { LL, LL128, Simple, Single };
 
 llvm::StringRef getCollectiveName(Collective C);
-llvm::StringRef getCollectiveProtocolName(CollectiveProtocol P);
 llvm::StringRef getCollectiveAlgorithmName(CollectiveAlgorithm A);
 
 /// The ranks of one collective: Size ranks, RanksPerNode of them in each

@@ -217,14 +217,13 @@ static void printCollective(raw_ostream &OS, const Node &N,
 
 /// Unit RU's ops on one rank: cost and kept bytes, then their collectives.
 static void printOps(raw_ostream &OS, ModelProfile &Profile,
-                     const PlanConfig &C, const Cluster &Cl, RankUnit RU) {
+                     const PlanConfig &C, RankUnit RU) {
   OS << "ops of stage " << RU.Stage << " layer "
      << Profile.getUnits()[RU.Unit].Layer
      << " on one rank, one micro-batch: split, time, bytes kept for "
         "backward; the collectives at each\n";
-  Expected<std::vector<OpCostDetail>> Ops = Profile.getOpCosts(
-      RU.Unit, C.TP, getRankGroup(C.TP, 1, Cl.GpusPerNode).RanksPerNode,
-      C.SequenceParallel, C.MicroBatch);
+  Expected<std::vector<OpCostDetail>> Ops =
+      Profile.getOpCosts(RU.Unit, C.TP, C.SequenceParallel, C.MicroBatch);
   if (!Ops) {
     OS << "  (" << toString(Ops.takeError()) << ")\n";
     return;
@@ -266,9 +265,8 @@ void autopar::printExplanation(raw_ostream &OS, const Plan &P,
                  Rank == Busiest ? "  <- critical path" : "");
   }
 
-  Expected<const std::vector<UnitCost> *> CostsOr = Profile.getUnitCosts(
-      C.TP, getRankGroup(C.TP, 1, Cl.GpusPerNode).RanksPerNode,
-      C.SequenceParallel, C.MicroBatch);
+  Expected<const std::vector<UnitCost> *> CostsOr =
+      Profile.getUnitCosts(C.TP, C.SequenceParallel, C.MicroBatch);
   if (!CostsOr) {
     consumeError(CostsOr.takeError());
     return;
@@ -277,5 +275,5 @@ void autopar::printExplanation(raw_ostream &OS, const Plan &P,
   std::vector<RankUnit> Mine = unitsOfRank(C, Busiest, Costs.size());
   printLayers(OS, C, Profile.getUnits(), Costs, Mine, Busiest);
   if (!Mine.empty())
-    printOps(OS, Profile, C, Cl, representativeUnit(Mine, Costs.size()));
+    printOps(OS, Profile, C, representativeUnit(Mine, Costs.size()));
 }

@@ -5,7 +5,6 @@
 #include "codegen/LaunchFiles.h"
 #include "codegen/PlanRecord.h"
 #include "codegen/Report.h"
-#include "cost/Collectives.h"
 #include "cost/GemmEfficiency.h"
 #include "driver/Explain.h"
 #include "driver/LowerPlan.h"
@@ -341,7 +340,7 @@ static std::string suggestLayers(ModelProfile &Profile, const Cluster &Cl,
   // Parameters of the smaller model: the whole model's less the dropped
   // blocks' (each block holds the same parameters).
   Expected<const std::vector<UnitCost> *> Whole =
-      Profile.getUnitCosts(1, 1, false, Best->Config.MicroBatch);
+      Profile.getUnitCosts(1, false, Best->Config.MicroBatch);
   double Params = Profile.getTotalParams();
   if (Whole)
     Params -= double(Repeated.size() - Lo) *
@@ -706,9 +705,8 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
 
   // The plan files.
   const PlanConfig &C = Best.Config;
-  if (Error E = (*Profile)->annotatePlan(
-          C.TP, getRankGroup(C.TP, 1, Cl->GpusPerNode).RanksPerNode,
-          C.SequenceParallel, C.MicroBatch, C.PP, C.DP, C.StageUnits)) {
+  if (Error E = (*Profile)->annotatePlan(C.TP, C.SequenceParallel, C.MicroBatch,
+                                         C.PP, C.DP, C.StageUnits)) {
     error() << toString(std::move(E)) << "\n";
     return ExitPassFailure;
   }

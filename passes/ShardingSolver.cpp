@@ -159,6 +159,9 @@ private:
   int boundaryFor(const Value *V, int Layout) const;
   std::pair<double, int> reshardCost(unsigned Val, int From, int To) const;
   double reshard(unsigned Val, int From, int To, Breakdown &B, Site At) const;
+  /// The cheapest of E's materialized layouts to bring to To: the seconds
+  /// and the layout (+infinity when E has none).
+  std::pair<double, int> cheapestSource(const Entry &E, int To) const;
   double cheapestReshard(const Entry &E, int To, Breakdown &B, Site At) const;
   void place(Breakdown &B, Site At, unsigned Val, Collective Kind, double Bytes,
              double Seconds, unsigned Count) const;
@@ -410,21 +413,23 @@ void Solver::place(Breakdown &B, Site At, unsigned Val, Collective Kind,
   B.Placed->push_back(C);
 }
 
+std::pair<double, int> Solver::cheapestSource(const Entry &E, int To) const {
+  std::pair<double, int> Best{std::numeric_limits<double>::infinity(),
+                              E.Layout};
+  for (unsigned Avail = E.Avail; Avail; Avail &= Avail - 1) {
+    int From = layoutOfBit(llvm::countTrailingZeros(Avail));
+    double C = reshardCost(E.Val, From, To).first;
+    if (C < Best.first)
+      Best = {C, From};
+  }
+  return Best;
+}
+
 double Solver::cheapestReshard(const Entry &E, int To, Breakdown &B,
                                Site At) const {
-  double Best = std::numeric_limits<double>::infinity();
-  int From = E.Layout;
-  for (unsigned Bit = 0; Bit != 16; ++Bit) {
-    if (!(E.Avail >> Bit & 1))
-      continue;
-    double C = reshardCost(E.Val, layoutOfBit(Bit), To).first;
-    if (C < Best) {
-      Best = C;
-      From = layoutOfBit(Bit);
-    }
-  }
-  if (std::isinf(Best))
-    return Best;
+  auto [Seconds, From] = cheapestSource(E, To);
+  if (std::isinf(Seconds))
+    return Seconds;
   return reshard(E.Val, From, To, B, At);
 }
 
@@ -612,16 +617,9 @@ double Solver::conversionBound(const Frontier &A, const Frontier &B,
     if (EA.Layout == EB.Layout && EA.Avail == EB.Avail && EA.Grad == EB.Grad)
       continue;
     for (unsigned Missing = EB.Avail & ~EA.Avail; Missing;
-         Missing &= Missing - 1) {
-      int To = layoutOfBit(llvm::countTrailingZeros(Missing));
-      double Best = std::numeric_limits<double>::infinity();
-      for (unsigned From = EA.Avail; From; From &= From - 1)
-        Best = std::min(
-            Best,
-            reshardCost(EA.Val, layoutOfBit(llvm::countTrailingZeros(From)), To)
-                .first);
-      Sum += Best;
-    }
+         Missing &= Missing - 1)
+      Sum += cheapestSource(EA, layoutOfBit(llvm::countTrailingZeros(Missing)))
+                 .first;
     if (!P.Flow->needsGrad(Values[EA.Val]))
       continue;
     auto Target = [](const Entry &E) {

@@ -2,6 +2,8 @@
 
 #include "planner/ModelProfile.h"
 
+#include "cost/Collectives.h"
+
 #include "ir/Graph.h"
 #include "ir/OpLoops.h"
 #include "passes/ShardGraph.h"
@@ -136,10 +138,10 @@ void ModelProfile::bindBatch(int64_t Size) {
   }
 }
 
-Expected<std::unique_ptr<GraphSharding>>
-ModelProfile::shard(unsigned TP, unsigned TPRanksPerNode, bool SP) {
+Expected<std::unique_ptr<GraphSharding>> ModelProfile::shard(unsigned TP,
+                                                             bool SP) {
   GraphShardingOptions O;
-  O.Group = {TP, std::min(TP, std::max(1u, TPRanksPerNode))};
+  O.Group = getRankGroup(TP, 1, Cl.GpusPerNode);
   O.SplitTokens = SP && TP > 1;
   O.OutputsFeedLoss = true;
   O.MicroBatches = 1;
@@ -150,27 +152,24 @@ ModelProfile::shard(unsigned TP, unsigned TPRanksPerNode, bool SP) {
 }
 
 Expected<const std::vector<UnitCost> *>
-ModelProfile::getUnitCosts(unsigned TP, unsigned TPRanksPerNode, bool SP,
-                           int64_t MicroBatch) {
+ModelProfile::getUnitCosts(unsigned TP, bool SP, int64_t MicroBatch) {
   if (FixedBatch && MicroBatch != *FixedBatch)
     return error("the model fixes the batch size to " + Twine(*FixedBatch) +
                  "; the micro-batch size must be " + Twine(*FixedBatch));
-  auto Key = std::make_tuple(TP, TPRanksPerNode, SP, MicroBatch);
+  auto Key = std::make_tuple(TP, SP, MicroBatch);
   auto It = Cache.find(Key);
   if (It != Cache.end())
     return &It->second;
   bindBatch(MicroBatch);
-  Expected<std::vector<UnitCost>> Costs = compute(TP, TPRanksPerNode, SP);
+  Expected<std::vector<UnitCost>> Costs = compute(TP, SP);
   bindBatch(FixedBatch.value_or(1));
   if (!Costs)
     return Costs.takeError();
   return &Cache.emplace(Key, std::move(*Costs)).first->second;
 }
 
-Expected<std::vector<UnitCost>>
-ModelProfile::compute(unsigned TP, unsigned TPRanksPerNode, bool SP) {
-  Expected<std::unique_ptr<GraphSharding>> Sharding =
-      shard(TP, TPRanksPerNode, SP);
+Expected<std::vector<UnitCost>> ModelProfile::compute(unsigned TP, bool SP) {
+  Expected<std::unique_ptr<GraphSharding>> Sharding = shard(TP, SP);
   if (!Sharding)
     return Sharding.takeError();
   std::vector<UnitCost> Out;
@@ -249,25 +248,22 @@ ModelProfile::compute(unsigned TP, unsigned TPRanksPerNode, bool SP) {
 }
 
 Expected<std::vector<OpCostDetail>>
-ModelProfile::getOpCosts(unsigned Unit, unsigned TP, unsigned TPRanksPerNode,
-                         bool SP, int64_t MicroBatch) {
+ModelProfile::getOpCosts(unsigned Unit, unsigned TP, bool SP,
+                         int64_t MicroBatch) {
   if (FixedBatch && MicroBatch != *FixedBatch)
     return error("the model fixes the batch size to " + Twine(*FixedBatch));
   if (Unit >= Units.size())
     return error("the model has " + Twine(Units.size()) + " units, not " +
                  Twine(Unit + 1));
   bindBatch(MicroBatch);
-  Expected<std::vector<OpCostDetail>> Ops =
-      computeOps(Unit, TP, TPRanksPerNode, SP);
+  Expected<std::vector<OpCostDetail>> Ops = computeOps(Unit, TP, SP);
   bindBatch(FixedBatch.value_or(1));
   return Ops;
 }
 
 Expected<std::vector<OpCostDetail>>
-ModelProfile::computeOps(unsigned Unit, unsigned TP, unsigned TPRanksPerNode,
-                         bool SP) {
-  Expected<std::unique_ptr<GraphSharding>> Sharding =
-      shard(TP, TPRanksPerNode, SP);
+ModelProfile::computeOps(unsigned Unit, unsigned TP, bool SP) {
+  Expected<std::unique_ptr<GraphSharding>> Sharding = shard(TP, SP);
   if (!Sharding)
     return Sharding.takeError();
   const ShardingSolution &Sol = *(*Sharding)->Units[Unit];
@@ -285,14 +281,13 @@ ModelProfile::computeOps(unsigned Unit, unsigned TP, unsigned TPRanksPerNode,
   return Out;
 }
 
-Error ModelProfile::annotatePlan(unsigned TP, unsigned TPRanksPerNode, bool SP,
-                                 int64_t MicroBatch, unsigned PP, unsigned DP,
+Error ModelProfile::annotatePlan(unsigned TP, bool SP, int64_t MicroBatch,
+                                 unsigned PP, unsigned DP,
                                  ArrayRef<unsigned> StageUnits) {
   if (FixedBatch && MicroBatch != *FixedBatch)
     return error("the model fixes the batch size to " + Twine(*FixedBatch));
   bindBatch(MicroBatch);
-  Expected<std::unique_ptr<GraphSharding>> Sharding =
-      shard(TP, TPRanksPerNode, SP);
+  Expected<std::unique_ptr<GraphSharding>> Sharding = shard(TP, SP);
   if (!Sharding)
     return Sharding.takeError();
   Mesh M;

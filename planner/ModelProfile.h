@@ -100,20 +100,18 @@ public:
 
   /// Per unit, in order.
   llvm::Expected<const std::vector<UnitCost> *>
-  getUnitCosts(unsigned TP, unsigned TPRanksPerNode, bool SP,
-               int64_t MicroBatch);
+  getUnitCosts(unsigned TP, bool SP, int64_t MicroBatch);
 
   /// Unit Unit's nodes, in order, under the layout getUnitCosts prices.
   llvm::Expected<std::vector<OpCostDetail>>
-  getOpCosts(unsigned Unit, unsigned TP, unsigned TPRanksPerNode, bool SP,
-             int64_t MicroBatch);
+  getOpCosts(unsigned Unit, unsigned TP, bool SP, int64_t MicroBatch);
 
   /// Leaves the graph as the plan runs it: the batch bound to MicroBatch,
   /// `sharding` annotations over a mesh @cluster = [pp, dp, tp] for the
   /// tensor-parallel layout, and each unit's nodes annotated with their
   /// virtual pipeline stage (StageUnits: units per virtual stage).
-  llvm::Error annotatePlan(unsigned TP, unsigned TPRanksPerNode, bool SP,
-                           int64_t MicroBatch, unsigned PP, unsigned DP,
+  llvm::Error annotatePlan(unsigned TP, bool SP, int64_t MicroBatch,
+                           unsigned PP, unsigned DP,
                            llvm::ArrayRef<unsigned> StageUnits);
 
 private:
@@ -121,12 +119,10 @@ private:
   llvm::Error init();
   void bindBatch(int64_t Size);
   /// The sharding solver over the graph as it is bound now.
-  llvm::Expected<std::unique_ptr<GraphSharding>>
-  shard(unsigned TP, unsigned TPRanksPerNode, bool SP);
-  llvm::Expected<std::vector<UnitCost>>
-  compute(unsigned TP, unsigned TPRanksPerNode, bool SP);
-  llvm::Expected<std::vector<OpCostDetail>>
-  computeOps(unsigned Unit, unsigned TP, unsigned TPRanksPerNode, bool SP);
+  llvm::Expected<std::unique_ptr<GraphSharding>> shard(unsigned TP, bool SP);
+  llvm::Expected<std::vector<UnitCost>> compute(unsigned TP, bool SP);
+  llvm::Expected<std::vector<OpCostDetail>> computeOps(unsigned Unit,
+                                                       unsigned TP, bool SP);
 
   Graph &G;
   Cluster Cl;
@@ -140,8 +136,7 @@ private:
   int64_t Heads = 0;
   /// Every value's type with the batch symbol, to rebind from.
   std::vector<std::pair<Value *, TensorType>> SymbolicTypes;
-  std::map<std::tuple<unsigned, unsigned, bool, int64_t>, std::vector<UnitCost>>
-      Cache;
+  std::map<std::tuple<unsigned, bool, int64_t>, std::vector<UnitCost>> Cache;
 };
 
 } // namespace autopar

@@ -261,9 +261,8 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
 
 Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
                                                   double Bound) {
-  Expected<const std::vector<UnitCost> *> CostsOr = Profile.getUnitCosts(
-      C.TP, getRankGroup(C.TP, 1, Cl.GpusPerNode).RanksPerNode,
-      C.SequenceParallel, C.MicroBatch);
+  Expected<const std::vector<UnitCost> *> CostsOr =
+      Profile.getUnitCosts(C.TP, C.SequenceParallel, C.MicroBatch);
   if (!CostsOr)
     return CostsOr.takeError();
   const std::vector<UnitCost> *AllCosts = *CostsOr;
