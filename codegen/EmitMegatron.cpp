@@ -116,5 +116,10 @@ std::string autopar::renderMegatronArgs(const PlanRecord &R) {
     OS << "--bf16\n";
   else if (P.TrainPrecision == Precision::FP16)
     OS << "--fp16\n";
+  // The attention kernel the plan was priced with (Megatron-Core's
+  // AttnBackend: flash, or unfused, which materializes the scores).
+  if (R.Shape.Heads)
+    OS << "--attention-backend "
+       << (P.Attention == AttentionKernel::Flash ? "flash" : "unfused") << "\n";
   return OS.str();
 }

@@ -23,7 +23,8 @@ std::string autopar::describePlan(const PlanRecord &R) {
      << (P.SequenceParallel ? " sp" : "")
      << " recompute=" << getRecomputeName(P.Recomputation)
      << " offload=" << getOffloadName(P.Offload) << " "
-     << getPrecisionName(P.TrainPrecision);
+     << getPrecisionName(P.TrainPrecision)
+     << " attention=" << getAttentionKernelName(P.Attention);
   return OS.str();
 }
 

@@ -264,6 +264,15 @@ Expected<PlanRecord> autopar::parsePlanJSON(StringRef Text,
                       "is '" + Name + "', expected bf16, fp16 or fp32");
     RP.TrainPrecision = *Prec;
   }
+  if (P.get("attention")) {
+    if (Error E = Rd.string(P, "plan.", "attention", Name))
+      return E;
+    std::optional<AttentionKernel> Kernel = parseAttentionKernel(Name);
+    if (!Kernel)
+      return Rd.error("plan.attention",
+                      "is '" + Name + "', expected flash or materialized");
+    RP.Attention = *Kernel;
+  }
   if (Error E = Rd.integers(P, "plan.", "stage_layers", 0, RP.StageLayers))
     return E;
   if (Error E = Rd.number(P, "plan.", "step_time_s", RP.StepTimeSeconds))

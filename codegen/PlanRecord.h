@@ -67,6 +67,8 @@ struct PlanRecord {
     /// bf16 or fp16 (over fp32 master weights), or fp32; bf16 when the
     /// plan.json has no `precision` (plans written before it was recorded).
     Precision TrainPrecision = Precision::BF16;
+    /// Plans written before it was recorded priced materialized attention.
+    AttentionKernel Attention = AttentionKernel::Materialized;
     /// Units per virtual stage, embedding and head units included.
     std::vector<int64_t> StageLayers;
     /// Predicted seconds per step.

@@ -177,7 +177,7 @@ void attentionSaved(const Node &N, const std::optional<OpLoops> &Loops,
     Skv = KS[1].getSize();
   }
   // Loops: B 0, H 1, Sq 2, Skv 3.
-  if (Settings.FusedAttention) {
+  if (Settings.Attention == AttentionKernel::Flash) {
     C.result(0);
     C.internal({0, 1, 2}, B * Heads * Sq, 4, /*Core=*/false);
   } else {

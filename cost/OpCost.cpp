@@ -7,19 +7,21 @@
 //   operand that needs a gradient (dA = dY B^T, dB = A^T dY), so 2x the
 //   forward when both do (Narayanan et al. 2021, section 5.1: backward =
 //   2x forward). Attention's core is four products in its backward (dP, dV,
-//   dQ, dK: 2x); a fused kernel also recomputes Q K^T (2.5x; Dao et al.
-//   2022, section 3.1). Gather's backward scatters one addition per output
-//   element into the table. Other ops: 2x their forward FLOPs when an
-//   operand needs a gradient.
+//   dQ, dK: 2x); flash attention also recomputes Q K^T, which takes time
+//   but is not counted (Dao et al. 2022, section 3.1). Gather's backward
+//   scatters one addition per output element into the table. Other ops: 2x
+//   their forward FLOPs when an operand needs a gradient.
 // - Bytes: every operand read and every result written once, at the local
 //   size; views (reshapes, identity) move nothing. Backward: 2x (read the
 //   saved inputs and the incoming gradient, write the outgoing ones).
 // - Seconds: products at gemmSeconds (shape-dependent efficiency); other
 //   ops at the fp32 vector peak; each against bytes at achievable HBM
 //   bandwidth (roofline: Williams et al. 2009), the larger wins, plus one
-//   kernel launch per kernel. Nodes that read no activation (weight
-//   transposes, cached masks and rotary tables) are computed once, not per
-//   step, and cost nothing.
+//   kernel launch per kernel. Attention is priced kernel by kernel
+//   (costAttention): materialized, its products and softmax add up; flash,
+//   one kernel that skips a causal mask's blocks. Nodes that read no activation
+//   (weight transposes, cached masks and rotary tables) are computed once, not
+//   per step, and cost nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +61,18 @@ GradientFlow::GradientFlow(const Graph &G) {
         Activation.insert(R);
     }
   }
+}
+
+StringRef autopar::getAttentionKernelName(AttentionKernel K) {
+  return K == AttentionKernel::Flash ? "flash" : "materialized";
+}
+
+std::optional<AttentionKernel> autopar::parseAttentionKernel(StringRef Name) {
+  if (Name == "flash")
+    return AttentionKernel::Flash;
+  if (Name == "materialized")
+    return AttentionKernel::Materialized;
+  return std::nullopt;
 }
 
 double autopar::trainingElementBytes(const Value &V, const CostSettings &S) {
@@ -186,12 +200,12 @@ void costProduct(const Node &N, const GemmShape &S, const DeviceSpec &D,
   C.BwdFlops = C.FwdFlops * Grads;
 }
 
-/// Attention's core as products: scores [Sq, Skv] over D and the output
-/// [Sq, Dv] over Skv, Batch = batch x heads on this rank.
+/// Attention: C's forward bytes hold its operands and result on entry. Sets
+/// its seconds and bytes, kernel by kernel: materialized attention is five
+/// kernels forward and backward whose times add, flash attention one each.
 void costAttention(const Node &N, const OpLoops &Loops, LoopSplit Split,
                    const DeviceSpec &D, const CostSettings &Set,
-                   const GradientFlow &Flow, NodeCost &C, double &FwdCompute,
-                   double &BwdCompute, double &ScoreBytes) {
+                   const GradientFlow &Flow, NodeCost &C) {
   int64_t Size[6];
   for (unsigned L = 0; L != 6; ++L) {
     Size[L] = loopSize(N, Loops, L);
@@ -212,28 +226,67 @@ void costAttention(const Node &N, const OpLoops &Loops, LoopSplit Split,
     HdV = Hd;
   }
   Precision P = Set.Compute;
-  double QK = gemmSeconds(D, P, Sq, Skv, Hd, Batch);
-  double PV = gemmSeconds(D, P, Sq, HdV, Skv, Batch);
-  FwdCompute = QK + PV;
   bool Grad = Flow.needsGrad(N.getOperand(0)) ||
               Flow.needsGrad(N.getOperand(1)) ||
               Flow.needsGrad(N.getOperand(2));
-  if (Grad) {
-    // dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q.
-    BwdCompute = gemmSeconds(D, P, Skv, HdV, Sq, Batch) +
-                 gemmSeconds(D, P, Sq, Skv, HdV, Batch) +
-                 gemmSeconds(D, P, Sq, Hd, Skv, Batch) +
-                 gemmSeconds(D, P, Skv, Hd, Sq, Batch);
+  // Local bytes of Q, K, V and the mask, and of the output.
+  double In[4] = {0, 0, 0, 0};
+  for (unsigned I = 0; I != 4 && I < N.getNumOperands(); ++I)
+    if (const Value *O = N.getOperand(I))
+      In[I] = localElements(*O, Loops.Operands[I], Split) *
+              trainingElementBytes(*O, Set);
+  double Out = localElements(*N.getResult(0), Loops.Results[0], Split) *
+               trainingElementBytes(*N.getResult(0), Set);
+  double IO = C.FwdBytes;
+  double Bandwidth = D.achievableHbmBytesPerSec();
+  auto Kernel = [&](double Compute, double Bytes) {
+    double Memory = Bandwidth > 0 ? Bytes / Bandwidth : 0;
+    return std::max(Compute, Memory) + D.KernelLaunchSec;
+  };
+  double QK = gemmSeconds(D, P, Sq, Skv, Hd, Batch);
+  double PV = gemmSeconds(D, P, Sq, HdV, Skv, Batch);
+  // dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q.
+  double DV = gemmSeconds(D, P, Skv, HdV, Sq, Batch),
+         DP = gemmSeconds(D, P, Sq, Skv, HdV, Batch),
+         DQ = gemmSeconds(D, P, Sq, Hd, Skv, Batch),
+         DK = gemmSeconds(D, P, Skv, Hd, Sq, Batch);
+  if (Grad)
     C.BwdFlops = 2 * C.FwdFlops;
-    if (Set.FusedAttention) {
-      BwdCompute += QK;
-      C.BwdFlops = 2.5 * C.FwdFlops;
+
+  if (Set.Attention == AttentionKernel::Flash) {
+    // One kernel each way over Q, K, V and the output (and, backward, their
+    // gradients). With a causal mask it skips the blocks above the
+    // diagonal: 1.7-1.8x faster than without the mask (Dao 2023,
+    // FlashAttention-2, section 3.1.1), taken as 1.75.
+    const Attribute *Causal = N.getAttr("is_causal");
+    double Work = Causal && Causal->isa(Attribute::Kind::Int) &&
+                          Causal->getInt() != 0 && Sq == Skv
+                      ? 1 / 1.75
+                      : 1.0;
+    C.FwdSeconds = Kernel(Work * (QK + PV), IO);
+    if (Grad) {
+      // The backward recomputes Q K^T (Dao et al. 2022, section 3.1): time,
+      // not model FLOPs (those exclude recomputation).
+      C.BwdBytes = 2 * IO;
+      C.BwdSeconds = Kernel(Work * (QK + DV + DP + DQ + DK), C.BwdBytes);
     }
+    return;
   }
-  // Unfused: the scores are written, read and written by the softmax, and
-  // read by the second product.
-  if (!Set.FusedAttention)
-    ScoreBytes = 4.0 * Batch * Sq * Skv * getPrecisionBytes(P);
+  // Materialized: Q K^T writes the scores S; one kernel scales, masks and
+  // normalizes them (reads S and the mask, writes the probabilities); P V
+  // reads them. Backward: dV and dP read P and write dP, the softmax's
+  // backward reads P and dP and writes dS, dQ and dK read dS.
+  double S = double(Batch) * Sq * Skv * getPrecisionBytes(P);
+  double Q = In[0], K = In[1], V = In[2], Mask = In[3];
+  C.FwdBytes = IO + 4 * S;
+  C.FwdSeconds =
+      Kernel(QK, Q + K + S) + Kernel(0, 2 * S + Mask) + Kernel(PV, S + V + Out);
+  if (!Grad)
+    return;
+  C.BwdBytes = 2 * (S + Out + V) + 3 * S + 2 * (S + Q + K);
+  C.BwdSeconds = Kernel(DV, S + Out + V) + Kernel(DP, S + Out + V) +
+                 Kernel(0, 3 * S) + Kernel(DQ, S + Q + K) +
+                 Kernel(DK, S + Q + K);
 }
 
 } // namespace
@@ -270,7 +323,11 @@ NodeCost autopar::getNodeCost(const Node &N,
                                   Split) *
                     trainingElementBytes(*R, Settings);
 
-  double FwdCompute = 0, BwdCompute = 0, ScoreBytes = 0;
+  if (Loops && N.getOp() == OpId::Attention && Loops->getNumLoops() == 6) {
+    costAttention(N, *Loops, Split, Device, Settings, Flow, C);
+    return C;
+  }
+  double FwdCompute = 0, BwdCompute = 0;
   double VectorRate = Device.PeakFlops(Precision::FP32);
   std::optional<GemmShape> Shape;
   if (Loops && isProduct(N))
@@ -278,10 +335,6 @@ NodeCost autopar::getNodeCost(const Node &N,
   if (Shape) {
     costProduct(N, *Shape, Device, Settings.Compute, Flow, C, FwdCompute,
                 BwdCompute);
-  } else if (Loops && N.getOp() == OpId::Attention &&
-             Loops->getNumLoops() == 6) {
-    costAttention(N, *Loops, Split, Device, Settings, Flow, C, FwdCompute,
-                  BwdCompute, ScoreBytes);
   } else {
     FwdCompute = VectorRate > 0 ? C.FwdFlops / VectorRate : 0;
     if (AnyGrad) {
@@ -293,7 +346,6 @@ NodeCost autopar::getNodeCost(const Node &N,
       BwdCompute = VectorRate > 0 ? C.BwdFlops / VectorRate : 0;
     }
   }
-  C.FwdBytes += ScoreBytes;
   if (AnyGrad)
     C.BwdBytes = 2 * C.FwdBytes;
 

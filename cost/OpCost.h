@@ -27,15 +27,27 @@ class Graph;
 class Node;
 class Value;
 
+/// How the Attention op runs.
+enum class AttentionKernel : uint8_t {
+  /// Scores and probabilities written to memory: a batched product, a fused
+  /// scale-mask-softmax kernel, a second product (Megatron-LM's
+  /// FusedScaleMaskSoftmax path; PyTorch's math attention).
+  Materialized,
+  /// One fused kernel (FlashAttention, Dao et al. 2022; Dao 2023) that never
+  /// writes the [batch, heads, q, k] scores and recomputes them in its
+  /// backward, skipping the blocks a causal mask removes.
+  Flash,
+};
+
+llvm::StringRef getAttentionKernelName(AttentionKernel K);
+std::optional<AttentionKernel> parseAttentionKernel(llvm::StringRef Name);
+
 /// How training runs, as far as per-op costs care.
 struct CostSettings {
   /// Precision of GEMMs; float activations, weights and gradients are held
   /// in it (mixed precision keeps fp32 master weights: cost/Memory.h).
   Precision Compute = Precision::BF16;
-  /// A fused attention kernel (FlashAttention, Dao et al. 2022) never writes
-  /// the [batch, heads, q, k] scores to memory and recomputes them in its
-  /// backward; without it the scores and probabilities are materialized.
-  bool FusedAttention = false;
+  AttentionKernel Attention = AttentionKernel::Materialized;
 };
 
 /// Which loop of a node is split, and how many ways.

@@ -247,6 +247,7 @@ static Expected<std::pair<PlanConfig, int64_t>> readGivenPlan(StringRef Path) {
   C.SequenceParallel = P.SequenceParallel;
   C.Offload = P.Offload;
   C.TrainPrecision = P.TrainPrecision;
+  C.Attention = P.Attention;
   for (int64_t U : P.StageLayers)
     C.StageUnits.push_back(unsigned(U));
   return std::make_pair(C, R->GlobalBatch);
@@ -607,8 +608,15 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
                       : Fixes->TrainPrecision
                           ? *Fixes->TrainPrecision
                           : defaultTrainingPrecision(Cl->Device);
+  // Nor is the attention kernel: the plan's, a pinned one, or flash where
+  // the device and precision have it.
+  SO.Attention = Given ? Given->Attention
+                 : Fixes->Attention
+                     ? *Fixes->Attention
+                     : defaultAttentionKernel(Cl->Device, SO.TrainPrecision);
   CostSettings Settings;
   Settings.Compute = SO.TrainPrecision;
+  Settings.Attention = SO.Attention;
   Expected<std::unique_ptr<ModelProfile>> Profile =
       ModelProfile::create(G, *Cl, Settings);
   if (!Profile) {

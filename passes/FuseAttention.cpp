@@ -31,11 +31,15 @@
 // key sequence length, since Attention pads a shorter mask instead of
 // broadcasting it. When the mask is a constant (or a parameter with inline
 // data, or Slices of either with constant bounds: exporters slice a causal
-// buffer to the sequence) that keeps exactly the positions j <= i, the
+// buffer to the sequence) that keeps exactly the positions j <= i, or is
+// Trilu(ConstantOfShape(true)) {upper = 0} (torch.tril of ones), the
 // rewrite sets is_causal instead; a mask whose values are unknown (a buffer
-// parameter whose data was not loaded) stays a mask. The Where form is
-// rewritten only with -inf as the fill value: a finite fill replaces rather
-// than adds.
+// parameter whose data was not loaded) stays a mask. The Where form fills
+// with -inf, or with the scores type's lowest finite value
+// (torch.finfo(dtype).min, Hugging Face's GPT-2) when the mask is causal:
+// every row keeps its diagonal, so the filled scores' exponentials are 0 as
+// with -inf. Under other masks a finite fill differs on rows the mask
+// empties, and other finite fills replace rather than add: not rewritten.
 //
 // Every intermediate value (scores, scaled and masked scores, probabilities,
 // the transposed K) must have no other use. Batch, heads and head sizes of Q,
@@ -55,6 +59,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 using namespace autopar;
@@ -86,6 +91,11 @@ struct AttentionMatch {
   Value *Mask = nullptr;
   /// The bool mask keeps where it is false: pass Not(Mask).
   bool InvertMask = false;
+  /// The Where fills with the scores type's lowest finite value rather than
+  /// -inf (torch.finfo(dtype).min, as Hugging Face's GPT-2 writes it).
+  bool LowestFill = false;
+  /// The mask keeps exactly the positions j <= i (set by match).
+  bool Causal = false;
   SetVector<Node *> Replaced;
 };
 
@@ -291,6 +301,53 @@ static SmallVector<int64_t, 4> getPerm(const Node &Transpose) {
   return Perm;
 }
 
+/// The lowest finite value of a float element type (torch.finfo.min).
+static std::optional<double> getLowestFinite(ElementType Ty) {
+  switch (Ty) {
+  case ElementType::F64:
+    return -std::numeric_limits<double>::max();
+  case ElementType::F32:
+    return -double(std::numeric_limits<float>::max());
+  case ElementType::F16:
+    return -65504.0;
+  case ElementType::BF16:
+    return -0x1.fep127; // (2 - 2^-7) * 2^127
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Whether V is all true: ConstantOfShape of a nonzero scalar, or known data
+/// without a zero.
+static bool isAllTrue(const Value *V) {
+  if (const DenseTensor *T = getKnownData(V))
+    return !T->isFloat() &&
+           none_of(T->getInts(), [](int64_t X) { return X == 0; });
+  const Node *N = V->getDefiningNode();
+  if (!N || N->getOp() != OpId::ConstantOfShape)
+    return false;
+  const Attribute *A = N->getAttr("value");
+  return A && !A->getTensor().isFloat() && A->getTensor().size() == 1 &&
+         A->getTensor().getInts()[0] != 0;
+}
+
+/// Whether Mask is torch.tril(ones(S, S)) as exporters write it:
+/// Trilu(all true) {upper = 0} with no offset, keeping j <= i.
+static bool isLowerTriangleOfOnes(const Value *Mask) {
+  const Node *T = Mask->getDefiningNode();
+  if (!T || T->getOp() != OpId::Trilu || !isAllTrue(T->getOperand(0)))
+    return false;
+  const Attribute *Upper = T->getAttr("upper");
+  if (!Upper || Upper->getInt() != 0)
+    return false;
+  if (T->getNumOperands() > 1 && T->getOperand(1)) {
+    std::optional<ArrayRef<int64_t>> K = getConstantInts(*T, 1);
+    if (!K || K->size() != 1 || (*K)[0] != 0)
+      return false;
+  }
+  return true;
+}
+
 bool FuseAttentionPass::matchScores(Value *Scores,
                                     AttentionMatch &Match) const {
   Value *Product = skipScale(Scores, Match.Scale, Match.Replaced);
@@ -352,11 +409,19 @@ bool FuseAttentionPass::match(Node &Root, AttentionMatch &Match) const {
     Value *Cond = MaskNode->getOperand(0);
     std::optional<double> Fill1 = getScalarFloat(MaskNode->getOperand(1));
     std::optional<double> Fill2 = getScalarFloat(MaskNode->getOperand(2));
-    bool FillFirst = Fill1 && std::isinf(*Fill1) && *Fill1 < 0;
-    bool FillSecond = Fill2 && std::isinf(*Fill2) && *Fill2 < 0;
+    std::optional<double> Lowest = getLowestFinite(ScoresType.getElementType());
+    // The lowest value up to the text form's rounding (f32's prints as
+    // -3.4028235e+38).
+    auto IsFill = [&](std::optional<double> F) {
+      return F && ((std::isinf(*F) && *F < 0) ||
+                   (Lowest && *F <= *Lowest * (1 - 1e-6)));
+    };
+    bool FillFirst = IsFill(Fill1);
+    bool FillSecond = IsFill(Fill2);
     if (FillFirst == FillSecond ||
         Cond->getType().getElementType() != ElementType::Bool)
       return false;
+    Match.LowestFill = !std::isinf(FillFirst ? *Fill1 : *Fill2);
     Scores = MaskNode->getOperand(FillFirst ? 2 : 1);
     if (Scores->getType() != ScoresType)
       return false;
@@ -404,6 +469,13 @@ bool FuseAttentionPass::match(Node &Root, AttentionMatch &Match) const {
   if (!sameDim(Q.getDim(0), KDim(0)) || !sameDim(Q.getDim(1), KDim(1)) ||
       !sameDim(Q.getDim(3), KDim(3)) || !sameDim(V.getDim(0), Q.getDim(0)) ||
       !sameDim(V.getDim(1), Q.getDim(1)) || !sameDim(V.getDim(2), KDim(2)))
+    return false;
+  // A finite fill equals -inf only on rows that keep a position: the masked
+  // scores' exponentials round to zero next to the kept maximum. A causal
+  // mask keeps every row's diagonal; any other mask stays unfused.
+  Match.Causal =
+      Match.Mask && Opts.DetectCausal && isCausalMask(Match, ScoresType);
+  if (Match.LowestFill && !Match.Causal)
     return false;
   if (Opts.UnrepeatKV)
     unrepeatKV(Match);
@@ -474,6 +546,11 @@ void FuseAttentionPass::unrepeatKV(AttentionMatch &Match) const {
 
 bool FuseAttentionPass::isCausalMask(const AttentionMatch &Match,
                                      const TensorType &Scores) const {
+  const TensorType &MaskType = Match.Mask->getType();
+  if (!Match.InvertMask && isLowerTriangleOfOnes(Match.Mask))
+    return MaskType.getRank() >= 2 &&
+           sameDim(MaskType.getDim(MaskType.getRank() - 2), Scores.getDim(2)) &&
+           sameDim(MaskType.getDim(MaskType.getRank() - 1), Scores.getDim(3));
   std::optional<DenseTensor> Known = getSlicedKnownData(Match.Mask);
   if (!Known)
     return false;
@@ -507,8 +584,6 @@ bool FuseAttentionPass::isCausalMask(const AttentionMatch &Match,
 void FuseAttentionPass::rewrite(Graph &G, Node &Root,
                                 AttentionMatch &Match) const {
   Value *Old = Root.getResult(0);
-  const TensorType &Scores =
-      Root.getOperand(0)->getType(); // [batch, heads, q seq, kv seq]
   std::string Name = Old->getName().str();
 
   Value *K = Match.K;
@@ -529,7 +604,7 @@ void FuseAttentionPass::rewrite(Graph &G, Node &Root,
   AttrDict Attrs;
   Attrs.set("scale", Attribute::getFloat(Match.Scale));
   SmallVector<Value *, 4> Operands = {Match.Q, K, Match.V};
-  if (Match.Mask && Opts.DetectCausal && isCausalMask(Match, Scores)) {
+  if (Match.Causal) {
     Attrs.set("is_causal", Attribute::getInt(1));
   } else if (Match.Mask) {
     Value *Mask = Match.Mask;

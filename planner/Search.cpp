@@ -110,10 +110,15 @@ Expected<PlanFixes> PlanFixes::parse(StringRef Text) {
         E = error("--fix precision=" + Val + ": expected bf16, fp16 or fp32");
       else
         F.TrainPrecision = *P;
+    } else if (Key == "attention") {
+      F.Attention = parseAttentionKernel(Val);
+      if (!F.Attention)
+        E = error("--fix attention=" + Val +
+                  ": expected flash or materialized");
     } else {
       E = error("--fix: unknown key '" + Key +
                 "' (keys: tp, pp, dp, vpp, mbs, schedule, zero, recompute, "
-                "sp, offload, precision)");
+                "sp, offload, precision, attention)");
     }
     if (E)
       return E;
@@ -129,7 +134,8 @@ std::string PlanConfig::str() const {
      << ",zero=" << Zero << ",recompute=" << getRecomputeName(Recomputation)
      << ",sp=" << (SequenceParallel ? "on" : "off")
      << ",offload=" << getOffloadName(Offload)
-     << ",precision=" << getPrecisionName(TrainPrecision);
+     << ",precision=" << getPrecisionName(TrainPrecision)
+     << ",attention=" << getAttentionKernelName(Attention);
   return OS.str();
 }
 
@@ -137,6 +143,14 @@ Precision autopar::defaultTrainingPrecision(const DeviceSpec &Device) {
   return Device.PeakFlops(Precision::BF16) > Device.PeakFlops(Precision::FP32)
              ? Precision::BF16
              : Precision::FP32;
+}
+
+AttentionKernel autopar::defaultAttentionKernel(const DeviceSpec &Device,
+                                                Precision Train) {
+  bool Gpu = Device.Name != "cpu";
+  return Gpu && (Train == Precision::BF16 || Train == Precision::FP16)
+             ? AttentionKernel::Flash
+             : AttentionKernel::Materialized;
 }
 
 double autopar::frameworkOverheadBytes(const Cluster &Cl) {
@@ -766,6 +780,7 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                     C.SequenceParallel = SP;
                     C.Offload = Off;
                     C.TrainPrecision = O.TrainPrecision;
+                    C.Attention = O.Attention;
                     Expected<std::optional<Plan>> P = E.evaluate(C, Bound());
                     if (O.Progress && (++Tried & 255) == 0)
                       O.Progress(E.Evaluated);
@@ -829,6 +844,7 @@ json::Object autopar::planToJSON(const Plan &P) {
       {"recompute", getRecomputeName(C.Recomputation)},
       {"sequence_parallel", C.SequenceParallel},
       {"precision", getPrecisionName(C.TrainPrecision)},
+      {"attention", getAttentionKernelName(C.Attention)},
       {"stage_layers", std::move(Stages)},
       {"step_time_s", R.StepSeconds},
       {"tokens_per_s", R.TokensPerSecond},

@@ -41,6 +41,7 @@ struct PlanFixes {
   std::optional<bool> SequenceParallel;
   std::optional<OffloadKind> Offload;
   std::optional<Precision> TrainPrecision;
+  std::optional<AttentionKernel> Attention;
 
   /// Parses `key=value` pairs separated by commas; errors name the key and
   /// list the valid values.
@@ -60,6 +61,9 @@ struct SearchOptions {
   /// the device's default, defaultTrainingPrecision). Every candidate's
   /// PlanConfig carries it.
   Precision TrainPrecision = Precision::BF16;
+  /// How attention runs (not searched either: Fixed.Attention, else
+  /// defaultAttentionKernel). The profile's cost settings must agree.
+  AttentionKernel Attention = AttentionKernel::Materialized;
   /// Overlap the data-parallel gradient reduction with the backward of the
   /// last micro-batch (Megatron-LM --overlap-grad-reduce, DeepSpeed
   /// overlap_comm).
@@ -92,6 +96,8 @@ struct PlanConfig {
   /// bf16 or fp16: 16-bit compute over fp32 master weights; fp32: fp32
   /// throughout.
   Precision TrainPrecision = Precision::BF16;
+  /// flash: fused attention kernels; materialized: scores in memory.
+  AttentionKernel Attention = AttentionKernel::Materialized;
   /// Units per virtual stage, in model order (PP * VPP entries).
   std::vector<unsigned> StageUnits;
 
@@ -160,6 +166,11 @@ double frameworkOverheadBytes(const Cluster &Cl);
 /// tensor cores; what Megatron-LM and DeepSpeed runs use on A100 and H100),
 /// else fp32 (the `cpu` device: the CPU runtime computes in fp32).
 Precision defaultTrainingPrecision(const DeviceSpec &Device);
+/// Flash attention where it exists: GPUs training in bf16 or fp16
+/// (FlashAttention's kernels take 16-bit inputs only); materialized scores
+/// otherwise (fp32, and the CPU runtime).
+AttentionKernel defaultAttentionKernel(const DeviceSpec &Device,
+                                       Precision Train);
 
 llvm::Expected<SearchResult> searchPlans(ModelProfile &Profile,
                                          const Cluster &Cl,

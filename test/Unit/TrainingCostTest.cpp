@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cost/ActivationMemory.h"
+#include "cost/GemmEfficiency.h"
 #include "cost/OpCost.h"
 #include "ir/Graph.h"
 #include "ir/OpLoops.h"
@@ -203,6 +204,15 @@ private:
   std::unique_ptr<Module> M;
 };
 
+/// A module from its text form, whose locations point into SM; null (with
+/// the diagnostics on stderr) when it does not parse.
+std::unique_ptr<Module> parseText(SourceMgr &SM, const char *Text,
+                                  StringRef Name) {
+  SM.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(Text, Name), SMLoc());
+  DiagnosticEngine Diag(&SM, Name, errs());
+  return parseModule(SM, Diag);
+}
+
 /// Megatron-LM's layout: QKV and the first MLP product split their output
 /// columns, the projections their contraction, heads in between; with
 /// sequence parallelism the norms, dropouts and residual adds split the
@@ -288,7 +298,7 @@ TEST(TrainingCost, SelectiveRecomputationDropsTheAttentionCore) {
   }
   // A fused kernel keeps the output and the log-sum-exp, not the scores.
   CostSettings Flash;
-  Flash.FusedAttention = true;
+  Flash.Attention = AttentionKernel::Flash;
   double Fused = layerActivationBytes(M, 1, false, Recompute::None, Flash);
   EXPECT_NEAR(Fused / (36 * sbh), 1.0, 2e-3);
 }
@@ -357,10 +367,7 @@ TEST(TrainingCost, ConvolutionCostsItsIm2colGemm) {
 }
 )";
   SourceMgr SM;
-  SM.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(Text, "cnn.air"),
-                        SMLoc());
-  DiagnosticEngine Diag(&SM, "cnn.air", errs());
-  std::unique_ptr<Module> M = parseModule(SM, Diag);
+  std::unique_ptr<Module> M = parseText(SM, Text, "cnn.air");
   ASSERT_TRUE(M && M->getGraphs().size() == 1);
   Graph &G = *M->getGraphs().front();
   GradientFlow Flow(G);
@@ -395,10 +402,7 @@ TEST(TrainingCost, ConcatSplitsItsAxisOnlyForEqualPieces) {
 }
 )";
   SourceMgr SM;
-  SM.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(Text, "cat.air"),
-                        SMLoc());
-  DiagnosticEngine Diag(&SM, "cat.air", errs());
-  std::unique_ptr<Module> M = parseModule(SM, Diag);
+  std::unique_ptr<Module> M = parseText(SM, Text, "cat.air");
   ASSERT_TRUE(M && M->getGraphs().size() == 1);
   for (const Node &N : M->getGraphs().front()->getNodes()) {
     std::optional<OpLoops> L = getOpLoops(N);
@@ -409,6 +413,66 @@ TEST(TrainingCost, ConcatSplitsItsAxisOnlyForEqualPieces) {
     EXPECT_EQ(L->Kinds[Axis], Equal ? LoopKind::Parallel : LoopKind::Fixed);
     EXPECT_EQ(L->Kinds[L->Results[0][0]], LoopKind::Parallel);
   }
+}
+
+// Attention priced kernel by kernel. Materialized: Q K^T, the softmax and
+// P V each a kernel whose times add, the scores written once and read three
+// times forward. Flash: one kernel over Q, K, V and the output, a causal
+// mask skipping blocks (1.75x), the backward recomputing Q K^T in time but
+// not in model FLOPs.
+TEST(TrainingCost, AttentionKernelsFlashAndMaterialized) {
+  const char *Text =
+      R"(graph @attn(%x: f32[1, 16, 2048, 128]) {
+  param %pq: f32[1, 16, 2048, 128]
+  param %pk: f32[1, 16, 2048, 128]
+  param %pv: f32[1, 16, 2048, 128]
+  %q = Add(%x, %pq) : f32[1, 16, 2048, 128]
+  %k = Add(%x, %pk) : f32[1, 16, 2048, 128]
+  %v = Add(%x, %pv) : f32[1, 16, 2048, 128]
+  %causal = Attention(%q, %k, %v) {is_causal = 1} : f32[1, 16, 2048, 128]
+  %full = Attention(%q, %k, %v) : f32[1, 16, 2048, 128]
+  return %causal, %full
+}
+)";
+  SourceMgr SM;
+  std::unique_ptr<Module> M = parseText(SM, Text, "attn.air");
+  ASSERT_TRUE(M && M->getGraphs().size() == 1);
+  Graph &G = *M->getGraphs().front();
+  GradientFlow Flow(G);
+  DeviceSpec Device = *lookupDevice("a100-80gb");
+  CostSettings Mat, Flash;
+  Flash.Attention = AttentionKernel::Flash;
+  const Node *Causal = nullptr, *Full = nullptr;
+  for (const Node &N : G.getNodes())
+    if (N.getOp() == OpId::Attention)
+      (N.getResult(0)->getName() == "causal" ? Causal : Full) = &N;
+  ASSERT_TRUE(Causal && Full);
+  auto Cost = [&](const Node *N, const CostSettings &S) {
+    return getNodeCost(*N, getOpLoops(*N), {}, Device, S, Flow);
+  };
+  double IO = 4.0 * 16 * 2048 * 128 * 2, S = 16.0 * 2048 * 2048 * 2;
+  double Bw = Device.achievableHbmBytesPerSec();
+  double QK = gemmSeconds(Device, Precision::BF16, 2048, 2048, 128, 16);
+  double PV = gemmSeconds(Device, Precision::BF16, 2048, 128, 2048, 16);
+
+  NodeCost M1 = Cost(Full, Mat);
+  EXPECT_DOUBLE_EQ(M1.FwdBytes, IO + 4 * S);
+  EXPECT_GE(M1.FwdSeconds, QK + PV + 2 * S / Bw);
+  EXPECT_DOUBLE_EQ(M1.BwdFlops, 2 * M1.FwdFlops);
+  // The materialized path computes every score: a causal mask saves nothing.
+  EXPECT_DOUBLE_EQ(Cost(Causal, Mat).FwdSeconds, M1.FwdSeconds);
+
+  NodeCost F1 = Cost(Full, Flash), FC = Cost(Causal, Flash);
+  EXPECT_DOUBLE_EQ(F1.FwdBytes, IO);
+  EXPECT_DOUBLE_EQ(F1.FwdFlops, M1.FwdFlops);
+  EXPECT_DOUBLE_EQ(F1.BwdFlops, 2 * F1.FwdFlops);
+  EXPECT_NEAR(F1.FwdSeconds, QK + PV + Device.KernelLaunchSec, 1e-12);
+  EXPECT_LT(F1.FwdSeconds, M1.FwdSeconds);
+  EXPECT_NEAR((FC.FwdSeconds - Device.KernelLaunchSec) * 1.75,
+              F1.FwdSeconds - Device.KernelLaunchSec, 1e-9);
+  // Backward: five products (Q K^T again, dV, dP, dQ, dK) to forward's two.
+  EXPECT_NEAR(F1.BwdSeconds / F1.FwdSeconds, 2.5, 0.2);
+  EXPECT_GT(M1.BwdSeconds, F1.BwdSeconds);
 }
 
 TEST(TrainingCost, GradientFlowSkipsDataAndIntegers) {
