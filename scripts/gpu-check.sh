@@ -172,7 +172,7 @@ if [[ $mode == bundle ]]; then
   if [[ -f "$OUT/calibration.json" ]]; then
     log "the big GPT's plan with the calibration"
     timeout 60 "$work/bin/autopar" "$plans/big/model.onnx" --gpu h200 \
-      --gpus 1 --global-batch 2 --fix mbs=2 \
+      --gpus 1 --global-batch 2 --fix mbs=2,attention=materialized \
       --calibration "$OUT/calibration.json" -o "$work/big-calibrated" \
       >"$L/big-plan-calibrated.txt" 2>&1
     cat "$L/big-plan-calibrated.txt"

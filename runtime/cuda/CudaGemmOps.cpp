@@ -20,21 +20,6 @@ using namespace autopar;
 using namespace autopar::cuda;
 using namespace llvm;
 
-namespace {
-
-/// Row-major C = Alpha op(A) op(B) + Beta C, Batch times at the given
-/// element strides (0: the same matrix for every batch).
-struct GemmCall {
-  bool TransA = false, TransB = false;
-  int64_t M = 0, N = 0, K = 0;
-  float Alpha = 1, Beta = 0;
-  const void *A = nullptr, *B = nullptr;
-  void *C = nullptr;
-  int64_t Batch = 1, StrideA = 0, StrideB = 0, StrideC = 0;
-};
-
-} // namespace
-
 static Expected<cudaDataType_t> gemmType(const KernelArgs &A, const Tensor &T) {
   switch (T.getElementType()) {
   case ElementType::F32:
@@ -48,10 +33,10 @@ static Expected<cudaDataType_t> gemmType(const KernelArgs &A, const Tensor &T) {
   }
 }
 
-/// Runs G (operands of type T) through cuBLAS: row-major C = op(A) op(B)
-/// is column-major C^T = op(B)^T op(A)^T, so B goes first.
-static Error runGemmCall(const KernelArgs &A, CudaContext &C, const Tensor &T,
-                         const GemmCall &G) {
+/// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, so B
+/// goes first.
+Error cuda::runGemmCall(const KernelArgs &A, CudaContext &C, const Tensor &T,
+                        const GemmCall &G) {
   if (G.M == 0 || G.N == 0 || G.Batch == 0)
     return Error::success();
   for (int64_t D : {G.M, G.N, G.K, G.Batch})

@@ -199,6 +199,31 @@ cudaError_t adamw(DType PT, void *P, DType GT, const void *G, DType MT, void *M,
 cudaError_t sgd(DType PT, void *P, DType GT, const void *G, int64_t N,
                 const float *Lr, const float *WeightDecay, cudaStream_t Stream);
 
+/// Attention's mask over the scores [B, Hq, Sq, T]: element strides per
+/// dimension (0 where it broadcasts), positions j >= Len masked; Data null
+/// for none. A bool mask (Bool) masks where false; a float one is added.
+struct AttentionMask {
+  DType T = DType::Bool;
+  const void *Data = nullptr;
+  int64_t StrideB = 0, StrideH = 0, StrideI = 0, StrideJ = 0, Len = 0;
+};
+/// Attention's shapes as the row kernels see them: Rows = B * Hq * Sq rows
+/// of T keys; with Causal, key j > i + Past of query row i is masked.
+struct AttentionRows {
+  int64_t Hq = 0, Sq = 0, T = 0, Past = 0;
+  bool Causal = false;
+};
+/// In place over the scaled scores S [B, Hq, Sq, T] of type ST: masks each
+/// row and normalizes it (max in f32, the sum in f64); a row whose keys are
+/// all masked becomes zeros.
+cudaError_t attentionSoftmax(DType ST, void *S, int64_t Rows,
+                             const AttentionRows &R, const AttentionMask &M,
+                             cudaStream_t Stream);
+/// In place over dP: dS = Scale * P * (dP - sum_j P_j dP_j) per row of Len
+/// (the sum in f64).
+cudaError_t attentionSoftmaxGrad(DType T, const void *P, void *DP, int64_t Rows,
+                                 int64_t Len, float Scale, cudaStream_t Stream);
+
 /// Throughput probes for bench/: a kernel that streams N floats from X to
 /// Y (Y = X * 2), for measuring memory bandwidth.
 cudaError_t streamCopy(const float *X, float *Y, int64_t N,

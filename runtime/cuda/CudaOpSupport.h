@@ -5,7 +5,8 @@
 // kernels' Dims and Strides, launch-error wrapping, stream-ordered scratch
 // memory, and the entry point of each op family, one file each:
 // CudaElementwiseOps.cpp, CudaNormOps.cpp, CudaGemmOps.cpp,
-// CudaLayoutOps.cpp, CudaReduceOps.cpp, CudaLossOptimizerOps.cpp. What a
+// CudaAttentionOps.cpp, CudaLayoutOps.cpp, CudaReduceOps.cpp,
+// CudaLossOptimizerOps.cpp. What a
 // kernel checks about shapes is runtime/OpShapes.h, shared with the CPU.
 //
 //===----------------------------------------------------------------------===//
@@ -91,6 +92,22 @@ private:
   llvm::SmallVector<Tensor, 4> Held;
 };
 
+/// Row-major C = Alpha op(A) op(B) + Beta C, Batch times at the given
+/// element strides (0: the same matrix for every batch).
+struct GemmCall {
+  bool TransA = false, TransB = false;
+  int64_t M = 0, N = 0, K = 0;
+  float Alpha = 1, Beta = 0;
+  const void *A = nullptr, *B = nullptr;
+  void *C = nullptr;
+  int64_t Batch = 1, StrideA = 0, StrideB = 0, StrideC = 0;
+};
+
+/// Runs G through cuBLAS (CudaGemmOps.cpp), every matrix of T's type, with
+/// f32 accumulation.
+llvm::Error runGemmCall(const KernelArgs &A, CudaContext &C, const Tensor &T,
+                        const GemmCall &G);
+
 //===----------------------------------------------------------------------===//
 // The ops, by family (CudaOps.cpp dispatches on getKernelFamily)
 //===----------------------------------------------------------------------===//
@@ -128,6 +145,10 @@ llvm::Error runSplit(const KernelArgs &A, CudaContext &C);
 llvm::Error runSlice(const KernelArgs &A, CudaContext &C);
 llvm::Error runGather(const KernelArgs &A, CudaContext &C);
 llvm::Error runGatherGrad(const KernelArgs &A, CudaContext &C);
+
+// CudaAttentionOps.cpp: Attention (4-D, no cache) and AttentionGrad.
+llvm::Error runAttention(const KernelArgs &A, CudaContext &C);
+llvm::Error runAttentionGrad(const KernelArgs &A, CudaContext &C);
 
 // CudaReduceOps.cpp: ReduceSum, ReduceMean, ReduceMax, Cast.
 llvm::Error runReduce(const KernelArgs &A, CudaContext &C);

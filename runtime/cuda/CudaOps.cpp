@@ -82,6 +82,10 @@ static CudaKernelFn lookup(OpId Op) {
     return runCrossEntropyLossGrad;
   case KernelFamily::AdamW:
     return runAdamW;
+  case KernelFamily::Attention:
+    return runAttention;
+  case KernelFamily::AttentionGrad:
+    return runAttentionGrad;
   case KernelFamily::Sgd:
     return runSgd;
   // No CUDA kernel yet (the backend runs some of these on the host).
@@ -91,8 +95,6 @@ static CudaKernelFn lookup(OpId Op) {
   case KernelFamily::MaxPool:
   case KernelFamily::AveragePool:
   case KernelFamily::GlobalAveragePool:
-  case KernelFamily::Attention:
-  case KernelFamily::AttentionGrad:
   case KernelFamily::RotaryEmbedding:
   case KernelFamily::Constant:
   case KernelFamily::ConstantOfShape:

@@ -287,6 +287,32 @@ graph @g(%x: f32[2, 1, 3, 4], %w: f32[3, 4, 5], %w2: f32[4, 5], %b: f32[5], %a: 
                  1e-4f);
 }
 
+// Attention with materialized scores against the CPU kernel: causal
+// multi-head, grouped-query with a bool mask (one row all masked: zeros),
+// a float mask broadcast over heads, and the gradients of each.
+TEST(CudaBackendTest, AttentionAndItsGradient) {
+  std::vector<uint8_t> Keep(5 * 6, 1);
+  for (int J = 0; J != 6; ++J)
+    Keep[2 * 6 + J] = 0; // Row 2 keeps no key.
+  Keep[0 * 6 + 5] = Keep[3 * 6 + 1] = 0;
+  compareWithCpu(R"(
+graph @g(%q: f32[2, 4, 5, 8], %k: f32[2, 4, 5, 8], %v: f32[2, 4, 5, 8], %kg: f32[2, 2, 6, 8], %vg: f32[2, 2, 6, 3], %keep: bool[5, 6], %add: f32[2, 1, 5, 6], %dy: f32[2, 4, 5, 8], %dyg: f32[2, 4, 5, 3]) {
+  %c = Attention(%q, %k, %v) {is_causal = 1} : f32[2, 4, 5, 8]
+  %g = Attention(%q, %kg, %vg, %keep) {scale = 0.3} : f32[2, 4, 5, 3]
+  %f = Attention(%q, %kg, %vg, %add) {is_causal = 1} : f32[2, 4, 5, 3]
+  %dq, %dk, %dv = AttentionGrad(%dy, %q, %k, %v) {is_causal = 1} : f32[2, 4, 5, 8], f32[2, 4, 5, 8], f32[2, 4, 5, 8]
+  %gq, %gk, %gv = AttentionGrad(%dyg, %q, %kg, %vg, %keep) {scale = 0.3} : f32[2, 4, 5, 8], f32[2, 2, 6, 8], f32[2, 2, 6, 3]
+  %fq, %fk, %fv = AttentionGrad(%dyg, %q, %kg, %vg, %add) {is_causal = 1} : f32[2, 4, 5, 8], f32[2, 2, 6, 8], f32[2, 2, 6, 3]
+  return %c, %g, %f, %dq, %dk, %dv, %gq, %gk, %gv, %fq, %fk, %fv
+})",
+                 {randomF32({2, 4, 5, 8}, 41), randomF32({2, 4, 5, 8}, 42),
+                  randomF32({2, 4, 5, 8}, 43), randomF32({2, 2, 6, 8}, 44),
+                  randomF32({2, 2, 6, 3}, 45), boolean({5, 6}, Keep),
+                  randomF32({2, 1, 5, 6}, 46), randomF32({2, 4, 5, 8}, 47),
+                  randomF32({2, 4, 5, 3}, 48)},
+                 1e-4f);
+}
+
 TEST(CudaBackendTest, Layouts) {
   compareWithCpu(R"(
 graph @g(%x: f32[2, 3, 4], %y: f32[2, 2, 4]) {
@@ -425,14 +451,11 @@ TEST(CudaBackendTest, MissingKernelsNameTheOp) {
   REQUIRE_DEVICE(Device);
   std::string Error;
   runOn(*Device, R"(
-graph @g(%q: f32[1, 2, 4, 8], %k: f32[1, 2, 4, 8], %v: f32[1, 2, 4, 8]) {
-  %y = Attention(%q, %k, %v) {is_causal = 1} : f32[1, 2, 4, 8] loc("attn")
+graph @g(%x: f32[1, 2, 5, 5], %w: f32[3, 2, 3, 3]) {
+  %y = Conv(%x, %w, _) {pads = [1, 1, 1, 1]} : f32[1, 3, 5, 5] loc("conv")
   return %y
 })",
-        {randomF32({1, 2, 4, 8}, 1), randomF32({1, 2, 4, 8}, 2),
-         randomF32({1, 2, 4, 8}, 3)},
-        &Error);
-  EXPECT_NE(Error.find("node 'attn' (Attention): no CUDA kernel"),
-            std::string::npos)
+        {randomF32({1, 2, 5, 5}, 1), randomF32({3, 2, 3, 3}, 2)}, &Error);
+  EXPECT_NE(Error.find("node 'conv' (Conv): no CUDA kernel"), std::string::npos)
       << Error;
 }
