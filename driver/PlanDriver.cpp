@@ -28,6 +28,7 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -476,10 +477,16 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
     error() << "--format " << O.Format << ": expected text or json\n";
     return ExitBadOptions;
   }
-  if (O.Threads < 1 || O.Threads > 1024) {
-    error() << "--threads " << O.Threads << ": expected 1 to 1024\n";
+  if (O.Threads > 1024) {
+    error() << "--threads " << O.Threads
+            << ": expected 0 (the cores) to 1024\n";
     return ExitBadOptions;
   }
+  // 0: the machine's cores, at most 8 (each thread plans from its own copy
+  // of the graph). The plan does not depend on it.
+  unsigned Threads =
+      O.Threads ? O.Threads
+                : std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
   if (O.TopK < 1 || O.TopK > 100) {
     error() << "--top " << O.TopK << ": expected 1 to 100\n";
     return ExitBadOptions;
@@ -591,7 +598,7 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   // Worker threads plan from their own copy of the graph (a profile rebinds
   // the graph's types as it goes).
   std::string GraphText;
-  if (O.Threads > 1) {
+  if (Threads > 1) {
     raw_string_ostream OS(GraphText);
     printModule(OS, *M);
   }
@@ -639,8 +646,8 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
     };
   Expected<SearchResult> Result =
       Given ? evaluateGiven(**Profile, *Cl, SO, *Given)
-      : O.Threads > 1
-          ? searchInThreads(**Profile, GraphText, *Cl, Settings, SO, O.Threads)
+      : Threads > 1
+          ? searchInThreads(**Profile, GraphText, *Cl, Settings, SO, Threads)
           : searchPlans(**Profile, *Cl, SO);
   // Re-target to K times the GPUs by data parallelism.
   if (Result && O.ScaleDp > 1 && !Result->Plans.empty()) {

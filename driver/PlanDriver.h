@@ -38,7 +38,8 @@ struct PlanDriverOptions {
   /// `--fix tp=8,pp=4,...`.
   std::string Fix;
   unsigned TopK = 1;
-  unsigned Threads = 1;
+  /// Search threads; 0: the machine's cores, at most 8.
+  unsigned Threads = 0;
   bool TpAcrossNodes = false;
   /// Summary format: "text" or "json".
   std::string Format = "text";

@@ -57,11 +57,11 @@ static cl::opt<unsigned> Top("top",
                              cl::desc("Show the K best plans (default 1)"),
                              cl::value_desc("K"), cl::init(1),
                              cl::cat(Category));
-static cl::opt<unsigned> Threads("threads",
-                                 cl::desc("Search threads (the result does "
-                                          "not depend on it)"),
-                                 cl::value_desc("N"), cl::init(1),
-                                 cl::cat(Category));
+static cl::opt<unsigned>
+    Threads("threads",
+            cl::desc("Search threads (default 0: the machine's cores, at "
+                     "most 8; the result does not depend on it)"),
+            cl::value_desc("N"), cl::init(0), cl::cat(Category));
 static cl::opt<bool> ForwardPrograms(
     "forward-programs",
     cl::desc("With -o, also write each pipeline stage's forward program "
