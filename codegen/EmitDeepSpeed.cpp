@@ -4,6 +4,11 @@
 // micro-batch * gradient accumulation * data-parallel degree), the ZeRO
 // stage with optimizer and parameter offload, bf16, and a "pipeline"
 // section when the plan pipelines. Keys are written in a fixed order.
+// DeepSpeed's pipeline engine takes ZeRO stage 0 or 1 only (PipelineEngine
+// asserts it); a plan that pipelines with ZeRO-2 or 3 (which autopar-run
+// runs) gets a "_comment" saying so first, and the file otherwise as the
+// plan says, so that DeepSpeed stops with its own message rather than
+// running another plan.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +37,14 @@ std::string autopar::renderDeepSpeedConfig(const PlanRecord &R) {
   {
     json::OStream J(OS, 2);
     J.object([&] {
+      if (P.PP > 1 && P.ZeroStage >= 2)
+        J.attribute("_comment",
+                    "DeepSpeed's pipeline engine takes ZeRO stage 0 or 1: "
+                    "this plan's ZeRO-" +
+                        std::to_string(P.ZeroStage) + " with " +
+                        std::to_string(P.PP) +
+                        " pipeline stages runs under autopar-run; for "
+                        "DeepSpeed, plan again with --fix zero=1");
       J.attribute("train_batch_size", R.GlobalBatch);
       J.attribute("train_micro_batch_size_per_gpu", P.MicroBatchSize);
       J.attribute("gradient_accumulation_steps", P.NumMicroBatches);
