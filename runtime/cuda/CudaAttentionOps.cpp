@@ -114,26 +114,36 @@ getMask(const KernelArgs &A, const Shapes &S, unsigned MaskIndex) {
   return std::make_pair(R, M);
 }
 
+/// Out = Alpha op(X) op(W) for each (batch, key/value head) group: op(X) is
+/// [M, K], op(W) [K, N], each group's matrices consecutive.
+static Error groupProduct(const KernelArgs &A, CudaContext &C, const Shapes &S,
+                          bool TransX, bool TransW, int64_t M, int64_t N,
+                          int64_t K, float Alpha, const void *X, const void *W,
+                          const Tensor &Out) {
+  GemmCall G;
+  G.TransA = TransX;
+  G.TransB = TransW;
+  G.M = M;
+  G.N = N;
+  G.K = K;
+  G.Alpha = Alpha;
+  G.A = X;
+  G.B = W;
+  G.C = Out.getData();
+  G.Batch = S.B * S.Hkv;
+  G.StrideA = M * K;
+  G.StrideB = K * N;
+  G.StrideC = M * N;
+  return runGemmCall(A, C, Out, G);
+}
+
 /// Scale * Q K^T into Scores, then the masked softmax in place: P.
 static Error computeProbabilities(const KernelArgs &A, CudaContext &C,
                                   const Shapes &S, const Tensor &QT,
                                   const Tensor &KT, double Scale,
                                   unsigned MaskIndex, const Tensor &Scores) {
-  int64_t Rep = S.Rep();
-  GemmCall G;
-  G.TransB = true;
-  G.M = Rep * S.Sq;
-  G.N = S.Skv;
-  G.K = S.D;
-  G.Alpha = float(Scale);
-  G.A = QT.getData();
-  G.B = KT.getData();
-  G.C = Scores.getData();
-  G.Batch = S.B * S.Hkv;
-  G.StrideA = Rep * S.Sq * S.D;
-  G.StrideB = S.Skv * S.D;
-  G.StrideC = Rep * S.Sq * S.Skv;
-  if (Error E = runGemmCall(A, C, QT, G))
+  if (Error E = groupProduct(A, C, S, false, true, S.Rep() * S.Sq, S.Skv, S.D,
+                             float(Scale), QT.getData(), KT.getData(), Scores))
     return E;
   auto Mask = getMask(A, S, MaskIndex);
   if (!Mask)
@@ -166,20 +176,9 @@ Error cuda::runAttention(const KernelArgs &A, CudaContext &C) {
   double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
   if (Error E = computeProbabilities(A, C, S, QT, A.In[K], Scale, Mask, *P))
     return E;
-  // Y = P V, per (batch, key/value head) over the group's rows.
-  int64_t Rep = S.Rep();
-  GemmCall G;
-  G.M = Rep * S.Sq;
-  G.N = S.Dv;
-  G.K = S.Skv;
-  G.A = P->getData();
-  G.B = VT.getData();
-  G.C = Y.getData();
-  G.Batch = S.B * S.Hkv;
-  G.StrideA = Rep * S.Sq * S.Skv;
-  G.StrideB = S.Skv * S.Dv;
-  G.StrideC = Rep * S.Sq * S.Dv;
-  return runGemmCall(A, C, Y, G);
+  // Y = P V over each group's rows.
+  return groupProduct(A, C, S, false, false, S.Rep() * S.Sq, S.Dv, S.Skv, 1,
+                      P->getData(), VT.getData(), Y);
 }
 
 Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
@@ -211,60 +210,25 @@ Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
   double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
   if (Error E = computeProbabilities(A, C, S, QT, KT, Scale, 1 + Mask, *P))
     return E;
-  int64_t Rep = S.Rep(), Groups = S.B * S.Hkv, Rows = Rep * S.Sq;
-  auto Batched = [&](GemmCall G, int64_t StrideA, int64_t StrideB,
-                     int64_t StrideC, const Tensor &Out) {
-    G.Batch = Groups;
-    G.StrideA = StrideA;
-    G.StrideB = StrideB;
-    G.StrideC = StrideC;
-    return runGemmCall(A, C, Out, G);
-  };
+  int64_t Rows = S.Rep() * S.Sq;
+  const Tensor &DQ = A.Out[0], &DK = A.Out[1], &DV = A.Out[2];
   // dV = P^T dY: [Skv, Rows] x [Rows, Dv].
-  GemmCall DV;
-  DV.TransA = true;
-  DV.M = S.Skv;
-  DV.N = S.Dv;
-  DV.K = Rows;
-  DV.A = P->getData();
-  DV.B = DY.getData();
-  DV.C = A.Out[2].getData();
-  if (Error E = Batched(DV, Rows * S.Skv, Rows * S.Dv, S.Skv * S.Dv, A.Out[2]))
+  if (Error E = groupProduct(A, C, S, true, false, S.Skv, S.Dv, Rows, 1,
+                             P->getData(), DY.getData(), DV))
     return E;
   // dP = dY V^T: [Rows, Dv] x [Dv, Skv], then dS in place.
-  GemmCall DP;
-  DP.TransB = true;
-  DP.M = Rows;
-  DP.N = S.Skv;
-  DP.K = S.Dv;
-  DP.A = DY.getData();
-  DP.B = VT.getData();
-  DP.C = DS->getData();
-  if (Error E = Batched(DP, Rows * S.Dv, S.Skv * S.Dv, Rows * S.Skv, *DS))
+  if (Error E = groupProduct(A, C, S, false, true, Rows, S.Skv, S.Dv, 1,
+                             DY.getData(), VT.getData(), *DS))
     return E;
   if (Error E =
           launched(A, attentionSoftmaxGrad(dt(*P), P->getData(), DS->getData(),
                                            S.B * S.Hq * S.Sq, S.Skv,
                                            float(Scale), C.getStream())))
     return E;
-  // dQ = dS K: [Rows, Skv] x [Skv, D].
-  GemmCall DQ;
-  DQ.M = Rows;
-  DQ.N = S.D;
-  DQ.K = S.Skv;
-  DQ.A = DS->getData();
-  DQ.B = KT.getData();
-  DQ.C = A.Out[0].getData();
-  if (Error E = Batched(DQ, Rows * S.Skv, S.Skv * S.D, Rows * S.D, A.Out[0]))
+  // dQ = dS K: [Rows, Skv] x [Skv, D]; dK = dS^T Q: [Skv, Rows] x [Rows, D].
+  if (Error E = groupProduct(A, C, S, false, false, Rows, S.D, S.Skv, 1,
+                             DS->getData(), KT.getData(), DQ))
     return E;
-  // dK = dS^T Q: [Skv, Rows] x [Rows, D].
-  GemmCall DK;
-  DK.TransA = true;
-  DK.M = S.Skv;
-  DK.N = S.D;
-  DK.K = Rows;
-  DK.A = DS->getData();
-  DK.B = QT.getData();
-  DK.C = A.Out[1].getData();
-  return Batched(DK, Rows * S.Skv, Rows * S.D, S.Skv * S.D, A.Out[1]);
+  return groupProduct(A, C, S, true, false, S.Skv, S.D, Rows, 1, DS->getData(),
+                      QT.getData(), DK);
 }
