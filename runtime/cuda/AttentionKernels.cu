@@ -1,10 +1,11 @@
-//===- AttentionKernels.cu - Attention's softmax rows and their gradient --===//
+//===- AttentionKernels.cu - Attention's softmax rows, rotary embedding ---===//
 //
 // The row-wise parts of attention with materialized scores (the products
 // go through cuBLAS in CudaAttentionOps.cpp): each query row's mask and
 // softmax, in place over the scores, and the softmax's gradient. One thread
 // block per row, reductions in a fixed tree order (DeviceSupport.cuh), as
-// RowKernels.cu's softmax keeps them.
+// RowKernels.cu's softmax keeps them. And RotaryEmbedding, one thread per
+// output element (its gradient is the same op with the sine negated).
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,7 +89,71 @@ __global__ void attentionSoftmaxGradKernel(DType T, const void *P, void *DP,
   }
 }
 
+__global__ void rotaryKernel(DType XT, const void *X, DType CT, const void *Cos,
+                             const void *Sin, const int64_t *Positions,
+                             int64_t CacheRows, DType YT, void *Y,
+                             RotaryShape Sh, int64_t N, int *ErrorWord,
+                             int Code) {
+  int64_t Half = Sh.R / 2;
+  for (int64_t I = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; I < N;
+       I += int64_t(gridDim.x) * blockDim.x) {
+    // A head's D entries are consecutive in both layouts: Rest indexes
+    // [B, S, H] (3-D) or [B, H, S] rows of D.
+    int64_t Dd = I % Sh.D, Rest = I / Sh.D, B, S;
+    if (Sh.ThreeD) {
+      S = Rest / Sh.H % Sh.S;
+      B = Rest / Sh.H / Sh.S;
+    } else {
+      S = Rest % Sh.S;
+      B = Rest / Sh.S / Sh.H;
+    }
+    int64_t Head = I - Dd;
+    if (Dd >= Sh.R) {
+      storeF(YT, Y, I, loadF(XT, X, I));
+      continue;
+    }
+    int64_t Row = B * Sh.S + S;
+    if (Positions) {
+      Row = Positions[B * Sh.S + S];
+      if (Row < 0 || Row >= CacheRows) {
+        reportError(ErrorWord, Code);
+        storeF(YT, Y, I, 0.0f);
+        continue;
+      }
+    }
+    // This element's pair (I1, I2) and its angle J.
+    int64_t J, I1, I2;
+    if (Sh.Interleaved) {
+      J = Dd / 2;
+      I1 = 2 * J;
+      I2 = 2 * J + 1;
+    } else {
+      J = Dd < Half ? Dd : Dd - Half;
+      I1 = J;
+      I2 = J + Half;
+    }
+    float C = loadF(CT, Cos, Row * Half + J),
+          Sn = loadF(CT, Sin, Row * Half + J);
+    float X1 = loadF(XT, X, Head + I1), X2 = loadF(XT, X, Head + I2);
+    storeF(YT, Y, I, Dd == I1 ? C * X1 - Sn * X2 : Sn * X1 + C * X2);
+  }
+}
+
 } // namespace
+
+cudaError_t rotaryEmbedding(DType XT, const void *X, DType CT, const void *Cos,
+                            const void *Sin, const int64_t *Positions,
+                            int64_t CacheRows, DType YT, void *Y,
+                            const RotaryShape &Shape, int *ErrorWord, int Code,
+                            cudaStream_t Stream) {
+  int64_t N = Shape.B * Shape.S * Shape.H * Shape.D;
+  if (N == 0)
+    return cudaSuccess;
+  rotaryKernel<<<gridFor(N), Threads, 0, Stream>>>(XT, X, CT, Cos, Sin,
+                                                   Positions, CacheRows, YT, Y,
+                                                   Shape, N, ErrorWord, Code);
+  return cudaGetLastError();
+}
 
 cudaError_t attentionSoftmax(DType ST, void *S, int64_t Rows,
                              const AttentionRows &R, const AttentionMask &M,

@@ -16,6 +16,10 @@
 // The gradient recomputes the probabilities P, then dV = P^T dY,
 // dP = dY V^T, dS = scale P (dP - rowsum(P dP)), dQ = dS K, dK = dS^T Q.
 //
+// RotaryEmbedding (opset 23; the CPU kernel is runtime/cpu/RotaryKernel.cpp)
+// rotates each head's first rotary_embedding_dim entries by the cos and sin
+// rows at its position; its gradient is the same op with the sine negated.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/CudaOpSupport.h"
@@ -231,4 +235,67 @@ Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
     return E;
   return groupProduct(A, C, S, true, false, S.Skv, S.D, Rows, 1, DS->getData(),
                       QT.getData(), DK);
+}
+
+Error cuda::runRotaryEmbedding(const KernelArgs &A, CudaContext &C) {
+  for (unsigned I : {0u, 1u, 2u})
+    if (Error E = checkFloat(A, I))
+      return E;
+  if (Error E = checkFloatResult(A, 0))
+    return E;
+  const Tensor &X = A.In[0], &Cos = A.In[1], &Sin = A.In[2], &Y = A.Out[0];
+  if (Error E = A.checkShape(0, X.getShape()))
+    return E;
+  if (X.getRank() != 3 && X.getRank() != 4)
+    return A.error("X " + X.getTypeString() + " must have rank 3 or 4");
+  RotaryShape Sh;
+  Sh.ThreeD = X.getRank() == 3;
+  Sh.B = X.getDim(0);
+  if (Sh.ThreeD) {
+    Sh.H = A.intAttr("num_heads", 0);
+    if (Sh.H <= 0 || X.getDim(2) % Sh.H)
+      return A.error("3-D X needs a 'num_heads' that divides " +
+                     Twine(X.getDim(2)));
+    Sh.S = X.getDim(1);
+    Sh.D = X.getDim(2) / Sh.H;
+  } else {
+    Sh.H = X.getDim(1);
+    Sh.S = X.getDim(2);
+    Sh.D = X.getDim(3);
+  }
+  Sh.R = A.intAttr("rotary_embedding_dim", 0);
+  if (Sh.R == 0)
+    Sh.R = Sh.D;
+  if (Sh.R < 0 || Sh.R % 2 || Sh.R > Sh.D)
+    return A.error("the rotary dimension " + Twine(Sh.R) +
+                   " must be even and at most the head size " + Twine(Sh.D));
+  Sh.Interleaved = A.intAttr("interleaved", 0) != 0;
+  int64_t Half = Sh.R / 2;
+  bool HasPositions = A.has(3);
+  if (Cos.getShape() != Sin.getShape() ||
+      Cos.getElementType() != Sin.getElementType() ||
+      Cos.getRank() != (HasPositions ? 2u : 3u) ||
+      Cos.getShape().back() != Half)
+    return A.error("cos_cache " + Cos.getTypeString() + " and sin_cache " +
+                   Sin.getTypeString() + " must be [" +
+                   (HasPositions ? "max position" : "batch, sequence") + ", " +
+                   Twine(Half) + "] of one type");
+  if (!HasPositions && (Cos.getDim(0) != Sh.B || Cos.getDim(1) != Sh.S))
+    return A.error("cos_cache " + Cos.getTypeString() +
+                   " must match X's batch and sequence");
+  const int64_t *Positions = nullptr;
+  if (HasPositions) {
+    const Tensor &P = A.In[3];
+    if (P.getElementType() != ElementType::I64 ||
+        P.getShape() != ArrayRef<int64_t>{Sh.B, Sh.S})
+      return A.error("position_ids " + P.getTypeString() + " must be i64[" +
+                     Twine(Sh.B) + ", " + Twine(Sh.S) + "]");
+    Positions = P.data<int64_t>();
+  }
+  int Code = C.getErrorCode(A.N, "a position id is outside the caches' " +
+                                     Twine(Cos.getDim(0)) + " positions");
+  return launched(A, rotaryEmbedding(dt(X), X.getData(), dt(Cos), Cos.getData(),
+                                     Sin.getData(), Positions, Cos.getDim(0),
+                                     dt(Y), Y.getData(), Sh, C.getErrorWord(),
+                                     Code, C.getStream()));
 }

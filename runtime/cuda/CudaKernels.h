@@ -224,6 +224,22 @@ cudaError_t attentionSoftmax(DType ST, void *S, int64_t Rows,
 cudaError_t attentionSoftmaxGrad(DType T, const void *P, void *DP, int64_t Rows,
                                  int64_t Len, float Scale, cudaStream_t Stream);
 
+/// RotaryEmbedding's shapes: X [B, H, S, D], or [B, S, H * D] (ThreeD);
+/// the first R entries of each head rotate in pairs (j, j + R / 2), or
+/// (2j, 2j + 1) when Interleaved, the rest are copied.
+struct RotaryShape {
+  int64_t B = 0, S = 0, H = 0, D = 0, R = 0;
+  bool ThreeD = false, Interleaved = false;
+};
+/// Y = X rotated by the cos and sin rows (R / 2 entries, type CT) at
+/// position Positions[b * S + s] (i64; an index outside [0, CacheRows)
+/// sets ErrorWord to Code), or at row b * S + s without positions.
+cudaError_t rotaryEmbedding(DType XT, const void *X, DType CT, const void *Cos,
+                            const void *Sin, const int64_t *Positions,
+                            int64_t CacheRows, DType YT, void *Y,
+                            const RotaryShape &Shape, int *ErrorWord, int Code,
+                            cudaStream_t Stream);
+
 /// Throughput probes for bench/: a kernel that streams N floats from X to
 /// Y (Y = X * 2), for measuring memory bandwidth.
 cudaError_t streamCopy(const float *X, float *Y, int64_t N,

@@ -146,9 +146,11 @@ llvm::Error runSlice(const KernelArgs &A, CudaContext &C);
 llvm::Error runGather(const KernelArgs &A, CudaContext &C);
 llvm::Error runGatherGrad(const KernelArgs &A, CudaContext &C);
 
-// CudaAttentionOps.cpp: Attention (4-D, no cache) and AttentionGrad.
+// CudaAttentionOps.cpp: Attention (4-D, no cache), AttentionGrad and
+// RotaryEmbedding.
 llvm::Error runAttention(const KernelArgs &A, CudaContext &C);
 llvm::Error runAttentionGrad(const KernelArgs &A, CudaContext &C);
+llvm::Error runRotaryEmbedding(const KernelArgs &A, CudaContext &C);
 
 // CudaReduceOps.cpp: ReduceSum, ReduceMean, ReduceMax, Cast.
 llvm::Error runReduce(const KernelArgs &A, CudaContext &C);

@@ -86,6 +86,8 @@ static CudaKernelFn lookup(OpId Op) {
     return runAttention;
   case KernelFamily::AttentionGrad:
     return runAttentionGrad;
+  case KernelFamily::RotaryEmbedding:
+    return runRotaryEmbedding;
   case KernelFamily::Sgd:
     return runSgd;
   // No CUDA kernel yet (the backend runs some of these on the host).
@@ -95,7 +97,6 @@ static CudaKernelFn lookup(OpId Op) {
   case KernelFamily::MaxPool:
   case KernelFamily::AveragePool:
   case KernelFamily::GlobalAveragePool:
-  case KernelFamily::RotaryEmbedding:
   case KernelFamily::Constant:
   case KernelFamily::ConstantOfShape:
   case KernelFamily::Shape:

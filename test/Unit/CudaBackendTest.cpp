@@ -313,6 +313,23 @@ graph @g(%q: f32[2, 4, 5, 8], %k: f32[2, 4, 5, 8], %v: f32[2, 4, 5, 8], %kg: f32
                  1e-4f);
 }
 
+// RotaryEmbedding against the CPU kernel: 4-D with position ids into
+// [max position, R / 2] caches, 3-D with per-token caches and a partial,
+// interleaved rotary dimension.
+TEST(CudaBackendTest, RotaryEmbedding) {
+  compareWithCpu(R"(
+graph @g(%x: f32[2, 3, 5, 8], %cos: f32[16, 4], %sin: f32[16, 4], %pos: i64[2, 5], %x3: f32[2, 5, 24], %c3: f32[2, 5, 2], %s3: f32[2, 5, 2]) {
+  %y = RotaryEmbedding(%x, %cos, %sin, %pos) : f32[2, 3, 5, 8]
+  %y3 = RotaryEmbedding(%x3, %c3, %s3) {interleaved = 1, num_heads = 3, rotary_embedding_dim = 4} : f32[2, 5, 24]
+  return %y, %y3
+})",
+                 {randomF32({2, 3, 5, 8}, 51), randomF32({16, 4}, 52),
+                  randomF32({16, 4}, 53),
+                  i64({2, 5}, {0, 3, 7, 15, 2, 9, 1, 1, 4, 12}),
+                  randomF32({2, 5, 24}, 54), randomF32({2, 5, 2}, 55),
+                  randomF32({2, 5, 2}, 56)});
+}
+
 TEST(CudaBackendTest, Layouts) {
   compareWithCpu(R"(
 graph @g(%x: f32[2, 3, 4], %y: f32[2, 2, 4]) {
