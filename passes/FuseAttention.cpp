@@ -42,10 +42,12 @@
 // empties, and other finite fills replace rather than add: not rewritten.
 //
 // Every intermediate value (scores, scaled and masked scores, probabilities,
-// the transposed K) must have no other use. Batch, heads and head sizes of Q,
-// K and V must provably agree, so that the MatMuls did not broadcast. The
-// Attention keeps the ONNX node name and the result name of the last MatMul;
-// the replaced nodes are erased when nothing else uses them.
+// the transposed K) must have no other use. A softmax computed in a wider
+// float between Casts (Hugging Face's Llama upcasts to f32) becomes
+// softmax_precision, ONNX's attribute for exactly that. Batch, heads and head
+// sizes of Q, K and V must provably agree, so that the MatMuls did not
+// broadcast. The Attention keeps the ONNX node name and the result name of the
+// last MatMul; the replaced nodes are erased when nothing else uses them.
 // Assumes its input verifies.
 //
 //===----------------------------------------------------------------------===//
@@ -96,6 +98,8 @@ struct AttentionMatch {
   bool LowestFill = false;
   /// The mask keeps exactly the positions j <= i (set by match).
   bool Causal = false;
+  /// The softmax ran in a wider float (ONNX's type code), between Casts.
+  std::optional<int64_t> SoftmaxPrecision;
   SetVector<Node *> Replaced;
 };
 
@@ -370,9 +374,52 @@ bool FuseAttentionPass::matchScores(Value *Scores,
   return true;
 }
 
+/// ONNX's data type code of a float element type wider than 16 bits (the
+/// values softmax_precision takes); nullopt for others.
+static std::optional<int64_t> getWideFloatCode(ElementType Ty) {
+  if (Ty == ElementType::F32)
+    return 1;
+  if (Ty == ElementType::F64)
+    return 11;
+  return std::nullopt;
+}
+
+/// When Probs is Cast(Softmax(Cast(X to W)) back to X's type), W a wider
+/// float (Hugging Face's Llama: softmax(x, dtype=float32).to(x.dtype)):
+/// records both Casts, sets Code to W's softmax_precision and returns the
+/// wide probabilities; Probs otherwise.
+static Value *skipWidenedSoftmax(Value *Probs, std::optional<int64_t> &Code,
+                                 SetVector<Node *> &Replaced) {
+  Node *Back = Probs->getDefiningNode();
+  if (!isSingleUse(Probs) || !Back || Back->getOp() != OpId::Cast)
+    return Probs;
+  Value *Wide = Back->getOperand(0);
+  Node *Softmax = Wide->getDefiningNode();
+  if (!isSingleUse(Wide) || !Softmax || Softmax->getOp() != OpId::Softmax)
+    return Probs;
+  Value *WideIn = Softmax->getOperand(0);
+  Node *Up = WideIn->getDefiningNode();
+  if (!isSingleUse(WideIn) || !Up || Up->getOp() != OpId::Cast)
+    return Probs;
+  ElementType Narrow = Probs->getType().getElementType(),
+              WideTy = Wide->getType().getElementType();
+  std::optional<int64_t> WideCode = getWideFloatCode(WideTy);
+  if (!WideCode || Up->getOperand(0)->getType() != Probs->getType() ||
+      WideIn->getType().getElementType() != WideTy ||
+      getElementTypeBits(WideTy) <= getElementTypeBits(Narrow) ||
+      !isFloatElementType(Narrow))
+    return Probs;
+  Replaced.insert(Back);
+  Replaced.insert(Up);
+  Code = WideCode;
+  return Wide;
+}
+
 bool FuseAttentionPass::match(Node &Root, AttentionMatch &Match) const {
   Match.V = Root.getOperand(1);
-  Value *Probs = skipCasts(Root.getOperand(0), Match.Replaced);
+  Value *Probs =
+      skipWidenedSoftmax(skipCasts(Root.getOperand(0), Match.Replaced),
+                         Match.SoftmaxPrecision, Match.Replaced);
   Node *Softmax = Probs->getDefiningNode();
   if (!isSingleUse(Probs) || !Softmax || Softmax->getOp() != OpId::Softmax ||
       Probs->getType().getRank() != 4 || Match.V->getType().getRank() != 4 ||
@@ -383,7 +430,10 @@ bool FuseAttentionPass::match(Node &Root, AttentionMatch &Match) const {
     return false;
   Match.Replaced.insert(Softmax);
 
-  Value *Masked = skipCasts(Softmax->getOperand(0), Match.Replaced);
+  Value *Masked = Softmax->getOperand(0);
+  if (Match.SoftmaxPrecision)
+    Masked = Masked->getDefiningNode()->getOperand(0); // The widening Cast.
+  Masked = skipCasts(Masked, Match.Replaced);
   const TensorType &ScoresType = Masked->getType();
   Node *MaskNode = Masked->getDefiningNode();
   Value *Scores = Masked;
@@ -603,6 +653,8 @@ void FuseAttentionPass::rewrite(Graph &G, Node &Root,
 
   AttrDict Attrs;
   Attrs.set("scale", Attribute::getFloat(Match.Scale));
+  if (Match.SoftmaxPrecision)
+    Attrs.set("softmax_precision", Attribute::getInt(*Match.SoftmaxPrecision));
   SmallVector<Value *, 4> Operands = {Match.Q, K, Match.V};
   if (Match.Causal) {
     Attrs.set("is_causal", Attribute::getInt(1));
