@@ -180,6 +180,40 @@ struct LossPlan {
 llvm::Expected<LossPlan> planLoss(const KernelArgs &A, unsigned Logits,
                                   unsigned Labels);
 
+//===----------------------------------------------------------------------===//
+// Attention and rotary embedding (OpShapesAttention.cpp)
+//===----------------------------------------------------------------------===//
+
+/// ONNX Attention's sizes: Q [B, Hq, Sq, D], K [B, Hkv, Skv, D], V [B, Hkv,
+/// Skv, Dv] (or 3-D [B, S, H * D] with q_num_heads and kv_num_heads), P
+/// rows of past_key and past_value before K and V.
+struct AttentionPlan {
+  int64_t B = 0, Hq = 0, Hkv = 0, Sq = 0, Skv = 0, P = 0, D = 0, Dv = 0;
+  bool ThreeD = false;
+};
+/// From operands 0-2 (Q, K, V) and 4-5 (the cache); checks no result.
+llvm::Expected<AttentionPlan> planAttention(const KernelArgs &A);
+
+/// attn_mask (operand 3) broadcast to [B, Hq, Sq, Len], Len <= P + Skv (the
+/// keys after it are masked): its element strides there.
+struct AttentionMaskPlan {
+  bool Present = false;
+  int64_t Len = 0;
+  Shape Strides;
+};
+llvm::Expected<AttentionMaskPlan> planAttentionMask(const KernelArgs &A,
+                                                    const AttentionPlan &S);
+
+/// RotaryEmbedding(X, cos, sin, position_ids?): X [B, H, S, D] or [B, S,
+/// H * D] (num_heads); the first R entries of each head rotate; caches
+/// [max position, R / 2] with i64 position ids [B, S], or [B, S, R / 2].
+/// Checks result 0 against X's shape.
+struct RotaryPlan {
+  int64_t B = 0, S = 0, H = 0, D = 0, R = 0;
+  bool ThreeD = false, Interleaved = false, HasPositions = false;
+};
+llvm::Expected<RotaryPlan> planRotary(const KernelArgs &A);
+
 } // namespace autopar
 
 #endif // AUTOPAR_RUNTIME_OPSHAPES_H

@@ -24,6 +24,7 @@
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
+#include "runtime/OpShapes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -51,10 +52,7 @@ struct HeadRows {
   }
 };
 
-struct AttentionShapes {
-  int64_t B = 0, Hq = 0, Hkv = 0, Sq = 0, Skv = 0, P = 0, D = 0, Dv = 0;
-  bool ThreeD = false;
-};
+using AttentionShapes = AttentionPlan;
 
 } // namespace
 
@@ -63,58 +61,7 @@ static Expected<AttentionShapes> getShapes(const KernelArgs &A) {
     if (A.has(I))
       if (Error E = A.checkType(I, {ElementType::F32}))
         return E;
-  const Tensor &QT = A.In[Q], &KT = A.In[K], &VT = A.In[V];
-  AttentionShapes S;
-  unsigned Rank = QT.getRank();
-  if ((Rank != 3 && Rank != 4) || KT.getRank() != Rank || VT.getRank() != Rank)
-    return A.error("Q, K and V must all have rank 3 or all rank 4");
-  S.ThreeD = Rank == 3;
-  S.B = QT.getDim(0);
-  if (S.ThreeD) {
-    S.Hq = A.intAttr("q_num_heads", 0);
-    S.Hkv = A.intAttr("kv_num_heads", 0);
-    if (S.Hq <= 0 || S.Hkv <= 0 || QT.getDim(2) % S.Hq ||
-        KT.getDim(2) % S.Hkv || VT.getDim(2) % S.Hkv)
-      return A.error("3-D Q, K and V need 'q_num_heads' and 'kv_num_heads' "
-                     "that divide their hidden sizes");
-    S.Sq = QT.getDim(1);
-    S.Skv = KT.getDim(1);
-    S.D = QT.getDim(2) / S.Hq;
-    S.Dv = VT.getDim(2) / S.Hkv;
-    if (KT.getDim(2) / S.Hkv != S.D || VT.getDim(1) != S.Skv)
-      return A.error("K and V do not match Q's heads and sequence");
-  } else {
-    S.Hq = QT.getDim(1);
-    S.Hkv = KT.getDim(1);
-    S.Sq = QT.getDim(2);
-    S.Skv = KT.getDim(2);
-    S.D = QT.getDim(3);
-    S.Dv = VT.getDim(3);
-    if (KT.getDim(3) != S.D || VT.getDim(1) != S.Hkv || VT.getDim(2) != S.Skv)
-      return A.error("K " + KT.getTypeString() + " and V " +
-                     VT.getTypeString() + " do not match Q " +
-                     QT.getTypeString());
-  }
-  if (KT.getDim(0) != S.B || VT.getDim(0) != S.B)
-    return A.error("Q, K and V have different batch sizes");
-  if (S.Hkv == 0 || S.Hq % S.Hkv)
-    return A.error("the " + Twine(S.Hq) +
-                   " query heads are not a multiple of "
-                   "the " +
-                   Twine(S.Hkv) + " key/value heads");
-  if (A.has(PastKey) != A.has(PastValue))
-    return A.error("past_key and past_value must be given together");
-  if (A.has(PastKey)) {
-    const Tensor &PK = A.In[PastKey], &PV = A.In[PastValue];
-    if (PK.getRank() != 4 || PV.getRank() != 4)
-      return A.error("past_key and past_value must have rank 4");
-    S.P = PK.getDim(2);
-    if (PK.getShape() != ArrayRef<int64_t>{S.B, S.Hkv, S.P, S.D} ||
-        PV.getShape() != ArrayRef<int64_t>{S.B, S.Hkv, S.P, S.Dv})
-      return A.error("past_key " + PK.getTypeString() + " or past_value " +
-                     PV.getTypeString() + " does not match K and V");
-  }
-  return S;
+  return planAttention(A);
 }
 
 /// The bias of one query row (T entries) from is_causal and attn_mask.
@@ -126,22 +73,13 @@ public:
   Error init() {
     if (!A.has(Mask))
       return Error::success();
-    const Tensor &M = A.In[Mask];
     if (Error E = A.checkType(Mask, {ElementType::Bool, ElementType::F32}))
       return E;
-    int64_t T = S.P + S.Skv;
-    if (M.getRank() == 0 || M.getRank() > 4 || M.getShape().back() > T)
-      return A.error("attn_mask " + M.getTypeString() +
-                     " does not broadcast to [batch, q heads, q sequence, " +
-                     Twine(T) + "]");
-    MaskLen = M.getShape().back();
-    Shape Target{S.B, S.Hq, S.Sq, MaskLen};
-    std::optional<Shape> Joint = broadcastShapes({M.getShape(), Target});
-    if (!Joint || *Joint != Target)
-      return A.error("attn_mask " + M.getTypeString() +
-                     " does not broadcast to [batch, q heads, q sequence, " +
-                     Twine(T) + "]");
-    Strides = getBroadcastStrides(M.getShape(), Target);
+    Expected<AttentionMaskPlan> M = planAttentionMask(A, S);
+    if (!M)
+      return M.takeError();
+    MaskLen = M->Len;
+    Strides = std::move(M->Strides);
     return Error::success();
   }
 

@@ -13,6 +13,7 @@
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
+#include "runtime/OpShapes.h"
 
 #include <algorithm>
 
@@ -23,56 +24,17 @@ Error autopar::runRotaryEmbedding(const KernelArgs &A) {
   for (unsigned I : {0u, 1u, 2u})
     if (Error E = A.checkType(I, {ElementType::F32}))
       return E;
-  const Tensor &X = A.In[0], &Cos = A.In[1], &Sin = A.In[2];
-  if (Error E = A.checkShape(0, X.getShape()))
-    return E;
   if (Error E = A.checkResultType(0, {ElementType::F32}))
     return E;
-  if (X.getRank() != 3 && X.getRank() != 4)
-    return A.error("X " + X.getTypeString() + " must have rank 3 or 4");
-  bool ThreeD = X.getRank() == 3;
-  int64_t B = X.getDim(0), H, S, D;
-  if (ThreeD) {
-    H = A.intAttr("num_heads", 0);
-    if (H <= 0 || X.getDim(2) % H)
-      return A.error("3-D X needs a 'num_heads' that divides " +
-                     Twine(X.getDim(2)));
-    S = X.getDim(1);
-    D = X.getDim(2) / H;
-  } else {
-    H = X.getDim(1);
-    S = X.getDim(2);
-    D = X.getDim(3);
-  }
-  int64_t R = A.intAttr("rotary_embedding_dim", 0);
-  if (R == 0)
-    R = D;
-  if (R < 0 || R % 2 || R > D)
-    return A.error("the rotary dimension " + Twine(R) +
-                   " must be even and at most the head size " + Twine(D));
+  Expected<RotaryPlan> Plan = planRotary(A);
+  if (!Plan)
+    return Plan.takeError();
+  const Tensor &X = A.In[0], &Cos = A.In[1], &Sin = A.In[2];
+  int64_t B = Plan->B, H = Plan->H, S = Plan->S, D = Plan->D, R = Plan->R;
   int64_t Half = R / 2;
-  bool Interleaved = A.intAttr("interleaved", 0);
-  bool HasPositions = A.has(3);
-  if (Cos.getShape() != Sin.getShape() ||
-      Cos.getRank() != (HasPositions ? 2u : 3u) ||
-      Cos.getShape().back() != Half)
-    return A.error("cos_cache " + Cos.getTypeString() + " and sin_cache " +
-                   Sin.getTypeString() + " must be [" +
-                   (HasPositions ? "max position" : "batch, sequence") + ", " +
-                   Twine(Half) + "]");
-  if (!HasPositions && (Cos.getDim(0) != B || Cos.getDim(1) != S))
-    return A.error("cos_cache " + Cos.getTypeString() +
-                   " must match X's batch and sequence");
-  const int64_t *Positions = nullptr;
-  if (HasPositions) {
-    const Tensor &P = A.In[3];
-    if (Error E = A.checkType(3, {ElementType::I64}))
-      return E;
-    if (P.getShape() != ArrayRef<int64_t>{B, S})
-      return A.error("position_ids " + P.getTypeString() + " must be [" +
-                     Twine(B) + ", " + Twine(S) + "]");
-    Positions = P.data<int64_t>();
-  }
+  bool ThreeD = Plan->ThreeD, Interleaved = Plan->Interleaved;
+  const int64_t *Positions =
+      Plan->HasPositions ? A.In[3].data<int64_t>() : nullptr;
   const float *XD = X.data<float>();
   float *YD = A.Out[0].data<float>();
   for (int64_t Bi = 0; Bi != B; ++Bi)

@@ -25,6 +25,7 @@
 #include "runtime/cuda/CudaOpSupport.h"
 
 #include "ir/Graph.h"
+#include "runtime/OpShapes.h"
 
 #include <cmath>
 
@@ -33,88 +34,60 @@ using namespace autopar::cuda;
 using namespace llvm;
 
 namespace {
-
 enum : unsigned { Q, K, V, Mask, PastKey, PastValue };
-
-struct Shapes {
-  int64_t B = 0, Hq = 0, Hkv = 0, Sq = 0, Skv = 0, D = 0, Dv = 0;
-  /// Query heads per key/value head.
-  int64_t Rep() const { return Hq / Hkv; }
-};
-
 } // namespace
 
-/// Q, K, V (operands First..First+2) and what the CUDA kernel takes.
-static Expected<Shapes> getShapes(const KernelArgs &A, unsigned First) {
-  const Tensor &QT = A.In[First + Q], &KT = A.In[First + K],
-               &VT = A.In[First + V];
-  if (QT.getRank() != 4 || KT.getRank() != 4 || VT.getRank() != 4)
-    return A.error("the CUDA kernel takes 4-D Q, K and V only");
-  if (A.has(First + PastKey) || A.has(First + PastValue))
-    return A.error("the CUDA kernel takes no past_key or past_value");
-  if (A.floatAttr("softcap", 0) > 0)
-    return A.error("the CUDA kernel does not support softcap");
+using Shapes = AttentionPlan;
+
+/// Query heads per key/value head.
+static int64_t rep(const Shapes &S) { return S.Hq / S.Hkv; }
+
+/// Fwd's Q, K and V (its operands as the forward's: AttentionGrad's start
+/// at 1) when the CUDA kernel takes them: runtime/OpShapes.h's plan, 4-D,
+/// no cache or softcap, one float type.
+static Expected<Shapes> getShapes(const KernelArgs &Fwd) {
+  const Tensor &QT = Fwd.In[Q], &KT = Fwd.In[K], &VT = Fwd.In[V];
+  if (QT.getRank() != 4)
+    return Fwd.error("the CUDA kernel takes 4-D Q, K and V only");
+  if (Fwd.has(PastKey) || Fwd.has(PastValue))
+    return Fwd.error("the CUDA kernel takes no past_key or past_value");
+  if (Fwd.floatAttr("softcap", 0) > 0)
+    return Fwd.error("the CUDA kernel does not support softcap");
   ElementType Elem = QT.getElementType();
   if (!isCudaFloat(Elem))
-    return typeError(A, "Q", QT, "f32, f16, bf16");
-  for (unsigned I : {First + K, First + V})
-    if (A.In[I].getElementType() != Elem)
-      return A.error("Q " + QT.getTypeString() + ", K " + KT.getTypeString() +
+    return typeError(Fwd, "Q", QT, "f32, f16, bf16");
+  if (KT.getElementType() != Elem || VT.getElementType() != Elem)
+    return Fwd.error("Q " + QT.getTypeString() + ", K " + KT.getTypeString() +
                      " and V " + VT.getTypeString() +
                      " differ in type; the CUDA kernel takes one type");
-  Shapes S;
-  S.B = QT.getDim(0);
-  S.Hq = QT.getDim(1);
-  S.Sq = QT.getDim(2);
-  S.D = QT.getDim(3);
-  S.Hkv = KT.getDim(1);
-  S.Skv = KT.getDim(2);
-  S.Dv = VT.getDim(3);
-  if (KT.getDim(0) != S.B || VT.getDim(0) != S.B || KT.getDim(3) != S.D ||
-      VT.getDim(1) != S.Hkv || VT.getDim(2) != S.Skv)
-    return A.error("K " + KT.getTypeString() + " and V " + VT.getTypeString() +
-                   " do not match Q " + QT.getTypeString());
-  if (S.Hkv == 0 || S.Hq % S.Hkv)
-    return A.error("the " + Twine(S.Hq) +
-                   " query heads are not a multiple of the " + Twine(S.Hkv) +
-                   " key/value heads");
-  return S;
+  return planAttention(Fwd);
 }
 
-/// The row kernels' view of is_causal and attn_mask (operand MaskIndex).
+/// The row kernels' view of is_causal and Fwd's attn_mask.
 static Expected<std::pair<AttentionRows, AttentionMask>>
-getMask(const KernelArgs &A, const Shapes &S, unsigned MaskIndex) {
+getMask(const KernelArgs &Fwd, const Shapes &S) {
   AttentionRows R;
   R.Hq = S.Hq;
   R.Sq = S.Sq;
   R.T = S.Skv;
-  R.Causal = A.intAttr("is_causal", 0) != 0;
+  R.Causal = Fwd.intAttr("is_causal", 0) != 0;
   AttentionMask M;
-  if (!A.has(MaskIndex))
+  if (!Fwd.has(Mask))
     return std::make_pair(R, M);
-  const Tensor &MT = A.In[MaskIndex];
+  const Tensor &MT = Fwd.In[Mask];
   ElementType Elem = MT.getElementType();
   if (Elem != ElementType::Bool && !isCudaFloat(Elem))
-    return typeError(A, "attn_mask", MT, "bool, f32, f16, bf16");
-  std::string Target = "[" + std::to_string(S.B) + ", " + std::to_string(S.Hq) +
-                       ", " + std::to_string(S.Sq) + ", " +
-                       std::to_string(S.Skv) + "]";
-  if (MT.getRank() == 0 || MT.getRank() > 4 || MT.getShape().back() > S.Skv)
-    return A.error("attn_mask " + MT.getTypeString() +
-                   " does not broadcast to " + Target);
-  M.Len = MT.getShape().back();
-  Shape Full{S.B, S.Hq, S.Sq, M.Len};
-  std::optional<Shape> Joint = broadcastShapes({MT.getShape(), Full});
-  if (!Joint || *Joint != Full)
-    return A.error("attn_mask " + MT.getTypeString() +
-                   " does not broadcast to " + Target);
-  Shape St = getBroadcastStrides(MT.getShape(), Full);
+    return typeError(Fwd, "attn_mask", MT, "bool, f32, f16, bf16");
+  Expected<AttentionMaskPlan> Plan = planAttentionMask(Fwd, S);
+  if (!Plan)
+    return Plan.takeError();
   M.T = Elem == ElementType::Bool ? DType::Bool : dt(MT);
   M.Data = MT.getData();
-  M.StrideB = St[0];
-  M.StrideH = St[1];
-  M.StrideI = St[2];
-  M.StrideJ = St[3];
+  M.Len = Plan->Len;
+  M.StrideB = Plan->Strides[0];
+  M.StrideH = Plan->Strides[1];
+  M.StrideI = Plan->Strides[2];
+  M.StrideJ = Plan->Strides[3];
   return std::make_pair(R, M);
 }
 
@@ -143,13 +116,13 @@ static Error groupProduct(const KernelArgs &A, CudaContext &C, const Shapes &S,
 
 /// Scale * Q K^T into Scores, then the masked softmax in place: P.
 static Error computeProbabilities(const KernelArgs &A, CudaContext &C,
-                                  const Shapes &S, const Tensor &QT,
-                                  const Tensor &KT, double Scale,
-                                  unsigned MaskIndex, const Tensor &Scores) {
-  if (Error E = groupProduct(A, C, S, false, true, S.Rep() * S.Sq, S.Skv, S.D,
-                             float(Scale), QT.getData(), KT.getData(), Scores))
+                                  const KernelArgs &Fwd, const Shapes &S,
+                                  double Scale, const Tensor &Scores) {
+  if (Error E = groupProduct(A, C, S, false, true, rep(S) * S.Sq, S.Skv, S.D,
+                             float(Scale), Fwd.In[Q].getData(),
+                             Fwd.In[K].getData(), Scores))
     return E;
-  auto Mask = getMask(A, S, MaskIndex);
+  auto Mask = getMask(Fwd, S);
   if (!Mask)
     return Mask.takeError();
   return launched(A, attentionSoftmax(dt(Scores), Scores.getData(),
@@ -158,7 +131,7 @@ static Error computeProbabilities(const KernelArgs &A, CudaContext &C,
 }
 
 Error cuda::runAttention(const KernelArgs &A, CudaContext &C) {
-  Expected<Shapes> SOr = getShapes(A, 0);
+  Expected<Shapes> SOr = getShapes(A);
   if (!SOr)
     return SOr.takeError();
   const Shapes &S = *SOr;
@@ -178,16 +151,17 @@ Error cuda::runAttention(const KernelArgs &A, CudaContext &C) {
   if (!P)
     return P.takeError();
   double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
-  if (Error E = computeProbabilities(A, C, S, QT, A.In[K], Scale, Mask, *P))
+  if (Error E = computeProbabilities(A, C, A, S, Scale, *P))
     return E;
   // Y = P V over each group's rows.
-  return groupProduct(A, C, S, false, false, S.Rep() * S.Sq, S.Dv, S.Skv, 1,
+  return groupProduct(A, C, S, false, false, rep(S) * S.Sq, S.Dv, S.Skv, 1,
                       P->getData(), VT.getData(), Y);
 }
 
 Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
   // Operands: dY, then the forward's Q, K, V and attn_mask.
-  Expected<Shapes> SOr = getShapes(A, 1);
+  KernelArgs Fwd{A.N, A.In.drop_front(1), {}};
+  Expected<Shapes> SOr = getShapes(Fwd);
   if (!SOr)
     return SOr.takeError();
   const Shapes &S = *SOr;
@@ -212,9 +186,9 @@ Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
   if (!DS)
     return DS.takeError();
   double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
-  if (Error E = computeProbabilities(A, C, S, QT, KT, Scale, 1 + Mask, *P))
+  if (Error E = computeProbabilities(A, C, Fwd, S, Scale, *P))
     return E;
-  int64_t Rows = S.Rep() * S.Sq;
+  int64_t Rows = rep(S) * S.Sq;
   const Tensor &DQ = A.Out[0], &DK = A.Out[1], &DV = A.Out[2];
   // dV = P^T dY: [Skv, Rows] x [Rows, Dv].
   if (Error E = groupProduct(A, C, S, true, false, S.Skv, S.Dv, Rows, 1,
@@ -244,54 +218,22 @@ Error cuda::runRotaryEmbedding(const KernelArgs &A, CudaContext &C) {
   if (Error E = checkFloatResult(A, 0))
     return E;
   const Tensor &X = A.In[0], &Cos = A.In[1], &Sin = A.In[2], &Y = A.Out[0];
-  if (Error E = A.checkShape(0, X.getShape()))
-    return E;
-  if (X.getRank() != 3 && X.getRank() != 4)
-    return A.error("X " + X.getTypeString() + " must have rank 3 or 4");
-  RotaryShape Sh;
-  Sh.ThreeD = X.getRank() == 3;
-  Sh.B = X.getDim(0);
-  if (Sh.ThreeD) {
-    Sh.H = A.intAttr("num_heads", 0);
-    if (Sh.H <= 0 || X.getDim(2) % Sh.H)
-      return A.error("3-D X needs a 'num_heads' that divides " +
-                     Twine(X.getDim(2)));
-    Sh.S = X.getDim(1);
-    Sh.D = X.getDim(2) / Sh.H;
-  } else {
-    Sh.H = X.getDim(1);
-    Sh.S = X.getDim(2);
-    Sh.D = X.getDim(3);
-  }
-  Sh.R = A.intAttr("rotary_embedding_dim", 0);
-  if (Sh.R == 0)
-    Sh.R = Sh.D;
-  if (Sh.R < 0 || Sh.R % 2 || Sh.R > Sh.D)
-    return A.error("the rotary dimension " + Twine(Sh.R) +
-                   " must be even and at most the head size " + Twine(Sh.D));
-  Sh.Interleaved = A.intAttr("interleaved", 0) != 0;
-  int64_t Half = Sh.R / 2;
-  bool HasPositions = A.has(3);
-  if (Cos.getShape() != Sin.getShape() ||
-      Cos.getElementType() != Sin.getElementType() ||
-      Cos.getRank() != (HasPositions ? 2u : 3u) ||
-      Cos.getShape().back() != Half)
+  if (Cos.getElementType() != Sin.getElementType())
     return A.error("cos_cache " + Cos.getTypeString() + " and sin_cache " +
-                   Sin.getTypeString() + " must be [" +
-                   (HasPositions ? "max position" : "batch, sequence") + ", " +
-                   Twine(Half) + "] of one type");
-  if (!HasPositions && (Cos.getDim(0) != Sh.B || Cos.getDim(1) != Sh.S))
-    return A.error("cos_cache " + Cos.getTypeString() +
-                   " must match X's batch and sequence");
-  const int64_t *Positions = nullptr;
-  if (HasPositions) {
-    const Tensor &P = A.In[3];
-    if (P.getElementType() != ElementType::I64 ||
-        P.getShape() != ArrayRef<int64_t>{Sh.B, Sh.S})
-      return A.error("position_ids " + P.getTypeString() + " must be i64[" +
-                     Twine(Sh.B) + ", " + Twine(Sh.S) + "]");
-    Positions = P.data<int64_t>();
-  }
+                   Sin.getTypeString() + " differ in type");
+  Expected<RotaryPlan> Plan = planRotary(A);
+  if (!Plan)
+    return Plan.takeError();
+  RotaryShape Sh;
+  Sh.B = Plan->B;
+  Sh.S = Plan->S;
+  Sh.H = Plan->H;
+  Sh.D = Plan->D;
+  Sh.R = Plan->R;
+  Sh.ThreeD = Plan->ThreeD;
+  Sh.Interleaved = Plan->Interleaved;
+  const int64_t *Positions =
+      Plan->HasPositions ? A.In[3].data<int64_t>() : nullptr;
   int Code = C.getErrorCode(A.N, "a position id is outside the caches' " +
                                      Twine(Cos.getDim(0)) + " positions");
   return launched(A, rotaryEmbedding(dt(X), X.getData(), dt(Cos), Cos.getData(),
