@@ -55,6 +55,12 @@ std::string autopar::renderDeepSpeedConfig(const PlanRecord &R) {
         J.attributeObject("fp16", [&] { J.attribute("enabled", true); });
       J.attributeObject("zero_optimization", [&] {
         J.attribute("stage", P.ZeroStage);
+        // ZeRO's reductions overlap the backward as the plan was priced;
+        // without overlap ZeRO-3 does not prefetch parameters either.
+        if (P.ZeroStage >= 1)
+          J.attribute("overlap_comm", P.DpOverlap);
+        if (P.ZeroStage == 3 && !P.DpOverlap)
+          J.attribute("stage3_prefetch_bucket_size", 0);
         if (P.Offload != OffloadKind::None)
           writeOffload(J, "offload_optimizer", P.Offload);
         if (offloadsParameters(P.Offload))

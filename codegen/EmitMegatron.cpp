@@ -94,6 +94,14 @@ std::string autopar::renderMegatronArgs(const PlanRecord &R) {
      << "--global-batch-size " << R.GlobalBatch << "\n";
   if (P.ZeroStage >= 1)
     OS << "--use-distributed-optimizer\n";
+  // The gradient reduction overlaps the backward (and the distributed
+  // optimizer's parameter all-gather the next forward) as the plan was
+  // priced; Megatron-LM's default is neither.
+  if (P.DpOverlap && P.DP > 1) {
+    OS << "--overlap-grad-reduce\n";
+    if (P.ZeroStage >= 1)
+      OS << "--overlap-param-gather\n";
+  }
   if (P.ZeroStage == 3)
     OS << "# ZeRO-3: the distributed optimizer shards optimizer state and "
           "gradients only; parameters stay replicated in Megatron-LM\n";

@@ -24,7 +24,8 @@ std::string autopar::describePlan(const PlanRecord &R) {
      << " recompute=" << getRecomputeName(P.Recomputation)
      << " offload=" << getOffloadName(P.Offload) << " "
      << getPrecisionName(P.TrainPrecision)
-     << " attention=" << getAttentionKernelName(P.Attention);
+     << " attention=" << getAttentionKernelName(P.Attention)
+     << (P.DpOverlap ? "" : " dp-overlap=off");
   return OS.str();
 }
 

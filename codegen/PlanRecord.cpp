@@ -273,6 +273,9 @@ Expected<PlanRecord> autopar::parsePlanJSON(StringRef Text,
                       "is '" + Name + "', expected flash or materialized");
     RP.Attention = *Kernel;
   }
+  if (P.get("dp_overlap"))
+    if (Error E = Rd.boolean(P, "plan.", "dp_overlap", RP.DpOverlap))
+      return E;
   if (Error E = Rd.integers(P, "plan.", "stage_layers", 0, RP.StageLayers))
     return E;
   if (Error E = Rd.number(P, "plan.", "step_time_s", RP.StepTimeSeconds))

@@ -69,6 +69,9 @@ struct PlanRecord {
     Precision TrainPrecision = Precision::BF16;
     /// Plans written before it was recorded priced materialized attention.
     AttentionKernel Attention = AttentionKernel::Materialized;
+    /// Data-parallel communication overlapped with compute; plans written
+    /// before it was recorded were priced with it on.
+    bool DpOverlap = true;
     /// Units per virtual stage, embedding and head units included.
     std::vector<int64_t> StageLayers;
     /// Predicted seconds per step.

@@ -73,9 +73,10 @@ using CalibrationFn = std::shared_ptr<const GemmCalibration> (*)();
 DeviceSpec
 makeDevice(StringRef Name, uint64_t MemoryBytes, FlopsRow Flops,
            double HbmBytesPerSec, double HbmEfficiency, unsigned ComputeUnits,
-           double GemmEfficiency, double KernelLaunchSec, unsigned GpusPerNode,
-           LinkLevel IntraNode, LinkLevel InterNode, LinkLevel HostLink,
-           LinkLevel Nvme, double CollectiveLatencySec,
+           double GemmEfficiency, double GemmEfficiencyMax,
+           double SustainedFraction, double KernelLaunchSec,
+           unsigned GpusPerNode, LinkLevel IntraNode, LinkLevel InterNode,
+           LinkLevel HostLink, LinkLevel Nvme, double CollectiveLatencySec,
            CollectiveProtocols Protocols, CalibrationFn Calibration) {
   DeviceSpec D;
   D.Name = Name.str();
@@ -86,6 +87,8 @@ makeDevice(StringRef Name, uint64_t MemoryBytes, FlopsRow Flops,
   D.HbmEfficiency = HbmEfficiency;
   D.ComputeUnits = ComputeUnits;
   D.GemmEfficiency = GemmEfficiency;
+  D.GemmEfficiencyMax = GemmEfficiencyMax;
+  D.SustainedFraction = SustainedFraction;
   D.KernelLaunchSec = KernelLaunchSec;
   D.DefaultGpusPerNode = GpusPerNode;
   D.IntraNode = IntraNode;
@@ -110,14 +113,15 @@ llvm::ArrayRef<DeviceSpec> autopar::getDeviceCatalog() {
 #define LINK(BytesPerSec, LatencySec)                                          \
   LinkLevel { BytesPerSec, LatencySec }
 #define DEVICE(Id, Name, MemoryBytes, Flops, HbmBytesPerSec, HbmEfficiency,    \
-               ComputeUnits, GemmEfficiency, KernelLaunchSec, GpusPerNode,     \
-               IntraNode, InterNode, HostLink, Nvme, CollectiveLatencySec,     \
-               Protocols, Calibration)                                         \
-  Devices.push_back(                                                           \
-      makeDevice(Name, MemoryBytes, Flops, HbmBytesPerSec, HbmEfficiency,      \
-                 ComputeUnits, GemmEfficiency, KernelLaunchSec, GpusPerNode,   \
-                 IntraNode, InterNode, HostLink, Nvme, CollectiveLatencySec,   \
-                 CollectiveProtocols::Protocols, Calibration));
+               ComputeUnits, GemmEfficiency, GemmEfficiencyMax,                \
+               SustainedFraction, KernelLaunchSec, GpusPerNode, IntraNode,     \
+               InterNode, HostLink, Nvme, CollectiveLatencySec, Protocols,     \
+               Calibration)                                                    \
+  Devices.push_back(makeDevice(                                                \
+      Name, MemoryBytes, Flops, HbmBytesPerSec, HbmEfficiency, ComputeUnits,   \
+      GemmEfficiency, GemmEfficiencyMax, SustainedFraction, KernelLaunchSec,   \
+      GpusPerNode, IntraNode, InterNode, HostLink, Nvme, CollectiveLatencySec, \
+      CollectiveProtocols::Protocols, Calibration));
 #include "cost/Devices.def"
 #undef DEVICE
 #undef LINK
@@ -384,7 +388,17 @@ static Error readDevice(FileReader &R, const llvm::json::Object &Top,
   if (Units < 1 || Units > 1000000)
     return R.error("compute_units", "expected 1 to 1000000");
   D.ComputeUnits = Units;
+  // A file's own asymptote is not capped by its base's measured maximum
+  // unless it gives one too.
+  if (Top.get("gemm_efficiency"))
+    D.GemmEfficiencyMax = 1;
   if (Error E = R.number(Top, "", "gemm_efficiency", D.GemmEfficiency,
+                         FileReader::Fraction))
+    return E;
+  if (Error E = R.number(Top, "", "gemm_efficiency_max", D.GemmEfficiencyMax,
+                         FileReader::Fraction))
+    return E;
+  if (Error E = R.number(Top, "", "sustained_fraction", D.SustainedFraction,
                          FileReader::Fraction))
     return E;
   if (Error E = R.number(Top, "", "kernel_launch_s", D.KernelLaunchSec,
@@ -456,8 +470,9 @@ Expected<Cluster> autopar::parseClusterJSON(StringRef Text, StringRef FileName,
           *Top, "",
           {"base", "name", "num_gpus", "gpus_per_node", "memory_bytes",
            "peak_flops", "hbm_bytes_per_s", "hbm_efficiency", "compute_units",
-           "gemm_efficiency", "kernel_launch_s", "collective_latency_s",
-           "collective_protocols", "links", "gemm_calibration"}))
+           "gemm_efficiency", "gemm_efficiency_max", "sustained_fraction",
+           "kernel_launch_s", "collective_latency_s", "collective_protocols",
+           "links", "gemm_calibration"}))
     return E;
 
   Cluster C;
@@ -546,6 +561,8 @@ llvm::json::Value autopar::clusterToJSON(const Cluster &C) {
       {"hbm_efficiency", D.HbmEfficiency},
       {"compute_units", int64_t(D.ComputeUnits)},
       {"gemm_efficiency", D.GemmEfficiency},
+      {"gemm_efficiency_max", D.GemmEfficiencyMax},
+      {"sustained_fraction", D.SustainedFraction},
       {"kernel_launch_s", D.KernelLaunchSec},
       {"collective_latency_s", C.CollectiveLatencySec},
       {"collective_protocols", getCollectiveProtocolsName(D.Protocols)},

@@ -76,6 +76,17 @@ struct DeviceSpec {
   /// The fraction of peak a large, well-shaped GEMM approaches (the GEMM
   /// model's asymptote, docs/CostModel.md "GEMM efficiency").
   double GemmEfficiency = 1;
+  /// The most any shape reaches: the measured maximum (MAMF is a maximum
+  /// over a sweep of shapes), which larger shapes than the one that reached
+  /// it do not exceed; 1 for none.
+  double GemmEfficiencyMax = 1;
+  /// The fraction of their isolated rates (the GEMM model, achievable
+  /// memory bandwidth) that kernels sustain inside a training step: clocks
+  /// under sustained power, caches and SMs shared with communication,
+  /// launch gaps, the framework's own work. Fitted to published runs
+  /// (Devices.def); 1 where measured in place (`cpu`). Op times are divided
+  /// by it; collectives have their own measured bandwidths and are not.
+  double SustainedFraction = 1;
   /// Fixed cost of one kernel (launch gap, prologue); the analytic GEMM
   /// model adds it, and per-op costs can.
   double KernelLaunchSec = 0;

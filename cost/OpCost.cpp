@@ -275,27 +275,37 @@ void costAttention(const Node &N, const OpLoops &Loops, LoopSplit Split,
   // Materialized: Q K^T writes the scores S; one kernel scales, masks and
   // normalizes them (reads S and the mask, writes the probabilities); P V
   // reads them. Backward: dV and dP read P and write dP, the softmax's
-  // backward reads P and dP and writes dS, dQ and dK read dS.
+  // backward reads P and dP and writes dS, dQ and dK read dS. A dropout is
+  // its own kernel each way (Megatron-LM's: the fused scale-mask-softmax
+  // does not drop): forward it reads P and writes the dropped P and a byte
+  // of mask per score, backward it reads dP and the mask and writes dP.
   double S = double(Batch) * Sq * Skv * getPrecisionBytes(P);
   double Q = In[0], K = In[1], V = In[2], Mask = In[3];
-  C.FwdBytes = IO + 4 * S;
-  C.FwdSeconds =
-      Kernel(QK, Q + K + S) + Kernel(0, 2 * S + Mask) + Kernel(PV, S + V + Out);
+  const Attribute *Drop = N.getAttr("dropout");
+  double DropPass =
+      Drop && Drop->isa(Attribute::Kind::Float) && Drop->getFloat() > 0
+          ? 2 * S + double(Batch) * Sq * Skv
+          : 0;
+  C.FwdBytes = IO + 4 * S + DropPass;
+  C.FwdSeconds = Kernel(QK, Q + K + S) + Kernel(0, 2 * S + Mask) +
+                 (DropPass > 0 ? Kernel(0, DropPass) : 0) +
+                 Kernel(PV, S + V + Out);
   if (!Grad)
     return;
-  C.BwdBytes = 2 * (S + Out + V) + 3 * S + 2 * (S + Q + K);
+  C.BwdBytes = 2 * (S + Out + V) + 3 * S + 2 * (S + Q + K) + DropPass;
   C.BwdSeconds = Kernel(DV, S + Out + V) + Kernel(DP, S + Out + V) +
-                 Kernel(0, 3 * S) + Kernel(DQ, S + Q + K) +
-                 Kernel(DK, S + Q + K);
+                 (DropPass > 0 ? Kernel(0, DropPass) : 0) + Kernel(0, 3 * S) +
+                 Kernel(DQ, S + Q + K) + Kernel(DK, S + Q + K);
 }
 
 } // namespace
 
-NodeCost autopar::getNodeCost(const Node &N,
-                              const std::optional<OpLoops> &Loops,
-                              LoopSplit Split, const DeviceSpec &Device,
-                              const CostSettings &Settings,
-                              const GradientFlow &Flow) {
+/// The node's cost at its kernels' isolated rates.
+static NodeCost getIsolatedCost(const Node &N,
+                                const std::optional<OpLoops> &Loops,
+                                LoopSplit Split, const DeviceSpec &Device,
+                                const CostSettings &Settings,
+                                const GradientFlow &Flow) {
   NodeCost C;
   if (!Loops)
     Split = LoopSplit();
@@ -357,5 +367,20 @@ NodeCost autopar::getNodeCost(const Node &N,
   C.FwdSeconds = Time(FwdCompute, C.FwdBytes);
   if (AnyGrad)
     C.BwdSeconds = Time(BwdCompute, C.BwdBytes);
+  return C;
+}
+
+NodeCost autopar::getNodeCost(const Node &N,
+                              const std::optional<OpLoops> &Loops,
+                              LoopSplit Split, const DeviceSpec &Device,
+                              const CostSettings &Settings,
+                              const GradientFlow &Flow) {
+  NodeCost C = getIsolatedCost(N, Loops, Split, Device, Settings, Flow);
+  // Inside a training step kernels sustain a fraction of their isolated
+  // rates (cost/Cluster.h, DeviceSpec::SustainedFraction).
+  if (Device.SustainedFraction > 0) {
+    C.FwdSeconds /= Device.SustainedFraction;
+    C.BwdSeconds /= Device.SustainedFraction;
+  }
   return C;
 }

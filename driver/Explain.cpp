@@ -58,6 +58,8 @@ Error autopar::applyWhatIf(PlanConfig &C, StringRef WhatIf, unsigned NumGpus,
     C.TrainPrecision = *F->TrainPrecision;
   if (F->Attention)
     C.Attention = *F->Attention;
+  if (F->DpOverlap)
+    C.DpOverlap = *F->DpOverlap;
   if (F->Schedule && *F->Schedule != ScheduleKind::Interleaved)
     C.VPP = 1;
   if (C.TP * C.PP == 0 || NumGpus % (C.TP * C.PP))

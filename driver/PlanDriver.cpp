@@ -249,6 +249,7 @@ static Expected<std::pair<PlanConfig, int64_t>> readGivenPlan(StringRef Path) {
   C.Offload = P.Offload;
   C.TrainPrecision = P.TrainPrecision;
   C.Attention = P.Attention;
+  C.DpOverlap = P.DpOverlap;
   for (int64_t U : P.StageLayers)
     C.StageUnits.push_back(unsigned(U));
   return std::make_pair(C, R->GlobalBatch);
@@ -621,6 +622,7 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
                  : Fixes->Attention
                      ? *Fixes->Attention
                      : defaultAttentionKernel(Cl->Device, SO.TrainPrecision);
+  SO.DpOverlap = Given ? Given->DpOverlap : Fixes->DpOverlap.value_or(true);
   CostSettings Settings;
   Settings.Compute = SO.TrainPrecision;
   Settings.Attention = SO.Attention;

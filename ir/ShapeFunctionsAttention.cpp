@@ -12,6 +12,7 @@
 #include "ir/ShapeFunctions.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace autopar;
@@ -74,6 +75,12 @@ Error checkAttentionAttrs(const ShapeContext &Ctx) {
       return Ctx.error("'softmax_precision' must be a float type (1, 10, 11 "
                        "or 16), got " +
                        Twine(P));
+  }
+  if (const Attribute *Dropout = Ctx.getAttr("dropout")) {
+    double Ratio = Dropout->getFloat();
+    if (!(Ratio >= 0 && Ratio < 1))
+      return Ctx.error("'dropout' must be in [0, 1), got " +
+                       Twine(llvm::formatv("{0}", Ratio).str()));
   }
   return Error::success();
 }

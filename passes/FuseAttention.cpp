@@ -10,17 +10,21 @@
 //          | Where(c, -inf, scores)  a bool mask that keeps where c is false,
 //          | Where(c, scores, -inf)  or where c is true
 //   probs  = Softmax(scores, axis = -1)
+//   probs  = Dropout(probs, ratio, training_mode)    optional
 //   Y      = MatMul(probs, V)
 //
 // becomes Attention(Q, K, V, mask?) {scale = the product of the factors,
-// is_causal?}. No-op Casts (to the operand's own type) may sit between the
-// steps. The scale may be applied to the scores, to Q, to K before or after
-// its Transpose, or to several of them (GPT-2 Megatron divides Q and K by the
-// fourth root of the head size); each factor is a scalar constant, and the
-// scale always precedes the mask. The Transpose swaps the last two dimensions
-// of K; another permutation (K still [batch, sequence, heads, size], so that
-// the Transpose also moves the heads) gets a new Transpose that brings K to
-// [batch, heads, sequence, size]. K and V repeated for grouped-query
+// is_causal?, dropout?}. A Dropout with constant ratio and mode whose mask
+// is unused is folded in: in training mode as autopar's `dropout` attribute
+// (Megatron-LM's and FlashAttention's attention dropout), in inference mode
+// as the identity it is. No-op Casts (to the operand's own type) may sit
+// between the steps. The scale may be applied to the scores, to Q, to K before
+// or after its Transpose, or to several of them (GPT-2 Megatron divides Q and K
+// by the fourth root of the head size); each factor is a scalar constant, and
+// the scale always precedes the mask. The Transpose swaps the last two
+// dimensions of K; another permutation (K still [batch, sequence, heads, size],
+// so that the Transpose also moves the heads) gets a new Transpose that brings
+// K to [batch, heads, sequence, size]. K and V repeated for grouped-query
 // attention, Reshape(Expand(Unsqueeze(x, 2))) as the llama export writes
 // repeat_interleave, are replaced by the unrepeated x, which is the repetition
 // Attention itself applies.
@@ -100,6 +104,8 @@ struct AttentionMatch {
   bool Causal = false;
   /// The softmax ran in a wider float (ONNX's type code), between Casts.
   std::optional<int64_t> SoftmaxPrecision;
+  /// The training-mode dropout ratio on the probabilities (0: none).
+  double Dropout = 0;
   SetVector<Node *> Replaced;
 };
 
@@ -415,11 +421,42 @@ static Value *skipWidenedSoftmax(Value *Probs, std::optional<int64_t> &Code,
   return Wide;
 }
 
+/// When Probs is Dropout(P, ratio, training_mode) whose mask nobody reads,
+/// with a constant ratio and mode (ONNX's defaults when absent: 0.5, and
+/// inference, where it is the identity): records it, sets Ratio in training
+/// mode and returns P; Probs otherwise.
+static Value *skipDropout(Value *Probs, double &Ratio,
+                          SetVector<Node *> &Replaced) {
+  Node *D = Probs->getDefiningNode();
+  if (!isSingleUse(Probs) || !D || D->getOp() != OpId::Dropout ||
+      (D->getNumResults() > 1 && D->getResult(1) && D->getResult(1)->hasUses()))
+    return Probs;
+  double R = 0.5;
+  if (D->getNumOperands() > 1 && D->getOperand(1)) {
+    std::optional<double> C = getScalarFloat(D->getOperand(1));
+    if (!C || !(*C >= 0 && *C < 1))
+      return Probs;
+    R = *C;
+  }
+  bool Training = false;
+  if (D->getNumOperands() > 2 && D->getOperand(2)) {
+    const DenseTensor *T = getConstantValue(D->getOperand(2));
+    if (!T || T->isFloat() || T->size() != 1)
+      return Probs;
+    Training = T->getInts()[0] != 0;
+  }
+  Replaced.insert(D);
+  Ratio = Training ? R : 0;
+  return D->getOperand(0);
+}
+
 bool FuseAttentionPass::match(Node &Root, AttentionMatch &Match) const {
   Match.V = Root.getOperand(1);
-  Value *Probs =
-      skipWidenedSoftmax(skipCasts(Root.getOperand(0), Match.Replaced),
-                         Match.SoftmaxPrecision, Match.Replaced);
+  Value *Probs = skipWidenedSoftmax(
+      skipCasts(skipDropout(skipCasts(Root.getOperand(0), Match.Replaced),
+                            Match.Dropout, Match.Replaced),
+                Match.Replaced),
+      Match.SoftmaxPrecision, Match.Replaced);
   Node *Softmax = Probs->getDefiningNode();
   if (!isSingleUse(Probs) || !Softmax || Softmax->getOp() != OpId::Softmax ||
       Probs->getType().getRank() != 4 || Match.V->getType().getRank() != 4 ||
@@ -655,6 +692,8 @@ void FuseAttentionPass::rewrite(Graph &G, Node &Root,
   Attrs.set("scale", Attribute::getFloat(Match.Scale));
   if (Match.SoftmaxPrecision)
     Attrs.set("softmax_precision", Attribute::getInt(*Match.SoftmaxPrecision));
+  if (Match.Dropout > 0)
+    Attrs.set("dropout", Attribute::getFloat(Match.Dropout));
   SmallVector<Value *, 4> Operands = {Match.Q, K, Match.V};
   if (Match.Causal) {
     Attrs.set("is_causal", Attribute::getInt(1));

@@ -480,6 +480,10 @@ static Error fusedGrad(Rule &R) {
     if (const Attribute *Cap = N.getAttr("softcap"))
       if (Cap->getFloat() != 0)
         return R.fail("no gradient rule with softcap");
+    // As for Dropout in training mode: no kernel draws the mask.
+    if (const Attribute *Drop = N.getAttr("dropout"))
+      if (Drop->getFloat() != 0)
+        return R.fail("no gradient rule with dropout in training mode");
     Grad = OpId::AttentionGrad;
     Operands.append({R.operand(0), R.operand(1), R.operand(2)});
     Operands.push_back(N.getNumOperands() > 3 ? N.getOperand(3) : nullptr);

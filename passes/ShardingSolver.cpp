@@ -517,7 +517,9 @@ double Solver::lossSeconds(const Entry &E, int Layout, Breakdown &B,
   double Local = Layout == LayoutReplicated ? Elements : Elements / Degree;
   // Softmax and its gradient over fp32 logits: read, write, read.
   double Bandwidth = P.Cl->Device.achievableHbmBytesPerSec();
-  double Seconds = Bandwidth > 0 ? 3 * 4 * Local / Bandwidth : 0;
+  double Seconds =
+      Bandwidth > 0 ? 3 * 4 * Local / Bandwidth / P.Cl->Device.SustainedFraction
+                    : 0;
   if (Layout != LayoutReplicated) {
     B.count(Collective::AllReduce, 3);
     double Each =

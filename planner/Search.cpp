@@ -115,10 +115,17 @@ Expected<PlanFixes> PlanFixes::parse(StringRef Text) {
       if (!F.Attention)
         E = error("--fix attention=" + Val +
                   ": expected flash or materialized");
+    } else if (Key == "dp-overlap") {
+      if (Val == "on" || Val == "true" || Val == "1")
+        F.DpOverlap = true;
+      else if (Val == "off" || Val == "false" || Val == "0")
+        F.DpOverlap = false;
+      else
+        E = error("--fix dp-overlap=" + Val + ": expected on or off");
     } else {
       E = error("--fix: unknown key '" + Key +
                 "' (keys: tp, pp, dp, vpp, mbs, schedule, zero, recompute, "
-                "sp, offload, precision, attention)");
+                "sp, offload, precision, attention, dp-overlap)");
     }
     if (E)
       return E;
@@ -135,7 +142,8 @@ std::string PlanConfig::str() const {
      << ",sp=" << (SequenceParallel ? "on" : "off")
      << ",offload=" << getOffloadName(Offload)
      << ",precision=" << getPrecisionName(TrainPrecision)
-     << ",attention=" << getAttentionKernelName(Attention);
+     << ",attention=" << getAttentionKernelName(Attention)
+     << ",dp-overlap=" << (DpOverlap ? "on" : "off");
   return OS.str();
 }
 
@@ -515,7 +523,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
                                 : Kinds[unsigned(Collective::ReduceScatter)] +
                                       Kinds[unsigned(Collective::AllGather)];
       // Buckets reduce while the last micro-batch's backward runs.
-      Exposed = O.OverlapGradReduce ? std::max(0.0, Sync - RankBwd) : Sync;
+      Exposed = C.DpOverlap ? std::max(0.0, Sync - RankBwd) : Sync;
     }
     // ZeRO-3 (Rajbhandari et al. 2020, section 5.3): each micro-batch
     // gathers the weights before its forward and again before its
@@ -537,11 +545,14 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
         Fetch = Link > 0 ? WeightBytes / C.DP / Link : 0;
         Down = Link > 0 ? GradBytes / C.DP / Link : 0;
       }
-      double FwdExposed = std::max(0.0, Gather + Fetch - RankFwd);
+      // Without overlap every gather and reduce-scatter waits.
+      double Hide = C.DpOverlap ? 1 : 0;
+      double FwdExposed = std::max(0.0, Gather + Fetch - Hide * RankFwd);
       double BwdExposed =
-          std::max(0.0, Gather + Scatter + Fetch + Down - RankBwd);
-      Exposed += C.MicroBatches * (std::max(0.0, Gather - RankFwd) +
-                                   std::max(0.0, Gather + Scatter - RankBwd));
+          std::max(0.0, Gather + Scatter + Fetch + Down - Hide * RankBwd);
+      Exposed +=
+          C.MicroBatches * (std::max(0.0, Gather - Hide * RankFwd) +
+                            std::max(0.0, Gather + Scatter - Hide * RankBwd));
       Offload = C.MicroBatches * (FwdExposed + BwdExposed) - Exposed;
     }
     ModelStateConfig MS;
@@ -781,6 +792,7 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                     C.Offload = Off;
                     C.TrainPrecision = O.TrainPrecision;
                     C.Attention = O.Attention;
+                    C.DpOverlap = O.DpOverlap;
                     Expected<std::optional<Plan>> P = E.evaluate(C, Bound());
                     if (O.Progress && (++Tried & 255) == 0)
                       O.Progress(E.Evaluated);
@@ -845,6 +857,7 @@ json::Object autopar::planToJSON(const Plan &P) {
       {"sequence_parallel", C.SequenceParallel},
       {"precision", getPrecisionName(C.TrainPrecision)},
       {"attention", getAttentionKernelName(C.Attention)},
+      {"dp_overlap", C.DpOverlap},
       {"stage_layers", std::move(Stages)},
       {"step_time_s", R.StepSeconds},
       {"tokens_per_s", R.TokensPerSecond},

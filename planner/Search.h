@@ -42,6 +42,7 @@ struct PlanFixes {
   std::optional<OffloadKind> Offload;
   std::optional<Precision> TrainPrecision;
   std::optional<AttentionKernel> Attention;
+  std::optional<bool> DpOverlap;
 
   /// Parses `key=value` pairs separated by commas; errors name the key and
   /// list the valid values.
@@ -64,10 +65,9 @@ struct SearchOptions {
   /// How attention runs (not searched either: Fixed.Attention, else
   /// defaultAttentionKernel). The profile's cost settings must agree.
   AttentionKernel Attention = AttentionKernel::Materialized;
-  /// Overlap the data-parallel gradient reduction with the backward of the
-  /// last micro-batch (Megatron-LM --overlap-grad-reduce, DeepSpeed
-  /// overlap_comm).
-  bool OverlapGradReduce = true;
+  /// Whether data-parallel communication overlaps compute (not searched
+  /// either, overlapping never loses: Fixed.DpOverlap, else on).
+  bool DpOverlap = true;
   /// Overlap sends between pipeline stages with compute (Megatron-LM
   /// --overlap-p2p-communication); otherwise they block both ranks.
   bool OverlapP2P = false;
@@ -98,6 +98,14 @@ struct PlanConfig {
   Precision TrainPrecision = Precision::BF16;
   /// flash: fused attention kernels; materialized: scores in memory.
   AttentionKernel Attention = AttentionKernel::Materialized;
+  /// Data-parallel communication overlapped with compute: the gradient
+  /// reduction (ZeRO's reduce-scatter and all-gather) with the last
+  /// micro-batch's backward (Megatron-LM --overlap-grad-reduce and
+  /// --overlap-param-gather, DeepSpeed overlap_comm), and ZeRO-3's gathers
+  /// prefetched behind compute. Off: each waits for the compute before it
+  /// and delays what follows (Megatron-LM's default, and all it did before
+  /// 2023).
+  bool DpOverlap = true;
   /// Units per virtual stage, in model order (PP * VPP entries).
   std::vector<unsigned> StageUnits;
 

@@ -153,6 +153,8 @@ static void writePresent(const KernelArgs &A, const AttentionShapes &S,
 }
 
 Error autopar::runAttention(const KernelArgs &A) {
+  if (A.floatAttr("dropout", 0) > 0)
+    return A.error("training-mode dropout has no CPU kernel");
   Expected<AttentionShapes> Shapes = getShapes(A);
   if (!Shapes)
     return Shapes.takeError();

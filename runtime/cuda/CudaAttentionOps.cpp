@@ -53,6 +53,8 @@ static Expected<Shapes> getShapes(const KernelArgs &Fwd) {
     return Fwd.error("the CUDA kernel takes no past_key or past_value");
   if (Fwd.floatAttr("softcap", 0) > 0)
     return Fwd.error("the CUDA kernel does not support softcap");
+  if (Fwd.floatAttr("dropout", 0) > 0)
+    return Fwd.error("training-mode dropout has no CUDA kernel");
   ElementType Elem = QT.getElementType();
   if (!isCudaFloat(Elem))
     return typeError(Fwd, "Q", QT, "f32, f16, bf16");

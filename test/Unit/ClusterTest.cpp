@@ -253,7 +253,9 @@ TEST(ClusterTest, FileErrorsNameTheFileAndKey) {
             "my.json: 'bandwidth': unknown key; valid keys: base, name, "
             "num_gpus, gpus_per_node, memory_bytes, peak_flops, "
             "hbm_bytes_per_s, hbm_efficiency, compute_units, gemm_efficiency, "
-            "kernel_launch_s, collective_latency_s, collective_protocols, "
+            "gemm_efficiency_max, sustained_fraction, kernel_launch_s, "
+            "collective_latency_s, "
+            "collective_protocols, "
             "links, gemm_calibration");
   EXPECT_EQ(Err(R"({"base": "h100", "collective_protocols": "ring"})"),
             "my.json: 'collective_protocols': expected \"nccl\" (NCCL's LL, "
@@ -273,6 +275,10 @@ TEST(ClusterTest, FileErrorsNameTheFileAndKey) {
             "my.json: 'peak_flops.bf16': expected a positive number");
   EXPECT_EQ(Err(R"({"base": "h100", "num_gpus": 8, "gemm_efficiency": 1.5})"),
             "my.json: 'gemm_efficiency': expected a number in (0, 1]");
+  EXPECT_EQ(Err(R"({"base": "h100", "num_gpus": 8, "sustained_fraction": 0})"),
+            "my.json: 'sustained_fraction': expected a number in (0, 1]");
+  EXPECT_EQ(Err(R"({"base": "h100", "num_gpus": 8, "gemm_efficiency_max": 2})"),
+            "my.json: 'gemm_efficiency_max': expected a number in (0, 1]");
   EXPECT_EQ(Err(R"({"base": "h100", "num_gpus": 8, "links": []})"),
             "my.json: 'links': expected an object");
   EXPECT_EQ(Err(R"({"base": "h100", "num_gpus": "8"})"),

@@ -253,6 +253,22 @@ graph @g(%q: f32[2, 2, 5, 4], %k: f32[2, 2, 5, 4], %v: f32[2, 2, 5, 4]) {
                                               }));
 }
 
+TEST(RuntimeKernels, AttentionDropoutInTrainingIsAnError) {
+  // fuse-attention folds a training-mode Dropout into the ratio; no kernel
+  // draws its mask, so running it is an error, not a silent identity.
+  std::string Error;
+  std::vector<float> X(16, 0.5f);
+  runProgram(R"(
+graph @g(%q: f32[1, 1, 4, 4]) {
+  %y = Attention(%q, %q, %q) {dropout = 0.1} : f32[1, 1, 4, 4]
+  return %y
+})",
+             {f32({1, 1, 4, 4}, X)}, &Error);
+  EXPECT_NE(Error.find("training-mode dropout has no CPU kernel"),
+            std::string::npos)
+      << Error;
+}
+
 TEST(RuntimeKernels, GroupedQueryAttentionWithMasks) {
   Random R(7);
   const int B = 1, Hq = 4, Hkv = 2, S = 3, T = 4, D = 2, Dv = 3;

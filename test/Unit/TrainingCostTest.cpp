@@ -35,6 +35,9 @@ namespace {
 struct GptShape {
   int64_t B, S, H, A, V, L;
   bool FusedAttention = false;
+  /// The fused Attention drops its probabilities (fuse-attention's form of
+  /// the unfused graph's Dropout).
+  bool AttentionDropout = false;
 };
 
 /// One layer in the text form; %x{I} in, %x{I+1} out.
@@ -51,7 +54,11 @@ std::string layerText(const GptShape &G, int I) {
   %kt_{0} = Transpose(%kr_{0}) {perm = [0, 2, 1, 3]} : f32[{B}, {A}, {S}, {D}]
   %vt_{0} = Transpose(%vr_{0}) {perm = [0, 2, 1, 3]} : f32[{B}, {A}, {S}, {D}]
 )";
-  if (G.FusedAttention)
+  if (G.FusedAttention && G.AttentionDropout)
+    T +=
+        R"(  %ctx_{0} = Attention(%qt_{0}, %kt_{0}, %vt_{0}) {dropout = 0.1, is_causal = 1} : f32[{B}, {A}, {S}, {D}]
+)";
+  else if (G.FusedAttention)
     T +=
         R"(  %ctx_{0} = Attention(%qt_{0}, %kt_{0}, %vt_{0}) {is_causal = 1} : f32[{B}, {A}, {S}, {D}]
 )";
@@ -280,6 +287,18 @@ TEST(TrainingCost, KorthikantiActivationsPerLayer) {
   }
   double Full = layerActivationBytes(M, 1, false, Recompute::Full, Bf16);
   EXPECT_NEAR(Full / (2 * sbh), 1.0, Tolerance);
+
+  // fuse-attention's Attention {dropout} keeps what the unfused softmax and
+  // dropout kept: the probabilities, the mask and the dropped probabilities.
+  GptShape FG = G;
+  FG.FusedAttention = FG.AttentionDropout = true;
+  GptModel FM(FG);
+  ASSERT_TRUE(FM.ok());
+  for (int64_t T : {1, 8}) {
+    double Fused = layerActivationBytes(FM, T, false, Recompute::None, Bf16);
+    EXPECT_NEAR(Fused / (sbh * (10 + 24.0 / T + 5 * as_h / T)), 1.0, Tolerance)
+        << "t=" << T;
+  }
 }
 
 TEST(TrainingCost, SelectiveRecomputationDropsTheAttentionCore) {
@@ -431,7 +450,8 @@ TEST(TrainingCost, AttentionKernelsFlashAndMaterialized) {
   %v = Add(%x, %pv) : f32[1, 16, 2048, 128]
   %causal = Attention(%q, %k, %v) {is_causal = 1} : f32[1, 16, 2048, 128]
   %full = Attention(%q, %k, %v) : f32[1, 16, 2048, 128]
-  return %causal, %full
+  %dropped = Attention(%q, %k, %v) {dropout = 0.1} : f32[1, 16, 2048, 128]
+  return %causal, %full, %dropped
 }
 )";
   SourceMgr SM;
@@ -439,14 +459,18 @@ TEST(TrainingCost, AttentionKernelsFlashAndMaterialized) {
   ASSERT_TRUE(M && M->getGraphs().size() == 1);
   Graph &G = *M->getGraphs().front();
   GradientFlow Flow(G);
+  // The kernels' isolated rates; the sustained fraction is checked last.
   DeviceSpec Device = *lookupDevice("a100-80gb");
+  Device.SustainedFraction = 1;
   CostSettings Mat, Flash;
   Flash.Attention = AttentionKernel::Flash;
-  const Node *Causal = nullptr, *Full = nullptr;
+  const Node *Causal = nullptr, *Full = nullptr, *Dropped = nullptr;
   for (const Node &N : G.getNodes())
-    if (N.getOp() == OpId::Attention)
-      (N.getResult(0)->getName() == "causal" ? Causal : Full) = &N;
-  ASSERT_TRUE(Causal && Full);
+    if (N.getOp() == OpId::Attention) {
+      StringRef Name = N.getResult(0)->getName();
+      (Name == "causal" ? Causal : Name == "full" ? Full : Dropped) = &N;
+    }
+  ASSERT_TRUE(Causal && Full && Dropped);
   auto Cost = [&](const Node *N, const CostSettings &S) {
     return getNodeCost(*N, getOpLoops(*N), {}, Device, S, Flow);
   };
@@ -473,6 +497,27 @@ TEST(TrainingCost, AttentionKernelsFlashAndMaterialized) {
   // Backward: five products (Q K^T again, dV, dP, dQ, dK) to forward's two.
   EXPECT_NEAR(F1.BwdSeconds / F1.FwdSeconds, 2.5, 0.2);
   EXPECT_GT(M1.BwdSeconds, F1.BwdSeconds);
+
+  // Dropout on materialized probabilities is one more kernel each way (it
+  // reads P, writes the dropped P and a byte of mask per score); flash
+  // drops inside its kernel.
+  NodeCost MD = Cost(Dropped, Mat);
+  double Pass = 2 * S + S / 2;
+  EXPECT_DOUBLE_EQ(MD.FwdBytes, M1.FwdBytes + Pass);
+  EXPECT_DOUBLE_EQ(MD.BwdBytes, M1.BwdBytes + Pass);
+  EXPECT_NEAR(MD.FwdSeconds - M1.FwdSeconds, Pass / Bw + Device.KernelLaunchSec,
+              1e-12);
+  EXPECT_DOUBLE_EQ(MD.FwdFlops, M1.FwdFlops);
+  EXPECT_DOUBLE_EQ(Cost(Dropped, Flash).FwdSeconds, F1.FwdSeconds);
+
+  // Inside a training step every kernel runs at the device's sustained
+  // fraction of its isolated rate.
+  DeviceSpec InStep = *lookupDevice("a100-80gb");
+  ASSERT_LT(InStep.SustainedFraction, 1);
+  NodeCost Slow = getNodeCost(*Full, getOpLoops(*Full), {}, InStep, Mat, Flow);
+  EXPECT_DOUBLE_EQ(Slow.FwdSeconds * InStep.SustainedFraction, M1.FwdSeconds);
+  EXPECT_DOUBLE_EQ(Slow.BwdSeconds * InStep.SustainedFraction, M1.BwdSeconds);
+  EXPECT_DOUBLE_EQ(Slow.FwdFlops, M1.FwdFlops);
 }
 
 TEST(TrainingCost, GradientFlowSkipsDataAndIntegers) {
