@@ -220,12 +220,16 @@ static void printCollective(raw_ostream &OS, const Node &N,
 }
 
 /// Unit RU's ops on one rank: cost and kept bytes, then their collectives.
-static void printOps(raw_ostream &OS, ModelProfile &Profile,
+static void printOps(raw_ostream &OS, ModelProfile &Profile, const Cluster &Cl,
                      const PlanConfig &C, RankUnit RU) {
   OS << "ops of stage " << RU.Stage << " layer "
      << Profile.getUnits()[RU.Unit].Layer
      << " on one rank, one micro-batch: split, time, bytes kept for "
         "backward; the collectives at each\n";
+  // Op times are the kernels' isolated rates divided by this.
+  if (Cl.Device.SustainedFraction != 1)
+    OS << "  (kernel times at " << format("%.4g", Cl.Device.SustainedFraction)
+       << " of their isolated rates, the device's sustained fraction)\n";
   Expected<std::vector<OpCostDetail>> Ops =
       Profile.getOpCosts(RU.Unit, C.TP, C.SequenceParallel, C.MicroBatch);
   if (!Ops) {
@@ -279,5 +283,5 @@ void autopar::printExplanation(raw_ostream &OS, const Plan &P,
   std::vector<RankUnit> Mine = unitsOfRank(C, Busiest, Costs.size());
   printLayers(OS, C, Profile.getUnits(), Costs, Mine, Busiest);
   if (!Mine.empty())
-    printOps(OS, Profile, C, representativeUnit(Mine, Costs.size()));
+    printOps(OS, Profile, Cl, C, representativeUnit(Mine, Costs.size()));
 }
