@@ -51,7 +51,8 @@ static cl::opt<int64_t>
 static cl::opt<std::string>
     Fix("fix",
         cl::desc("Pin choices, e.g. tp=8,pp=4,mbs=1,schedule=interleaved,"
-                 "vpp=2,zero=1,recompute=full,sp=on,offload=none"),
+                 "vpp=2,zero=1,recompute=full,sp=on,offload=none (also "
+                 "dp, precision, attention, dp-overlap)"),
         cl::value_desc("key=value,..."), cl::cat(Category));
 static cl::opt<unsigned> Top("top",
                              cl::desc("Show the K best plans (default 1)"),
