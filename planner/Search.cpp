@@ -61,6 +61,15 @@ Expected<PlanFixes> PlanFixes::parse(StringRef Text) {
       Out = V;
       return Error::success();
     };
+    auto OnOff = [&](std::optional<bool> &Out) -> Error {
+      if (Val == "on" || Val == "true" || Val == "1")
+        Out = true;
+      else if (Val == "off" || Val == "false" || Val == "0")
+        Out = false;
+      else
+        return error("--fix " + Key + "=" + Val + ": expected on or off");
+      return Error::success();
+    };
     Error E = Error::success();
     if (Key == "tp")
       E = Uint(F.TP);
@@ -92,12 +101,7 @@ Expected<PlanFixes> PlanFixes::parse(StringRef Text) {
         E = error("--fix recompute=" + Val +
                   ": expected none, selective or full");
     } else if (Key == "sp") {
-      if (Val == "on" || Val == "true" || Val == "1")
-        F.SequenceParallel = true;
-      else if (Val == "off" || Val == "false" || Val == "0")
-        F.SequenceParallel = false;
-      else
-        E = error("--fix sp=" + Val + ": expected on or off");
+      E = OnOff(F.SequenceParallel);
     } else if (Key == "offload") {
       F.Offload = parseOffloadName(Val);
       if (!F.Offload)
@@ -116,12 +120,7 @@ Expected<PlanFixes> PlanFixes::parse(StringRef Text) {
         E = error("--fix attention=" + Val +
                   ": expected flash or materialized");
     } else if (Key == "dp-overlap") {
-      if (Val == "on" || Val == "true" || Val == "1")
-        F.DpOverlap = true;
-      else if (Val == "off" || Val == "false" || Val == "0")
-        F.DpOverlap = false;
-      else
-        E = error("--fix dp-overlap=" + Val + ": expected on or off");
+      E = OnOff(F.DpOverlap);
     } else {
       E = error("--fix: unknown key '" + Key +
                 "' (keys: tp, pp, dp, vpp, mbs, schedule, zero, recompute, "
