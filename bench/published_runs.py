@@ -120,14 +120,13 @@ def pinned_fix(run):
     return fix + ("," + extra if extra else "")
 
 
-def fitted_errors(tmp, fraction=None):
-    errors = []
+def pinned_runs(tmp, fraction=None):
+    """Each fitted run with its pinned plan's prediction and error."""
     for run in NARAYANAN:
-        name, layers, hidden, heads, gpus, batch, _, _, published, _ = run
+        _, layers, hidden, heads, gpus, batch, _, _, published, _ = run
         d = plan(gpt(tmp, layers, hidden, heads), gpus, batch, pinned_fix(run),
                  fraction=fraction, tmp=tmp)
-        errors.append(d["hw_tflops_per_gpu"] / published - 1)
-    return errors
+        yield run, d, d["hw_tflops_per_gpu"] / published - 1
 
 
 def geomean_error(errors):
@@ -145,16 +144,14 @@ def main():
               ("run", "gpus", "pinned", "published", "predicted", "error",
                "free/pin", "free plan"))
         errors = []
-        for run in NARAYANAN:
+        for run, pinned, error in pinned_runs(tmp):
             (name, layers, hidden, heads, gpus, batch, tp, pp, published,
              _) = run
-            model = gpt(tmp, layers, hidden, heads)
-            pinned = plan(model, gpus, batch, pinned_fix(run))
-            error = pinned["hw_tflops_per_gpu"] / published - 1
             errors.append(error)
             ratio, free_plan = "", ""
             if name in CHECKED:
-                free = plan(model, gpus, batch, "attention=materialized")
+                free = plan(gpt(tmp, layers, hidden, heads), gpus, batch,
+                            "attention=materialized")
                 ratio = "%.3f" % (free["tokens_per_s"] /
                                   pinned["tokens_per_s"])
                 free_plan = describe(free)
@@ -200,7 +197,8 @@ def main():
             lo, hi = 0.5, 1.0
             for _ in range(10):
                 mid = (lo + hi) / 2
-                if geomean_error(fitted_errors(tmp, mid)) > 0:
+                errors = [e for _, _, e in pinned_runs(tmp, mid)]
+                if geomean_error(errors) > 0:
                     hi = mid
                 else:
                     lo = mid

@@ -183,12 +183,10 @@ void attentionSaved(const Node &N, const std::optional<OpLoops> &Loops,
   } else {
     // The probabilities, and with dropout its mask (a byte) and the dropped
     // probabilities: Korthikanti et al.'s 5as^2b in 16 bits.
-    const Attribute *Drop = N.getAttr("dropout");
-    bool Dropout =
-        Drop && Drop->isa(Attribute::Kind::Float) && Drop->getFloat() > 0;
     double Bytes = getPrecisionBytes(Settings.Compute);
     C.internal({0, 1, 2, 3}, B * Heads * Sq * Skv,
-               Dropout ? 2 * Bytes + 1 : Bytes, /*Core=*/true);
+               getAttentionDropout(N) > 0 ? 2 * Bytes + 1 : Bytes,
+               /*Core=*/true);
   }
 }
 

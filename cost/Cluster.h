@@ -110,6 +110,10 @@ struct DeviceSpec {
   double achievableHbmBytesPerSec() const {
     return HbmBytesPerSec * HbmEfficiency;
   }
+  /// A kernel's time inside a training step, from its time alone.
+  double inStepSeconds(double IsolatedSeconds) const {
+    return IsolatedSeconds / SustainedFraction;
+  }
 };
 
 /// The devices of Devices.def, in its order.

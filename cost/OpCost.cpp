@@ -67,6 +67,11 @@ StringRef autopar::getAttentionKernelName(AttentionKernel K) {
   return K == AttentionKernel::Flash ? "flash" : "materialized";
 }
 
+double autopar::getAttentionDropout(const Node &N) {
+  const Attribute *A = N.getAttr("dropout");
+  return A && A->isa(Attribute::Kind::Float) ? A->getFloat() : 0;
+}
+
 std::optional<AttentionKernel> autopar::parseAttentionKernel(StringRef Name) {
   if (Name == "flash")
     return AttentionKernel::Flash;
@@ -281,11 +286,8 @@ void costAttention(const Node &N, const OpLoops &Loops, LoopSplit Split,
   // of mask per score, backward it reads dP and the mask and writes dP.
   double S = double(Batch) * Sq * Skv * getPrecisionBytes(P);
   double Q = In[0], K = In[1], V = In[2], Mask = In[3];
-  const Attribute *Drop = N.getAttr("dropout");
   double DropPass =
-      Drop && Drop->isa(Attribute::Kind::Float) && Drop->getFloat() > 0
-          ? 2 * S + double(Batch) * Sq * Skv
-          : 0;
+      getAttentionDropout(N) > 0 ? 2 * S + double(Batch) * Sq * Skv : 0;
   C.FwdBytes = IO + 4 * S + DropPass;
   C.FwdSeconds = Kernel(QK, Q + K + S) + Kernel(0, 2 * S + Mask) +
                  (DropPass > 0 ? Kernel(0, DropPass) : 0) +
@@ -376,11 +378,7 @@ NodeCost autopar::getNodeCost(const Node &N,
                               const CostSettings &Settings,
                               const GradientFlow &Flow) {
   NodeCost C = getIsolatedCost(N, Loops, Split, Device, Settings, Flow);
-  // Inside a training step kernels sustain a fraction of their isolated
-  // rates (cost/Cluster.h, DeviceSpec::SustainedFraction).
-  if (Device.SustainedFraction > 0) {
-    C.FwdSeconds /= Device.SustainedFraction;
-    C.BwdSeconds /= Device.SustainedFraction;
-  }
+  C.FwdSeconds = Device.inStepSeconds(C.FwdSeconds);
+  C.BwdSeconds = Device.inStepSeconds(C.BwdSeconds);
   return C;
 }

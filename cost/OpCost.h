@@ -40,6 +40,9 @@ enum class AttentionKernel : uint8_t {
 };
 
 llvm::StringRef getAttentionKernelName(AttentionKernel K);
+/// An Attention's training-mode dropout ratio (fuse-attention's `dropout`;
+/// 0 without one).
+double getAttentionDropout(const Node &N);
 std::optional<AttentionKernel> parseAttentionKernel(llvm::StringRef Name);
 
 /// How training runs, as far as per-op costs care.

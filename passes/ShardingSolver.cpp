@@ -518,8 +518,7 @@ double Solver::lossSeconds(const Entry &E, int Layout, Breakdown &B,
   // Softmax and its gradient over fp32 logits: read, write, read.
   double Bandwidth = P.Cl->Device.achievableHbmBytesPerSec();
   double Seconds =
-      Bandwidth > 0 ? 3 * 4 * Local / Bandwidth / P.Cl->Device.SustainedFraction
-                    : 0;
+      Bandwidth > 0 ? P.Cl->Device.inStepSeconds(3 * 4 * Local / Bandwidth) : 0;
   if (Layout != LayoutReplicated) {
     B.count(Collective::AllReduce, 3);
     double Each =

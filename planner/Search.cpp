@@ -544,14 +544,15 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
         Fetch = Link > 0 ? WeightBytes / C.DP / Link : 0;
         Down = Link > 0 ? GradBytes / C.DP / Link : 0;
       }
-      // Without overlap every gather and reduce-scatter waits.
-      double Hide = C.DpOverlap ? 1 : 0;
-      double FwdExposed = std::max(0.0, Gather + Fetch - Hide * RankFwd);
+      // The compute each micro-batch's transfers hide behind: none without
+      // overlap, where every gather and reduce-scatter waits.
+      double FwdCover = C.DpOverlap ? RankFwd : 0,
+             BwdCover = C.DpOverlap ? RankBwd : 0;
+      double FwdExposed = std::max(0.0, Gather + Fetch - FwdCover);
       double BwdExposed =
-          std::max(0.0, Gather + Scatter + Fetch + Down - Hide * RankBwd);
-      Exposed +=
-          C.MicroBatches * (std::max(0.0, Gather - Hide * RankFwd) +
-                            std::max(0.0, Gather + Scatter - Hide * RankBwd));
+          std::max(0.0, Gather + Scatter + Fetch + Down - BwdCover);
+      Exposed += C.MicroBatches * (std::max(0.0, Gather - FwdCover) +
+                                   std::max(0.0, Gather + Scatter - BwdCover));
       Offload = C.MicroBatches * (FwdExposed + BwdExposed) - Exposed;
     }
     ModelStateConfig MS;

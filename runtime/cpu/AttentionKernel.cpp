@@ -52,11 +52,9 @@ struct HeadRows {
   }
 };
 
-using AttentionShapes = AttentionPlan;
-
 } // namespace
 
-static Expected<AttentionShapes> getShapes(const KernelArgs &A) {
+static Expected<AttentionPlan> getShapes(const KernelArgs &A) {
   for (unsigned I : {Q, K, V, PastKey, PastValue})
     if (A.has(I))
       if (Error E = A.checkType(I, {ElementType::F32}))
@@ -67,7 +65,7 @@ static Expected<AttentionShapes> getShapes(const KernelArgs &A) {
 /// The bias of one query row (T entries) from is_causal and attn_mask.
 class AttentionBias {
 public:
-  AttentionBias(const KernelArgs &A, const AttentionShapes &S)
+  AttentionBias(const KernelArgs &A, const AttentionPlan &S)
       : A(A), S(S), Causal(A.intAttr("is_causal", 0)) {}
 
   Error init() {
@@ -110,13 +108,13 @@ public:
 
 private:
   const KernelArgs &A;
-  const AttentionShapes &S;
+  const AttentionPlan &S;
   bool Causal;
   int64_t MaskLen = 0;
   Shape Strides;
 };
 
-static Error checkResults(const KernelArgs &A, const AttentionShapes &S) {
+static Error checkResults(const KernelArgs &A, const AttentionPlan &S) {
   int64_t T = S.P + S.Skv;
   Shape YShape =
       S.ThreeD ? Shape{S.B, S.Sq, S.Hq * S.Dv} : Shape{S.B, S.Hq, S.Sq, S.Dv};
@@ -136,7 +134,7 @@ static Error checkResults(const KernelArgs &A, const AttentionShapes &S) {
 }
 
 /// Writes present_key or present_value: the past rows, then the new ones.
-static void writePresent(const KernelArgs &A, const AttentionShapes &S,
+static void writePresent(const KernelArgs &A, const AttentionPlan &S,
                          unsigned Past, const HeadRows &New, unsigned Result) {
   if (!A.hasResult(Result))
     return;
@@ -155,10 +153,10 @@ static void writePresent(const KernelArgs &A, const AttentionShapes &S,
 Error autopar::runAttention(const KernelArgs &A) {
   if (A.floatAttr("dropout", 0) > 0)
     return A.error("training-mode dropout has no CPU kernel");
-  Expected<AttentionShapes> Shapes = getShapes(A);
+  Expected<AttentionPlan> Shapes = getShapes(A);
   if (!Shapes)
     return Shapes.takeError();
-  const AttentionShapes &S = *Shapes;
+  const AttentionPlan &S = *Shapes;
   if (Error E = checkResults(A, S))
     return E;
   AttentionBias Bias(A, S);
@@ -244,10 +242,10 @@ Error autopar::runAttention(const KernelArgs &A) {
 Error autopar::runAttentionGrad(const KernelArgs &A) {
   // The forward operands start at 1: Q, K, V, attn_mask.
   KernelArgs Fwd{A.N, A.In.drop_front(1), {}};
-  Expected<AttentionShapes> Shapes = getShapes(Fwd);
+  Expected<AttentionPlan> Shapes = getShapes(Fwd);
   if (!Shapes)
     return Shapes.takeError();
-  const AttentionShapes &S = *Shapes;
+  const AttentionPlan &S = *Shapes;
   if (S.ThreeD)
     return A.error("the gradient takes the 4-D form only");
   if (A.floatAttr("softcap", 0) > 0)
