@@ -31,35 +31,35 @@ static void writeOffload(json::OStream &J, StringRef Key, OffloadKind K) {
 }
 
 std::string autopar::renderDeepSpeedConfig(const PlanRecord &R) {
-  const auto &P = R.Plan;
+  const PlanConfig &P = R.Config;
   std::string S;
   raw_string_ostream OS(S);
   {
     json::OStream J(OS, 2);
     J.object([&] {
-      if (P.PP > 1 && P.ZeroStage >= 2)
+      if (P.PP > 1 && P.Zero >= 2)
         J.attribute("_comment",
                     "DeepSpeed's pipeline engine takes ZeRO stage 0 or 1: "
                     "this plan's ZeRO-" +
-                        std::to_string(P.ZeroStage) + " with " +
+                        std::to_string(P.Zero) + " with " +
                         std::to_string(P.PP) +
                         " pipeline stages runs under autopar-run; for "
                         "DeepSpeed, plan again with --fix zero=1");
       J.attribute("train_batch_size", R.GlobalBatch);
-      J.attribute("train_micro_batch_size_per_gpu", P.MicroBatchSize);
-      J.attribute("gradient_accumulation_steps", P.NumMicroBatches);
+      J.attribute("train_micro_batch_size_per_gpu", P.MicroBatch);
+      J.attribute("gradient_accumulation_steps", P.MicroBatches);
       // Mixed precision as the plan says; fp32 enables neither.
       if (P.TrainPrecision == Precision::BF16)
         J.attributeObject("bf16", [&] { J.attribute("enabled", true); });
       else if (P.TrainPrecision == Precision::FP16)
         J.attributeObject("fp16", [&] { J.attribute("enabled", true); });
       J.attributeObject("zero_optimization", [&] {
-        J.attribute("stage", P.ZeroStage);
+        J.attribute("stage", P.Zero);
         // ZeRO's reductions overlap the backward as the plan was priced;
         // without overlap ZeRO-3 does not prefetch parameters either.
-        if (P.ZeroStage >= 1)
+        if (P.Zero >= 1)
           J.attribute("overlap_comm", P.DpOverlap);
-        if (P.ZeroStage == 3 && !P.DpOverlap)
+        if (P.Zero == 3 && !P.DpOverlap)
           J.attribute("stage3_prefetch_bucket_size", 0);
         if (P.Offload != OffloadKind::None)
           writeOffload(J, "offload_optimizer", P.Offload);

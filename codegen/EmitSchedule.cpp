@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/LaunchFiles.h"
+#include "planner/Schedule.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -23,19 +24,20 @@ using namespace llvm;
 
 Expected<std::string> autopar::renderScheduleCSV(const PlanRecord &R) {
   PipelineSpec Spec;
-  Spec.Kind = R.Plan.Schedule;
-  Spec.Stages = unsigned(R.Plan.PP);
-  Spec.VirtualStages = unsigned(R.Plan.VPP);
-  Spec.MicroBatches = unsigned(R.Plan.NumMicroBatches);
+  Spec.Kind = R.Config.Schedule;
+  Spec.Stages = unsigned(R.Config.PP);
+  Spec.VirtualStages = unsigned(R.Config.VPP);
+  Spec.MicroBatches = unsigned(R.Config.MicroBatches);
   // Only the order matters here, not the times.
-  Spec.Forward.assign(size_t(R.Plan.PP * R.Plan.VPP), 1.0);
-  Spec.Backward.assign(size_t(R.Plan.PP * R.Plan.VPP), 2.0);
+  Spec.Forward.assign(size_t(R.Config.PP * R.Config.VPP), 1.0);
+  Spec.Backward.assign(size_t(R.Config.PP * R.Config.VPP), 2.0);
   Expected<std::vector<std::vector<std::string>>> Actions =
       getScheduleActions(Spec);
   if (!Actions)
     return Actions.takeError();
   // Add the transfers.
-  unsigned P = unsigned(R.Plan.PP), Stages = unsigned(R.Plan.PP * R.Plan.VPP);
+  unsigned P = unsigned(R.Config.PP),
+           Stages = unsigned(R.Config.PP * R.Config.VPP);
   std::vector<std::vector<std::string>> Rows;
   for (const std::vector<std::string> &Row : *Actions) {
     std::vector<std::string> Out;

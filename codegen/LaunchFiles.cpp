@@ -14,13 +14,12 @@ using namespace autopar;
 using namespace llvm;
 
 std::string autopar::describePlan(const PlanRecord &R) {
-  const auto &P = R.Plan;
+  const PlanConfig &P = R.Config;
   std::string S;
   raw_string_ostream OS(S);
   OS << "tp" << P.TP << " pp" << P.PP << " dp" << P.DP << " vpp" << P.VPP << " "
-     << getScheduleName(P.Schedule) << " mbs" << P.MicroBatchSize << " x"
-     << P.NumMicroBatches << " zero" << P.ZeroStage
-     << (P.SequenceParallel ? " sp" : "")
+     << getScheduleName(P.Schedule) << " mbs" << P.MicroBatch << " x"
+     << P.MicroBatches << " zero" << P.Zero << (P.SequenceParallel ? " sp" : "")
      << " recompute=" << getRecomputeName(P.Recomputation)
      << " offload=" << getOffloadName(P.Offload) << " "
      << getPrecisionName(P.TrainPrecision)
@@ -30,18 +29,18 @@ std::string autopar::describePlan(const PlanRecord &R) {
 }
 
 int64_t autopar::getNumNodes(const PlanRecord &R) {
-  if (R.Cluster.NumGpus <= R.Cluster.GpusPerNode)
+  if (R.NumGpus <= R.GpusPerNode)
     return 1;
-  return R.Cluster.NumGpus / R.Cluster.GpusPerNode;
+  return R.NumGpus / R.GpusPerNode;
 }
 
 int64_t autopar::getTasksPerNode(const PlanRecord &R) {
-  return R.Cluster.NumGpus / getNumNodes(R);
+  return R.NumGpus / getNumNodes(R);
 }
 
 Expected<std::vector<std::pair<std::string, std::string>>>
 autopar::renderLaunchFiles(const PlanRecord &R, StringRef LaunchDir) {
-  if (Error E = checkBatchInvariants(R))
+  if (Error E = checkPlanInvariants(R, R.FileName + ": "))
     return E;
   Expected<std::string> Schedule = renderScheduleCSV(R);
   if (!Schedule)

@@ -6,7 +6,7 @@
 // (EmitMegatron.cpp), DeepSpeed's configuration (EmitDeepSpeed.cpp),
 // torchtitan's overrides (EmitTorchtitan.cpp) and the pipeline schedule per
 // rank (EmitSchedule.cpp). The emitters assume a record that passed
-// checkBatchInvariants; renderLaunchFiles checks it first. Nothing here
+// checkPlanInvariants; renderLaunchFiles checks it first. Nothing here
 // writes files: the caller writes the (path, text) pairs all or nothing
 // (driver/OutputFiles.h). docs/Codegen.md describes each file and where its
 // flag names come from.
@@ -16,7 +16,7 @@
 #ifndef AUTOPAR_CODEGEN_LAUNCHFILES_H
 #define AUTOPAR_CODEGEN_LAUNCHFILES_H
 
-#include "codegen/PlanRecord.h"
+#include "ir/Plan.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -53,7 +53,7 @@ std::string renderTorchtitanArgs(const PlanRecord &R);
 /// action strings ("0F0", "0B0").
 llvm::Expected<std::string> renderScheduleCSV(const PlanRecord &R);
 
-/// Checks R (checkBatchInvariants) and renders every launch file as
+/// Checks R (checkPlanInvariants) and renders every launch file as
 /// (LaunchDir/name, text), in a fixed order: slurm.sbatch, mpirun.sh,
 /// megatron_args.txt, deepspeed.json, torchtitan.args, schedule.csv.
 llvm::Expected<std::vector<std::pair<std::string, std::string>>>

@@ -38,28 +38,6 @@
 using namespace autopar;
 using namespace llvm;
 
-StringRef autopar::getRecomputeName(Recompute R) {
-  switch (R) {
-  case Recompute::None:
-    return "none";
-  case Recompute::Selective:
-    return "selective";
-  case Recompute::Full:
-    return "full";
-  }
-  return "none";
-}
-
-std::optional<Recompute> autopar::parseRecompute(StringRef Name) {
-  if (Name == "none")
-    return Recompute::None;
-  if (Name == "selective")
-    return Recompute::Selective;
-  if (Name == "full")
-    return Recompute::Full;
-  return std::nullopt;
-}
-
 double SavedTensor::bytes(LoopSplit Split) const {
   double E = Elements;
   if (Split.Degree > 1 && is_contained(Loops, Split.Loop))

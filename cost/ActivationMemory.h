@@ -22,13 +22,7 @@
 
 namespace autopar {
 
-/// Activation recomputation (Korthikanti et al. 2022, section 5): none;
-/// selective recomputes the attention core (what scales with seq^2); full
-/// keeps only each layer's inputs and recomputes the layer in backward.
-enum class Recompute { None, Selective, Full };
-
-llvm::StringRef getRecomputeName(Recompute R);
-std::optional<Recompute> parseRecompute(llvm::StringRef Name);
+// Recompute and its names are the plan's (ir/Plan.h).
 
 /// One tensor a node's backward keeps.
 struct SavedTensor {

@@ -25,20 +25,6 @@ static Error makeError(const Twine &Message) {
 // Precisions
 //===----------------------------------------------------------------------===//
 
-static const char *const PrecisionNames[NumPrecisions] = {"fp32", "tf32",
-                                                          "bf16", "fp16"};
-
-StringRef autopar::getPrecisionName(Precision P) {
-  return PrecisionNames[static_cast<unsigned>(P)];
-}
-
-std::optional<Precision> autopar::parsePrecision(StringRef Name) {
-  for (unsigned P = 0; P < NumPrecisions; ++P)
-    if (Name == PrecisionNames[P])
-      return static_cast<Precision>(P);
-  return std::nullopt;
-}
-
 unsigned autopar::getPrecisionBytes(Precision P) {
   return P == Precision::BF16 || P == Precision::FP16 ? 2 : 4;
 }

@@ -18,6 +18,8 @@
 #ifndef AUTOPAR_COST_CLUSTER_H
 #define AUTOPAR_COST_CLUSTER_H
 
+#include "ir/Plan.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -30,14 +32,7 @@
 
 namespace autopar {
 
-/// Compute precision of a GEMM: what its tensor-core (or vector) units
-/// multiply in. TF32 reads and writes fp32 data.
-enum class Precision { FP32, TF32, BF16, FP16 };
-constexpr unsigned NumPrecisions = 4;
-
-/// "fp32", "tf32", "bf16", "fp16": the spelling of plan files and JSON.
-llvm::StringRef getPrecisionName(Precision P);
-std::optional<Precision> parsePrecision(llvm::StringRef Name);
+// Precision and its names are the plan's (ir/Plan.h).
 /// Bytes per element of the operands a GEMM of this precision reads.
 unsigned getPrecisionBytes(Precision P);
 

@@ -21,32 +21,6 @@ std::optional<OptimizerKind> autopar::parseOptimizerName(StringRef Name) {
   return std::nullopt;
 }
 
-StringRef autopar::getOffloadName(OffloadKind K) {
-  switch (K) {
-  case OffloadKind::None:
-    return "none";
-  case OffloadKind::OptimizerCpu:
-    return "optimizer-cpu";
-  case OffloadKind::OptimizerNvme:
-    return "optimizer-nvme";
-  case OffloadKind::AllCpu:
-    return "cpu";
-  case OffloadKind::AllNvme:
-    return "nvme";
-  }
-  return "none";
-}
-
-std::optional<OffloadKind> autopar::parseOffloadName(StringRef Name) {
-  return StringSwitch<std::optional<OffloadKind>>(Name)
-      .Case("none", OffloadKind::None)
-      .Case("optimizer-cpu", OffloadKind::OptimizerCpu)
-      .Case("optimizer-nvme", OffloadKind::OptimizerNvme)
-      .Case("cpu", OffloadKind::AllCpu)
-      .Case("nvme", OffloadKind::AllNvme)
-      .Default(std::nullopt);
-}
-
 double autopar::optimizerBytesPerParam(OptimizerKind K, bool MasterWeights) {
   // Adam's two fp32 moments or SGD's fp32 momentum, plus the fp32 master
   // weight under mixed precision (ZeRO's 12 bytes for mixed-precision Adam).

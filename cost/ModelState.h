@@ -29,10 +29,7 @@ enum class OptimizerKind { AdamW, SGD };
 llvm::StringRef getOptimizerName(OptimizerKind K);
 std::optional<OptimizerKind> parseOptimizerName(llvm::StringRef Name);
 
-/// Where the optimizer states, and with ZeRO-3 the weights, live.
-enum class OffloadKind { None, OptimizerCpu, OptimizerNvme, AllCpu, AllNvme };
-llvm::StringRef getOffloadName(OffloadKind K);
-std::optional<OffloadKind> parseOffloadName(llvm::StringRef Name);
+// OffloadKind and its names are the plan's (ir/Plan.h).
 
 struct ModelStateConfig {
   /// Parameter elements this rank computes with, after tensor and pipeline

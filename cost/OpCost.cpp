@@ -63,21 +63,9 @@ GradientFlow::GradientFlow(const Graph &G) {
   }
 }
 
-StringRef autopar::getAttentionKernelName(AttentionKernel K) {
-  return K == AttentionKernel::Flash ? "flash" : "materialized";
-}
-
 double autopar::getAttentionDropout(const Node &N) {
   const Attribute *A = N.getAttr("dropout");
   return A && A->isa(Attribute::Kind::Float) ? A->getFloat() : 0;
-}
-
-std::optional<AttentionKernel> autopar::parseAttentionKernel(StringRef Name) {
-  if (Name == "flash")
-    return AttentionKernel::Flash;
-  if (Name == "materialized")
-    return AttentionKernel::Materialized;
-  return std::nullopt;
 }
 
 double autopar::trainingElementBytes(const Value &V, const CostSettings &S) {

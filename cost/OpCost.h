@@ -27,23 +27,11 @@ class Graph;
 class Node;
 class Value;
 
-/// How the Attention op runs.
-enum class AttentionKernel : uint8_t {
-  /// Scores and probabilities written to memory: a batched product, a fused
-  /// scale-mask-softmax kernel, a second product (Megatron-LM's
-  /// FusedScaleMaskSoftmax path; PyTorch's math attention).
-  Materialized,
-  /// One fused kernel (FlashAttention, Dao et al. 2022; Dao 2023) that never
-  /// writes the [batch, heads, q, k] scores and recomputes them in its
-  /// backward, skipping the blocks a causal mask removes.
-  Flash,
-};
+// AttentionKernel and its names are the plan's (ir/Plan.h).
 
-llvm::StringRef getAttentionKernelName(AttentionKernel K);
 /// An Attention's training-mode dropout ratio (fuse-attention's `dropout`;
 /// 0 without one).
 double getAttentionDropout(const Node &N);
-std::optional<AttentionKernel> parseAttentionKernel(llvm::StringRef Name);
 
 /// How training runs, as far as per-op costs care.
 struct CostSettings {

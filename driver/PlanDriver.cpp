@@ -3,15 +3,15 @@
 #include "driver/PlanDriver.h"
 
 #include "codegen/LaunchFiles.h"
-#include "codegen/PlanRecord.h"
 #include "codegen/Report.h"
 #include "cost/GemmEfficiency.h"
 #include "driver/Explain.h"
-#include "driver/LowerPlan.h"
 #include "driver/OptDriver.h"
 #include "driver/OutputFiles.h"
+#include "driver/PlanFiles.h"
 #include "ir/Graph.h"
 #include "ir/Parser.h"
+#include "ir/Plan.h"
 #include "ir/Printer.h"
 #include "passes/PassManager.h"
 #include "planner/ModelProfile.h"
@@ -52,15 +52,6 @@ static double rounded(double V, int Digits = 6) {
   char Buf[64];
   snprintf(Buf, sizeof(Buf), "%.*g", Digits, V);
   return std::strtod(Buf, nullptr);
-}
-
-static std::string sha256Of(StringRef Path) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(Path);
-  if (!Buf)
-    return "unknown";
-  SHA256 H;
-  H.update((*Buf)->getBuffer());
-  return toHex(H.final(), /*LowerCase=*/true);
 }
 
 /// The part of the step where Alt loses most against Best.
@@ -124,33 +115,6 @@ static void printSummary(raw_ostream &OS, const PlanDriverOptions &O,
                  Alt.Prediction.PeakMemoryBytes / GiB)
        << whyLost(Alt.Prediction, P) << "\n";
   }
-}
-
-static json::Object roundedPlan(const Plan &P) {
-  json::Object O = planToJSON(P);
-  for (auto &KV : O)
-    if (Optional<double> D = KV.second.getAsNumber())
-      if (!KV.second.getAsInteger())
-        KV.second = rounded(*D);
-  return O;
-}
-
-/// Per pipeline rank, the predicted bytes by part: what `autopar-run
-/// --memory-report` prints next to what it measures.
-static json::Array predictedMemoryJSON(const Plan &P) {
-  json::Array Stages;
-  for (const RankPrediction &R : P.Prediction.Ranks) {
-    auto Bytes = [](double B) { return int64_t(std::llround(B)); };
-    Stages.push_back(
-        json::Object{{"weights_bytes", Bytes(R.WeightBytes)},
-                     {"gradients_bytes", Bytes(R.GradBytes)},
-                     {"optimizer_bytes", Bytes(R.OptimizerBytes)},
-                     {"activations_bytes", Bytes(R.ActivationBytes)},
-                     {"allowance_bytes", Bytes(R.OverheadBytes)},
-                     {"offloaded_bytes", Bytes(R.OffloadedBytes)},
-                     {"total_bytes", Bytes(R.MemoryBytes)}});
-  }
-  return Stages;
 }
 
 /// searchPlans split over Threads threads by (tp, sp, micro-batch size)
@@ -234,25 +198,7 @@ static Expected<std::pair<PlanConfig, int64_t>> readGivenPlan(StringRef Path) {
   Expected<PlanRecord> R = parsePlanJSON((*Buf)->getBuffer(), File);
   if (!R)
     return R.takeError();
-  const PlanRecord::PlanInfo &P = R->Plan;
-  PlanConfig C;
-  C.TP = P.TP;
-  C.PP = P.PP;
-  C.DP = P.DP;
-  C.VPP = P.VPP;
-  C.MicroBatch = P.MicroBatchSize;
-  C.MicroBatches = P.NumMicroBatches;
-  C.Schedule = P.Schedule;
-  C.Zero = P.ZeroStage;
-  C.Recomputation = P.Recomputation;
-  C.SequenceParallel = P.SequenceParallel;
-  C.Offload = P.Offload;
-  C.TrainPrecision = P.TrainPrecision;
-  C.Attention = P.Attention;
-  C.DpOverlap = P.DpOverlap;
-  for (int64_t U : P.StageLayers)
-    C.StageUnits.push_back(unsigned(U));
-  return std::make_pair(C, R->GlobalBatch);
+  return std::make_pair(R->Config, R->GlobalBatch);
 }
 
 /// A given plan's predictions, as a search result of one plan.
@@ -411,39 +357,31 @@ static int optionsFromPlan(StringRef ModelFile, StringRef PlanDir,
             << "\n";
     return ExitIOError;
   }
-  Expected<json::Value> Doc = json::parse((*Buf)->getBuffer());
-  if (!Doc) {
-    error() << JsonPath << ": not valid JSON: " << toString(Doc.takeError())
-            << "\n";
+  Expected<PlanRecord> R = parsePlanJSON((*Buf)->getBuffer(), JsonPath);
+  if (!R) {
+    error() << toString(R.takeError()) << "\n";
     return ExitInvalidInput;
   }
-  const json::Object *Root = Doc->getAsObject();
-  const json::Object *Inputs = Root ? Root->getObject("inputs") : nullptr;
-  const json::Value *ClusterV = Root ? Root->get("cluster") : nullptr;
-  if (!Inputs || !ClusterV) {
+  if (!R->Inputs) {
     error() << JsonPath
-            << ": no 'inputs' or 'cluster' (written by another autopar "
-               "version?); re-plan it\n";
+            << ": no 'inputs' (written by another autopar version?); "
+               "re-plan it\n";
     return ExitInvalidInput;
   }
+  const PlanInputs &Inputs = *R->Inputs;
   O.ModelFile = ModelFile.str();
   O.OutputDir = PlanDir.str();
-  O.ClusterJSON = formatv("{0}", *ClusterV).str();
-  if (Optional<int64_t> B = Inputs->getInteger("global_batch"))
-    O.GlobalBatch = *B;
-  if (Optional<StringRef> F = Inputs->getString("fix"))
-    O.Fix = F->str();
-  if (Optional<StringRef> B = Inputs->getString("batch_dim"))
-    O.Import.BatchDim = B->str();
-  if (Optional<bool> T = Inputs->getBoolean("tp_across_nodes"))
-    O.TpAcrossNodes = *T;
-  if (const json::Array *Dims = Inputs->getArray("dims"))
-    for (const json::Value &D : *Dims)
-      if (Optional<StringRef> Text = D.getAsString())
-        if (Error E = O.Import.addDimBinding(*Text)) {
-          error() << JsonPath << ": " << toString(std::move(E)) << "\n";
-          return ExitInvalidInput;
-        }
+  O.ClusterJSON = formatv("{0}", attributeToJSON(R->Cluster)).str();
+  O.GlobalBatch = Inputs.GlobalBatch;
+  O.Fix = Inputs.Fix;
+  O.Import.BatchDim = Inputs.BatchDim;
+  O.TpAcrossNodes = Inputs.TpAcrossNodes;
+  O.TopK = Inputs.Top;
+  for (const std::string &D : Inputs.Dims)
+    if (Error E = O.Import.addDimBinding(D)) {
+      error() << JsonPath << ": " << toString(std::move(E)) << "\n";
+      return ExitInvalidInput;
+    }
   return ExitSuccess;
 }
 
@@ -709,10 +647,12 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   if (O.CheckOnly) {
     // Quiet: only the verdict.
   } else if (O.Format == "json") {
-    json::Object Summary = roundedPlan(Best);
+    json::Value SummaryValue = attributeToJSON(Attribute::getDict(
+        encodePlanConfig(Best.Config, getRecordedPrediction(Best.Prediction))));
+    json::Object &Summary = *SummaryValue.getAsObject();
     Summary["configs_evaluated"] = int64_t(Result->ConfigsEvaluated);
     Summary["search_time_s"] = rounded(SearchSeconds, 3);
-    outs() << formatv("{0:2}", json::Value(std::move(Summary))) << "\n";
+    outs() << formatv("{0:2}", SummaryValue) << "\n";
   } else {
     printSummary(outs(), O, *Cl, *Result, SearchSeconds);
   }
@@ -720,189 +660,27 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   if (O.OutputDir.empty())
     return ExitSuccess;
 
-  // The plan files.
-  const PlanConfig &C = Best.Config;
-  if (Error E = (*Profile)->annotatePlan(C.TP, C.SequenceParallel, C.MicroBatch,
-                                         C.PP, C.DP, C.StageUnits)) {
-    error() << toString(std::move(E)) << "\n";
+  PlanFilesInput In;
+  In.Options = &O;
+  In.Cl = &*Cl;
+  In.M = M.get();
+  In.Profile = Profile->get();
+  In.Plans = Result->Plans;
+  In.GlobalBatch = SO.GlobalBatch;
+  Expected<OutputFileList> Files = renderPlanFiles(In);
+  if (!Files) {
+    error() << O.ModelFile << ": " << toString(Files.takeError()) << "\n";
     return ExitPassFailure;
   }
-  // The communication the layout and the stages imply, as nodes.
-  PassManager Lower;
-  cantFail(Lower.addPipeline("insert-collectives"));
-  if (failed(Lower.run(*M, Diag)))
-    return ExitPassFailure;
-  std::string Sha = sha256Of(O.ModelFile);
-  std::string ClusterText = formatv("{0}", clusterToJSON(*Cl)).str();
-  std::string Air;
-  raw_string_ostream AOS(Air);
-  const PlanPrediction &P = Best.Prediction;
-  AOS << "// autopar plan, autopar " << AutoparVersion << "\n"
-      << "// model: " << sys::path::filename(O.ModelFile) << " sha256 " << Sha
-      << "\n"
-      << "// cluster: " << ClusterText << "\n"
-      << "// global-batch: " << C.MicroBatch * C.MicroBatches * C.DP
-      << ", micro-batches: " << C.MicroBatches << "\n"
-      << "// config: " << C.str() << "\n"
-      << "// stage units:";
-  for (unsigned S : C.StageUnits)
-    AOS << ' ' << S;
-  AOS << "\n"
-      << format("// predicted: step %.4g s, %.4g tokens/s, %.4g TFLOP/s per "
-                "GPU (MFU %.3g), bubble %.3g, peak memory %.4g GiB of %.4g "
-                "GiB\n",
-                rounded(P.StepSeconds, 4), rounded(P.TokensPerSecond, 4),
-                rounded(P.ModelTflopsPerGpu, 4), rounded(P.Mfu, 3),
-                rounded(P.BubbleFraction, 3),
-                rounded(P.PeakMemoryBytes / GiB, 4),
-                rounded(P.MemoryCapacityBytes / GiB, 4));
-  printModule(AOS, *M);
-  // What launch files need to know of the model: transformer blocks (the
-  // units between the embedding and the head), their width, heads,
-  // sequence, and the blocks in each virtual stage.
-  ArrayRef<LayerUnit> Units = (*Profile)->getUnits();
-  bool HasEnds = Units.size() > 2;
-  int64_t Blocks = HasEnds ? int64_t(Units.size()) - 2 : int64_t(Units.size());
-  int64_t Hidden = 0, Vocab = 0;
-  if (HasEnds)
-    for (const Value *V : Units[1].Nodes.front()->getOperands())
-      if (V && V->getType().getRank() && !V->isParam()) {
-        const Dim &D = V->getType().getDim(V->getType().getRank() - 1);
-        Hidden = D.isStatic() ? D.getSize() : 0;
-        break;
-      }
-  // Without a layer structure (a one-block model is one unit): the width
-  // of the first [batch, sequence, hidden] activation.
-  if (!Hidden)
-    for (const Node &N : G.getNodes()) {
-      if (!N.getNumResults())
-        continue;
-      const TensorType &T = N.getResult(0)->getType();
-      if (T.getRank() == 3 && isFloatElementType(T.getElementType()) &&
-          T.getDim(2).isStatic()) {
-        Hidden = T.getDim(2).getSize();
-        break;
-      }
-    }
-  if (!G.getOutputs().empty() && G.getOutputs()[0]->getType().getRank()) {
-    const TensorType &T = G.getOutputs()[0]->getType();
-    const Dim &D = T.getDim(T.getRank() - 1);
-    Vocab = D.isStatic() ? D.getSize() : 0;
-  }
-  json::Array BlocksPerStage;
-  unsigned Unit = 0;
-  for (unsigned S : C.StageUnits) {
-    int64_t N = 0;
-    for (unsigned I = 0; I != S; ++I, ++Unit)
-      N += !HasEnds || (Unit != 0 && Unit + 1 != Units.size());
-    BlocksPerStage.push_back(N);
-  }
-  json::Object ModelShape{{"layers", Blocks},
-                          {"hidden", Hidden},
-                          {"heads", (*Profile)->getAttentionHeads()},
-                          {"seq_length", (*Profile)->getTokensPerSample()},
-                          {"vocab", Vocab},
-                          {"layers_per_stage", std::move(BlocksPerStage)}};
-  // The inputs that, with the model, determine the plan: what `autopar
-  // check` re-plans with.
-  json::Array Dims;
-  for (const auto &[Name, Size] : O.Import.DimBindings)
-    Dims.push_back(Name + "=" + std::to_string(Size));
-  json::Object Inputs{{"global_batch", SO.GlobalBatch},
-                      {"fix", O.Fix},
-                      {"dims", std::move(Dims)},
-                      {"batch_dim", O.Import.BatchDim},
-                      {"tp_across_nodes", O.TpAcrossNodes}};
-  json::Object Doc{{"autopar_version", AutoparVersion},
-                   {"inputs", std::move(Inputs)},
-                   {"model_shape", std::move(ModelShape)},
-                   {"model", sys::path::filename(O.ModelFile).str()},
-                   {"model_sha256", Sha},
-                   {"global_batch", C.MicroBatch * C.MicroBatches * C.DP},
-                   {"cluster", clusterToJSON(*Cl)},
-                   {"plan", roundedPlan(Best)},
-                   {"predicted_memory", predictedMemoryJSON(Best)}};
-  std::string Json = formatv("{0:2}", json::Value(std::move(Doc))).str() + "\n";
-  // The launch files, from the plan as written (the same reader that
-  // autopar-codegen uses), so that they always agree with plan.json.
-  SmallString<256> AirPath(O.OutputDir), JsonPath(O.OutputDir),
-      LaunchDir(O.OutputDir);
-  sys::path::append(AirPath, "plan.air");
-  sys::path::append(JsonPath, "plan.json");
+  SmallString<256> LaunchDir(O.OutputDir);
   sys::path::append(LaunchDir, "launch");
-  Expected<PlanRecord> Record = parsePlanJSON(Json, "plan.json");
-  if (!Record) {
-    error() << "internal error: " << toString(Record.takeError()) << "\n";
-    return ExitPassFailure;
-  }
-  Expected<std::vector<std::pair<std::string, std::string>>> Launch =
-      renderLaunchFiles(*Record, LaunchDir);
-  if (!Launch) {
-    error() << "the launch files: " << toString(Launch.takeError()) << "\n";
-    return ExitPassFailure;
-  }
-  std::vector<std::pair<std::string, std::string>> Files = {
-      {AirPath.str().str(), AOS.str()}, {JsonPath.str().str(), Json}};
-  for (auto &F : *Launch)
-    Files.push_back(std::move(F));
-  ReportInput Report;
-  Report.Model = sys::path::filename(O.ModelFile).str();
-  Report.Cl = &*Cl;
-  Report.Plans = Result->Plans;
-  Expected<std::string> Html = renderReport(Report);
-  if (!Html) {
-    error() << "the report: " << toString(Html.takeError()) << "\n";
-    return ExitPassFailure;
-  }
-  SmallString<256> ReportPath(O.OutputDir);
-  sys::path::append(ReportPath, "report.html");
-  Files.push_back({ReportPath.str().str(), std::move(*Html)});
-  // The runtime's programs, when this kind of plan lowers (a note says why
-  // not otherwise; the plan files are written either way).
-  std::string Unlowered = getUnloweredReason(*M, C);
-  if (Unlowered.empty()) {
-    Expected<std::vector<std::pair<std::string, std::string>>> Programs =
-        lowerPlanToPrograms(*M, C, SO.Optimizer);
-    if (!Programs) {
-      // The plan stands without them: a warning, and the plan files.
-      if (!O.CheckOnly)
-        WithColor::warning(errs(), "autopar")
-            << "no training programs in " << O.OutputDir << ": "
-            << toString(Programs.takeError()) << "\n";
-      else
-        consumeError(Programs.takeError());
-    } else {
-      for (auto &[Name, Text] : *Programs) {
-        SmallString<256> Path(O.OutputDir);
-        sys::path::append(Path, Name);
-        Files.push_back({Path.str().str(), std::move(Text)});
-      }
-    }
-  } else if (!O.CheckOnly) {
-    WithColor::note(errs(), "autopar")
-        << "no training programs in " << O.OutputDir << ": " << Unlowered
-        << "\n";
-  }
-  if (O.ForwardPrograms) {
-    Expected<std::vector<std::pair<std::string, std::string>>> Programs =
-        lowerPlanToForwardPrograms(*M, C);
-    if (!Programs) {
-      error() << O.ModelFile << ": " << toString(Programs.takeError()) << "\n";
-      return ExitPassFailure;
-    }
-    for (auto &[Name, Text] : *Programs) {
-      SmallString<256> Path(O.OutputDir);
-      sys::path::append(Path, Name);
-      Files.push_back({Path.str().str(), std::move(Text)});
-    }
-  }
   if (O.CheckOnly)
-    return compareFiles(Files, O.OutputDir);
+    return compareFiles(*Files, O.OutputDir);
   if (std::error_code EC = sys::fs::create_directories(LaunchDir)) {
     error() << "cannot create '" << LaunchDir << "': " << EC.message() << "\n";
     return ExitIOError;
   }
-  if (Error E = writeOutputFiles(Files)) {
+  if (Error E = writeOutputFiles(*Files)) {
     error() << toString(std::move(E)) << "\n";
     return ExitIOError;
   }

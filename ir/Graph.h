@@ -255,8 +255,18 @@ public:
     return G;
   }
 
+  /// The module's attributes (`module {...}` in text): a plan's record
+  /// (ir/Plan.h). Passes keep them as they are.
+  const AttrDict &getAttrs() const { return Attrs; }
+  AttrDict &getAttrs() { return Attrs; }
+  /// Where the attributes were parsed from (invalid when built in memory).
+  llvm::SMLoc getAttrsLoc() const { return AttrsLoc; }
+  void setAttrsLoc(llvm::SMLoc L) { AttrsLoc = L; }
+
 private:
   std::vector<std::unique_ptr<Graph>> Graphs;
+  AttrDict Attrs;
+  llvm::SMLoc AttrsLoc;
 };
 
 } // namespace autopar

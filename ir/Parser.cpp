@@ -116,6 +116,17 @@ constexpr unsigned MaxAttrDepth = 64;
 
 std::unique_ptr<Module> Parser::parseModule() {
   auto M = std::make_unique<Module>();
+  // module-attributes ::= 'module' attr-dict
+  if (Tok.isKeyword("module")) {
+    M->setAttrsLoc(Tok.getLoc());
+    consume();
+    if (!Tok.is(Token::LBrace)) {
+      (void)emitError("expected '{' and the module's attributes");
+      return nullptr;
+    }
+    if (failed(parseAttrDict(M->getAttrs())))
+      return nullptr;
+  }
   StringSet<> GraphNames;
   while (!Tok.is(Token::Eof)) {
     SMLoc Loc = Tok.getLoc();

@@ -104,6 +104,19 @@ void autopar::printGraph(raw_ostream &OS, const Graph &G) {
 }
 
 void autopar::printModule(raw_ostream &OS, const Module &M) {
+  // The module's attributes, one per line, then a blank line.
+  if (!M.getAttrs().empty()) {
+    OS << "module {\n";
+    bool FirstAttr = true;
+    for (const NamedAttribute &E : M.getAttrs()) {
+      OS << (FirstAttr ? "" : ",\n") << "  ";
+      FirstAttr = false;
+      printName(OS, E.first);
+      OS << " = ";
+      E.second.print(OS);
+    }
+    OS << "\n}\n\n";
+  }
   bool First = true;
   for (const std::unique_ptr<Graph> &G : M.getGraphs()) {
     if (!First)

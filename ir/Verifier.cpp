@@ -1,7 +1,9 @@
 //===- Verifier.cpp - Checks the invariants of graphs ---------------------===//
 
 #include "ir/Verifier.h"
+
 #include "ir/Graph.h"
+#include "ir/Plan.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
@@ -267,8 +269,24 @@ LogicalResult autopar::verifyGraph(const Graph &G, DiagnosticEngine &Diag) {
   return Verifier(G, Diag).verify();
 }
 
+/// The module's attributes are a plan's record (ir/Plan.h): every key
+/// known, of its kind and in range, and the numbers agreeing.
+static LogicalResult verifyModuleAttributes(const Module &M,
+                                            DiagnosticEngine &Diag) {
+  if (M.getAttrs().empty())
+    return success();
+  Expected<PlanRecord> R = decodePlan(M.getAttrs());
+  Error E = R ? checkPlanInvariants(*R, "") : R.takeError();
+  if (!E)
+    return success();
+  handleAllErrors(std::move(E), [&](const ErrorInfoBase &Info) {
+    Diag.error(M.getAttrsLoc(), "module attributes: " + Info.message());
+  });
+  return failure();
+}
+
 LogicalResult autopar::verifyModule(const Module &M, DiagnosticEngine &Diag) {
-  bool Failed = false;
+  bool Failed = failed(verifyModuleAttributes(M, Diag));
   for (const std::unique_ptr<Graph> &G : M.getGraphs())
     Failed |= failed(verifyGraph(*G, Diag));
   return Failed ? failure() : success();

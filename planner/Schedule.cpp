@@ -29,26 +29,6 @@ static Error makeError(const Twine &Message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), Message);
 }
 
-StringRef autopar::getScheduleName(ScheduleKind K) {
-  switch (K) {
-  case ScheduleKind::GPipe:
-    return "gpipe";
-  case ScheduleKind::OneFOneB:
-    return "1f1b";
-  case ScheduleKind::Interleaved:
-    return "interleaved";
-  }
-  llvm_unreachable("unknown schedule kind");
-}
-
-std::optional<ScheduleKind> autopar::parseScheduleName(StringRef Name) {
-  for (ScheduleKind K :
-       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved})
-    if (Name == getScheduleName(K))
-      return K;
-  return std::nullopt;
-}
-
 //===----------------------------------------------------------------------===//
 // Validation
 //===----------------------------------------------------------------------===//

@@ -16,7 +16,9 @@
 #ifndef AUTOPAR_PLANNER_SCHEDULE_H
 #define AUTOPAR_PLANNER_SCHEDULE_H
 
+#include "ir/Plan.h"
 #include "llvm/ADT/ArrayRef.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -26,22 +28,7 @@
 
 namespace autopar {
 
-enum class ScheduleKind {
-  /// All forwards, then all backwards (Huang et al. 2019).
-  GPipe,
-  /// PipeDream-Flush (Narayanan et al. 2021, Megatron-LM): rank r runs
-  /// min(p - r - 1, m) warm-up forwards, then one forward and one backward
-  /// in turn, then the remaining backwards.
-  OneFOneB,
-  /// Megatron-LM's interleaved 1F1B: v model chunks per rank, micro-batches
-  /// taken in groups of p per chunk.
-  Interleaved
-};
-
-/// "gpipe", "1f1b", "interleaved".
-llvm::StringRef getScheduleName(ScheduleKind K);
-/// The inverse of getScheduleName; std::nullopt for any other name.
-std::optional<ScheduleKind> parseScheduleName(llvm::StringRef Name);
+// ScheduleKind and its names are the plan's (ir/Plan.h).
 
 /// One pipeline to simulate. The model is cut into Stages * VirtualStages
 /// *virtual stages* (model chunks) numbered in model order, 0 first.

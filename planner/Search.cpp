@@ -45,107 +45,6 @@ static Error error(const Twine &Message) {
 // Fixes and configurations
 //===----------------------------------------------------------------------===//
 
-Expected<PlanFixes> PlanFixes::parse(StringRef Text) {
-  PlanFixes F;
-  SmallVector<StringRef, 8> Items;
-  Text.split(Items, ',', -1, /*KeepEmpty=*/false);
-  for (StringRef Item : Items) {
-    auto [Key, Val] = Item.split('=');
-    Key = Key.trim();
-    Val = Val.trim();
-    auto Uint = [&](std::optional<unsigned> &Out) -> Error {
-      unsigned V;
-      if (Val.getAsInteger(10, V) || V < 1)
-        return error("--fix " + Key + "=" + Val +
-                     ": expected a positive integer");
-      Out = V;
-      return Error::success();
-    };
-    auto OnOff = [&](std::optional<bool> &Out) -> Error {
-      if (Val == "on" || Val == "true" || Val == "1")
-        Out = true;
-      else if (Val == "off" || Val == "false" || Val == "0")
-        Out = false;
-      else
-        return error("--fix " + Key + "=" + Val + ": expected on or off");
-      return Error::success();
-    };
-    Error E = Error::success();
-    if (Key == "tp")
-      E = Uint(F.TP);
-    else if (Key == "pp")
-      E = Uint(F.PP);
-    else if (Key == "dp")
-      E = Uint(F.DP);
-    else if (Key == "vpp")
-      E = Uint(F.VPP);
-    else if (Key == "mbs") {
-      std::optional<unsigned> V;
-      E = Uint(V);
-      if (V)
-        F.MicroBatch = *V;
-    } else if (Key == "zero") {
-      unsigned V;
-      if (Val.getAsInteger(10, V) || V > 3)
-        E = error("--fix zero=" + Val + ": expected 0, 1, 2 or 3");
-      else
-        F.Zero = V;
-    } else if (Key == "schedule") {
-      F.Schedule = parseScheduleName(Val);
-      if (!F.Schedule)
-        E = error("--fix schedule=" + Val +
-                  ": expected gpipe, 1f1b or interleaved");
-    } else if (Key == "recompute") {
-      F.Recomputation = parseRecompute(Val);
-      if (!F.Recomputation)
-        E = error("--fix recompute=" + Val +
-                  ": expected none, selective or full");
-    } else if (Key == "sp") {
-      E = OnOff(F.SequenceParallel);
-    } else if (Key == "offload") {
-      F.Offload = parseOffloadName(Val);
-      if (!F.Offload)
-        E = error("--fix offload=" + Val +
-                  ": expected none, optimizer-cpu, optimizer-nvme, cpu or "
-                  "nvme");
-    } else if (Key == "precision") {
-      std::optional<Precision> P = parsePrecision(Val);
-      if (!P || *P == Precision::TF32)
-        E = error("--fix precision=" + Val + ": expected bf16, fp16 or fp32");
-      else
-        F.TrainPrecision = *P;
-    } else if (Key == "attention") {
-      F.Attention = parseAttentionKernel(Val);
-      if (!F.Attention)
-        E = error("--fix attention=" + Val +
-                  ": expected flash or materialized");
-    } else if (Key == "dp-overlap") {
-      E = OnOff(F.DpOverlap);
-    } else {
-      E = error("--fix: unknown key '" + Key +
-                "' (keys: tp, pp, dp, vpp, mbs, schedule, zero, recompute, "
-                "sp, offload, precision, attention, dp-overlap)");
-    }
-    if (E)
-      return E;
-  }
-  return F;
-}
-
-std::string PlanConfig::str() const {
-  std::string S;
-  raw_string_ostream OS(S);
-  OS << "tp=" << TP << ",pp=" << PP << ",dp=" << DP << ",mbs=" << MicroBatch
-     << ",schedule=" << getScheduleName(Schedule) << ",vpp=" << VPP
-     << ",zero=" << Zero << ",recompute=" << getRecomputeName(Recomputation)
-     << ",sp=" << (SequenceParallel ? "on" : "off")
-     << ",offload=" << getOffloadName(Offload)
-     << ",precision=" << getPrecisionName(TrainPrecision)
-     << ",attention=" << getAttentionKernelName(Attention)
-     << ",dp-overlap=" << (DpOverlap ? "on" : "off");
-  return OS.str();
-}
-
 Precision autopar::defaultTrainingPrecision(const DeviceSpec &Device) {
   return Device.PeakFlops(Precision::BF16) > Device.PeakFlops(Precision::FP32)
              ? Precision::BF16
@@ -837,36 +736,43 @@ SearchResult autopar::mergeSearchResults(std::vector<SearchResult> Parts,
   return Out;
 }
 
-json::Object autopar::planToJSON(const Plan &P) {
-  const PlanConfig &C = P.Config;
-  const PlanPrediction &R = P.Prediction;
-  json::Array Stages;
-  for (unsigned S : C.StageUnits)
-    Stages.push_back(int64_t(S));
-  return json::Object{
-      {"tp", int64_t(C.TP)},
-      {"pp", int64_t(C.PP)},
-      {"dp", int64_t(C.DP)},
-      {"vpp", int64_t(C.VPP)},
-      {"mbs", C.MicroBatch},
-      {"num_microbatches", C.MicroBatches},
-      {"schedule", getScheduleName(C.Schedule)},
-      {"zero_stage", int64_t(C.Zero)},
-      {"offload", getOffloadName(C.Offload)},
-      {"recompute", getRecomputeName(C.Recomputation)},
-      {"sequence_parallel", C.SequenceParallel},
-      {"precision", getPrecisionName(C.TrainPrecision)},
-      {"attention", getAttentionKernelName(C.Attention)},
-      {"dp_overlap", C.DpOverlap},
-      {"stage_layers", std::move(Stages)},
-      {"step_time_s", R.StepSeconds},
-      {"tokens_per_s", R.TokensPerSecond},
-      {"model_tflops_per_gpu", R.ModelTflopsPerGpu},
-      {"hw_tflops_per_gpu", R.HardwareTflopsPerGpu},
-      {"mfu", R.Mfu},
-      {"hfu", R.Hfu},
-      {"bubble_fraction", R.BubbleFraction},
-      {"peak_memory_per_gpu_bytes", R.PeakMemoryBytes},
-      {"memory_capacity_bytes", R.MemoryCapacityBytes},
-  };
+/// V rounded to Digits significant digits; whole numbers (byte counts)
+/// stay as they are.
+static double rounded(double V, int Digits = 6) {
+  if (V == 0 || !std::isfinite(V) || V == std::trunc(V))
+    return V;
+  char Buf[64];
+  snprintf(Buf, sizeof(Buf), "%.*g", Digits, V);
+  return std::strtod(Buf, nullptr);
+}
+
+PlanPredicted autopar::getRecordedPrediction(const PlanPrediction &R) {
+  PlanPredicted P;
+  P.StepSeconds = rounded(R.StepSeconds);
+  P.TokensPerSecond = rounded(R.TokensPerSecond);
+  P.ModelTflopsPerGpu = rounded(R.ModelTflopsPerGpu);
+  P.HardwareTflopsPerGpu = rounded(R.HardwareTflopsPerGpu);
+  P.Mfu = rounded(R.Mfu);
+  P.Hfu = rounded(R.Hfu);
+  P.BubbleFraction = rounded(R.BubbleFraction);
+  P.PeakMemoryBytes = rounded(R.PeakMemoryBytes);
+  P.MemoryCapacityBytes = rounded(R.MemoryCapacityBytes);
+  return P;
+}
+
+std::vector<StageMemory> autopar::getRecordedMemory(const PlanPrediction &P) {
+  std::vector<StageMemory> Stages;
+  auto Bytes = [](double B) { return int64_t(std::llround(B)); };
+  for (const RankPrediction &R : P.Ranks) {
+    StageMemory M;
+    M.Weights = Bytes(R.WeightBytes);
+    M.Gradients = Bytes(R.GradBytes);
+    M.Optimizer = Bytes(R.OptimizerBytes);
+    M.Activations = Bytes(R.ActivationBytes);
+    M.Allowance = Bytes(R.OverheadBytes);
+    M.Offloaded = Bytes(R.OffloadedBytes);
+    M.Total = Bytes(R.MemoryBytes);
+    Stages.push_back(M);
+  }
+  return Stages;
 }

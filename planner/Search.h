@@ -31,24 +31,6 @@
 
 namespace autopar {
 
-/// `--fix tp=8,pp=64,...`: the choices pinned; the rest is searched.
-struct PlanFixes {
-  std::optional<unsigned> TP, PP, DP, VPP;
-  std::optional<int64_t> MicroBatch;
-  std::optional<ScheduleKind> Schedule;
-  std::optional<unsigned> Zero;
-  std::optional<Recompute> Recomputation;
-  std::optional<bool> SequenceParallel;
-  std::optional<OffloadKind> Offload;
-  std::optional<Precision> TrainPrecision;
-  std::optional<AttentionKernel> Attention;
-  std::optional<bool> DpOverlap;
-
-  /// Parses `key=value` pairs separated by commas; errors name the key and
-  /// list the valid values.
-  static llvm::Expected<PlanFixes> parse(llvm::StringRef Text);
-};
-
 struct SearchOptions {
   /// Samples per step (required).
   int64_t GlobalBatch = 0;
@@ -85,33 +67,7 @@ struct SearchOptions {
   std::optional<unsigned> KeepBlocks;
 };
 
-struct PlanConfig {
-  unsigned TP = 1, PP = 1, DP = 1, VPP = 1;
-  int64_t MicroBatch = 1, MicroBatches = 1;
-  ScheduleKind Schedule = ScheduleKind::OneFOneB;
-  unsigned Zero = 0;
-  Recompute Recomputation = Recompute::None;
-  bool SequenceParallel = false;
-  OffloadKind Offload = OffloadKind::None;
-  /// bf16 or fp16: 16-bit compute over fp32 master weights; fp32: fp32
-  /// throughout.
-  Precision TrainPrecision = Precision::BF16;
-  /// flash: fused attention kernels; materialized: scores in memory.
-  AttentionKernel Attention = AttentionKernel::Materialized;
-  /// Data-parallel communication overlapped with compute: the gradient
-  /// reduction (ZeRO's reduce-scatter and all-gather) with the last
-  /// micro-batch's backward (Megatron-LM --overlap-grad-reduce and
-  /// --overlap-param-gather, DeepSpeed overlap_comm), and ZeRO-3's gathers
-  /// prefetched behind compute. Off: each waits for the compute before it
-  /// and delays what follows (Megatron-LM's default, and all it did before
-  /// 2023).
-  bool DpOverlap = true;
-  /// Units per virtual stage, in model order (PP * VPP entries).
-  std::vector<unsigned> StageUnits;
-
-  /// `tp=8,pp=64,...`: the --fix spelling of every choice.
-  std::string str() const;
-};
+// PlanConfig and PlanFixes are the plan's (ir/Plan.h).
 
 struct RankPrediction {
   double BusySeconds = 0;
@@ -194,7 +150,11 @@ llvm::Expected<Plan> evaluatePlan(ModelProfile &Profile, const Cluster &Cl,
                                   const SearchOptions &Options,
                                   const PlanConfig &Config);
 
-llvm::json::Object planToJSON(const Plan &P);
+/// The predictions plan files record (rounded to 6 significant digits, so
+/// that they do not carry the last bits of a floating-point computation).
+PlanPredicted getRecordedPrediction(const PlanPrediction &P);
+/// Per pipeline rank, the predicted bytes by part (rounded to bytes).
+std::vector<StageMemory> getRecordedMemory(const PlanPrediction &P);
 
 } // namespace autopar
 

@@ -526,8 +526,8 @@ struct TrainState {
 
 /// --memory-report: every rank's measured bytes, gathered on rank 0 and
 /// printed next to the plan's prediction for the rank's pipeline stage
-/// (from the plan.json beside the program).
-static int reportMemory(StringRef ProgramPath, Backend &B, const Mesh *Cluster,
+/// (from the plan the program records).
+static int reportMemory(const Module &Program, Backend &B, const Mesh *Cluster,
                         MeasuredMemory Mine) {
   Communicator &Comm = B.getCommunicator();
   Expected<std::vector<std::string>> All =
@@ -538,14 +538,14 @@ static int reportMemory(StringRef ProgramPath, Backend &B, const Mesh *Cluster,
     return fail(RunFailure, "--memory-report: " + toString(All.takeError()));
   if (Comm.getRank() != 0)
     return RunSuccess;
-  SmallString<256> PlanPath(sys::path::parent_path(ProgramPath));
-  sys::path::append(PlanPath, "plan.json");
-  std::string PlanText;
-  if (ErrorOr<std::unique_ptr<MemoryBuffer>> Plan =
-          MemoryBuffer::getFile(PlanPath))
-    PlanText = (*Plan)->getBuffer().str();
+  // The plan the program was lowered from (its module attributes) holds
+  // every stage's prediction.
+  std::optional<PlanRecord> Plan;
+  if (Expected<PlanRecord> R = getModulePlan(Program))
+    Plan = std::move(*R);
+  else
+    consumeError(R.takeError());
   std::vector<MeasuredMemory> Measured;
-  std::vector<std::optional<PredictedMemory>> Predicted;
   std::vector<unsigned> Stages;
   for (int R = 0; R != int(All->size()); ++R) {
     MeasuredMemory M;
@@ -563,10 +563,8 @@ static int reportMemory(StringRef ProgramPath, Backend &B, const Mesh *Cluster,
         if (Cluster->Axes[I].first == "pp")
           Stage = unsigned(getMeshCoordinates(*Cluster, R)[I]);
     Stages.push_back(Stage);
-    Predicted.push_back(
-        PlanText.empty() ? std::nullopt : readPredictedMemory(PlanText, Stage));
   }
-  printMemoryReport(outs(), Measured, Predicted, Stages);
+  printMemoryReport(outs(), Measured, Plan ? &*Plan : nullptr, Stages);
   return RunSuccess;
 }
 
@@ -737,7 +735,7 @@ int autopar::runTraining(const TrainOptions &O) {
           (*Exec)->getParamBytes([&](const Value &P) { return !Offloaded(P); });
       Mine.OffloadedBytes = (*Exec)->getParamBytes(Offloaded);
       Mine.PeakActivationBytes = PeakActivations;
-      return reportMemory(ProgramPath, Backend, Cluster, Mine);
+      return reportMemory(*M, Backend, Cluster, Mine);
     }
     return RunSuccess;
   };

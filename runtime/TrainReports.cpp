@@ -165,39 +165,10 @@ Error autopar::writeChromeTrace(StringRef Path,
   return Error::success();
 }
 
-std::optional<PredictedMemory> autopar::readPredictedMemory(StringRef PlanJson,
-                                                            unsigned Stage) {
-  Expected<json::Value> Doc = json::parse(PlanJson);
-  if (!Doc) {
-    consumeError(Doc.takeError());
-    return std::nullopt;
-  }
-  const json::Object *Root = Doc->getAsObject();
-  const json::Array *Stages =
-      Root ? Root->getArray("predicted_memory") : nullptr;
-  if (!Stages || Stage >= Stages->size())
-    return std::nullopt;
-  const json::Object *S = (*Stages)[Stage].getAsObject();
-  if (!S)
-    return std::nullopt;
-  PredictedMemory P;
-  P.Weights = S->getNumber("weights_bytes").getValueOr(0);
-  P.Gradients = S->getNumber("gradients_bytes").getValueOr(0);
-  P.Optimizer = S->getNumber("optimizer_bytes").getValueOr(0);
-  P.Activations = S->getNumber("activations_bytes").getValueOr(0);
-  P.Allowance = S->getNumber("allowance_bytes").getValueOr(0);
-  P.Total = S->getNumber("total_bytes").getValueOr(0);
-  P.Offloaded = S->getNumber("offloaded_bytes").getValueOr(0);
-  if (const json::Object *C = Root->getObject("cluster"))
-    if (Optional<StringRef> D = C->getString("name"))
-      P.Device = D->str();
-  return P;
-}
-
-void autopar::printMemoryReport(
-    raw_ostream &OS, ArrayRef<MeasuredMemory> Measured,
-    ArrayRef<std::optional<PredictedMemory>> Predicted,
-    ArrayRef<unsigned> Stages) {
+void autopar::printMemoryReport(raw_ostream &OS,
+                                ArrayRef<MeasuredMemory> Measured,
+                                const PlanRecord *Plan,
+                                ArrayRef<unsigned> Stages) {
   constexpr double MiB = 1024.0 * 1024.0;
   for (size_t R = 0; R != Measured.size(); ++R) {
     const MeasuredMemory &M = Measured[R];
@@ -208,23 +179,24 @@ void autopar::printMemoryReport(
                  M.PeakActivationBytes / MiB);
     if (M.OffloadedBytes)
       OS << format(" and %.3f MiB offloaded", M.OffloadedBytes / MiB);
-    if (const std::optional<PredictedMemory> &P = Predicted[R]) {
-      double States = P->Weights + P->Gradients + P->Optimizer;
+    if (Plan && Stages[R] < Plan->Memory.size()) {
+      const StageMemory *P = &Plan->Memory[Stages[R]];
+      double States = double(P->Weights + P->Gradients + P->Optimizer);
       OS << format("; plan predicts %.3f MiB (weights %.3f, gradients %.3f, "
                    "optimizer %.3f, activations %.3f) plus an allowance of "
                    "%.1f MiB",
                    (States + P->Activations) / MiB, P->Weights / MiB,
                    P->Gradients / MiB, P->Optimizer / MiB, P->Activations / MiB,
                    P->Allowance / MiB);
-      if (!P->Device.empty())
-        OS << " for " << P->Device;
+      if (!Plan->ClusterName.empty())
+        OS << " for " << Plan->ClusterName;
       if (P->Offloaded > 0)
         OS << format(", %.3f MiB offloaded", P->Offloaded / MiB);
       if (States + P->Activations > 0)
         OS << format(" (measured / predicted %.2f)",
                      Total / (States + P->Activations));
     } else {
-      OS << "; no plan.json beside the program, so no prediction";
+      OS << "; the program records no plan, so no prediction";
     }
     OS << "\n";
   }

@@ -19,6 +19,8 @@
 #ifndef AUTOPAR_RUNTIME_TRAINREPORTS_H
 #define AUTOPAR_RUNTIME_TRAINREPORTS_H
 
+#include "ir/Plan.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -78,24 +80,12 @@ struct MeasuredMemory {
   uint64_t ParamBytes = 0, PeakActivationBytes = 0, OffloadedBytes = 0;
 };
 
-/// The plan's prediction for one pipeline stage (bytes).
-struct PredictedMemory {
-  double Weights = 0, Gradients = 0, Optimizer = 0, Activations = 0,
-         Allowance = 0, Total = 0, Offloaded = 0;
-  std::string Device;
-};
-
-/// The prediction for pipeline stage Stage from the plan.json text, if it
-/// has one.
-std::optional<PredictedMemory> readPredictedMemory(llvm::StringRef PlanJson,
-                                                   unsigned Stage);
-
-/// Rank 0's report: one line per rank with its measured and predicted
-/// bytes (Predicted[R] may be empty).
+/// Rank 0's report: one line per rank with its measured bytes and, when
+/// the program records its plan (Plan may be null), the prediction for the
+/// rank's pipeline stage Stages[R].
 void printMemoryReport(llvm::raw_ostream &OS,
                        llvm::ArrayRef<MeasuredMemory> Measured,
-                       llvm::ArrayRef<std::optional<PredictedMemory>> Predicted,
-                       llvm::ArrayRef<unsigned> Stages);
+                       const PlanRecord *Plan, llvm::ArrayRef<unsigned> Stages);
 
 } // namespace autopar
 

@@ -52,6 +52,11 @@ for var in ["ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
 
 config.substitutions.append(("%autopar_src", config.autopar_src_root))
 config.substitutions.append(("%autopar_obj", config.autopar_obj_root))
+# %verify_plan DIR: plan.air round-trips through autopar-opt and every
+# stage<S>.air is reproduced from it by the pipeline the plan records.
+config.substitutions.append(
+    ("%verify_plan", "bash " + os.path.join(config.autopar_src_root, "test",
+                                            "lib", "verify-plan-dir.sh")))
 
 clang_format = (shutil.which("clang-format-14") or
                 os.path.join(config.llvm_tools_dir, "clang-format"))

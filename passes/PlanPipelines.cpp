@@ -1,0 +1,225 @@
+//===- PlanPipelines.cpp - The pass pipelines a plan lowers with ----------===//
+
+#include "passes/PlanPipelines.h"
+
+#include "ir/Diagnostics.h"
+#include "ir/Graph.h"
+#include "ir/Parser.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "passes/PassManager.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace autopar;
+using namespace llvm;
+
+static Error pipelineError(const Twine &Message) {
+  return createStringError(inconvertibleErrorCode(), Message);
+}
+
+std::string autopar::getUnloweredReason(const Module &Plan,
+                                        const PlanConfig &C) {
+  if (Plan.getGraphs().size() != 1)
+    return "the plan has more than one graph";
+  if (C.VPP > 1 && C.Schedule != ScheduleKind::Interleaved)
+    return "vpp = " + std::to_string(C.VPP) +
+           " is lowered with the interleaved schedule only";
+  const Graph &G = *Plan.getGraphs().front();
+  if (G.getOutputs().size() != 1)
+    return "the model has " + std::to_string(G.getOutputs().size()) +
+           " outputs; training programs take one (the logits)";
+  return "";
+}
+
+/// Parses Text, verifies it and runs Pipeline; the module, or an error with
+/// the diagnostics.
+static Expected<std::unique_ptr<Module>> runOnCopy(StringRef Text,
+                                                   StringRef Pipeline) {
+  SourceMgr SM;
+  SM.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(Text, "plan.air"),
+                        SMLoc());
+  std::string Messages;
+  raw_string_ostream MOS(Messages);
+  DiagnosticEngine Diag(&SM, "plan.air", MOS);
+  PassManager PM;
+  if (Error E = PM.addPipeline(Pipeline))
+    return E;
+  std::unique_ptr<Module> M = parseModule(SM, Diag);
+  if (!M || failed(verifyModule(*M, Diag)) || failed(PM.run(*M, Diag)))
+    return pipelineError("running '" + Pipeline +
+                         "' on the plan failed: " + MOS.str());
+  return M;
+}
+
+Expected<std::string> autopar::runPipelineOnText(StringRef PlanText,
+                                                 StringRef Pipeline) {
+  Expected<std::unique_ptr<Module>> M = runOnCopy(PlanText, Pipeline);
+  if (!M)
+    return M.takeError();
+  std::string Text;
+  raw_string_ostream OS(Text);
+  printModule(OS, **M);
+  return OS.str();
+}
+
+/// What follows the backward in every stage: the data-parallel gradient
+/// reduction and the optimizer step, with the plan's offload.
+static std::string getUpdateTail(const PlanConfig &C) {
+  std::string Tail;
+  if (C.DP > 1)
+    Tail += ",insert-grad-sync{zero=" + std::to_string(C.Zero) + "}";
+  // Offload: where the optimizer states (and with `cpu`/`nvme` the
+  // parameters) live between uses.
+  StringRef States = "device", Params = "device";
+  switch (C.Offload) {
+  case OffloadKind::None:
+    break;
+  case OffloadKind::OptimizerCpu:
+    States = "host";
+    break;
+  case OffloadKind::OptimizerNvme:
+    States = "nvme";
+    break;
+  case OffloadKind::AllCpu:
+    States = Params = "host";
+    break;
+  case OffloadKind::AllNvme:
+    States = Params = "nvme";
+    break;
+  }
+  // The planner prices AdamW (cost/ModelState.h).
+  Tail += ",insert-optimizer{optimizer=adamw";
+  if (States != "device")
+    Tail += " states=" + States.str();
+  if (Params != "device")
+    Tail += " params=" + Params.str();
+  return Tail + "}";
+}
+
+/// Tensor parallelism (each rank's types) and the plan's precision: what
+/// precedes the backward.
+static std::string getLocalize(const PlanConfig &C) {
+  std::string Localize = C.TP > 1 ? "localize-tp{axis=tp}," : "";
+  // Mixed precision: 16-bit compute over fp32 master parameters, as the
+  // plan says (and its cost model priced).
+  if (C.TrainPrecision == Precision::BF16)
+    Localize += "mixed-precision{compute=bf16},";
+  else if (C.TrainPrecision == Precision::FP16)
+    Localize += "mixed-precision{compute=f16},";
+  return Localize;
+}
+
+/// The schedule-pipeline spelling of the plan's schedule.
+static std::string getScheduleOption(const PlanConfig &C) {
+  if (C.Schedule == ScheduleKind::GPipe)
+    return "gpipe";
+  if (C.VPP > 1)
+    return "interleaved vpp=" + std::to_string(C.VPP);
+  return "1f1b";
+}
+
+static std::string getExtractStage(const PlanConfig &C, unsigned S) {
+  return "extract-stage{stage=" + std::to_string(S) +
+         (C.VPP > 1 ? " vpp=" + std::to_string(C.VPP) : "") + "}";
+}
+
+/// Parameters that several stages hold (tied embeddings, rotary tables),
+/// as schedule-pipeline's `tied` option: `name@0+3;...`.
+static Expected<std::string> getTiedParameters(StringRef PlanText,
+                                               const PlanConfig &C) {
+  StringMap<SmallVector<unsigned, 2>> Holders;
+  std::vector<std::string> Order;
+  for (unsigned S = 0; S != C.PP; ++S) {
+    Expected<std::unique_ptr<Module>> Stage =
+        runOnCopy(PlanText, getExtractStage(C, S));
+    if (!Stage)
+      return Stage.takeError();
+    for (const std::unique_ptr<Value> &P :
+         (*Stage)->getGraphs().front()->getParams()) {
+      auto &H = Holders[P->getName()];
+      if (H.empty())
+        Order.push_back(P->getName().str());
+      H.push_back(S);
+    }
+  }
+  std::string Tied;
+  for (const std::string &Name : Order) {
+    ArrayRef<unsigned> H = Holders[Name];
+    if (H.size() < 2)
+      continue;
+    Tied += (Tied.empty() ? "" : ";") + Name + "@";
+    for (unsigned J = 0; J != H.size(); ++J)
+      Tied += (J ? "+" : "") + std::to_string(H[J]);
+  }
+  return Tied;
+}
+
+Expected<std::vector<std::string>>
+autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
+  std::string Why = getUnloweredReason(Plan, C);
+  if (!Why.empty())
+    return pipelineError(Why);
+  const Graph &G = *Plan.getGraphs().front();
+  // The loss is the global mean: next-token predictions of every sample of
+  // the global batch (the last position of each has no label).
+  if (G.getInputs().empty() || G.getInputs()[0]->getType().getRank() != 2 ||
+      !G.getInputs()[0]->getType().hasStaticShape())
+    return pipelineError("the model's first input is not [batch, sequence] "
+                         "token ids with static sizes");
+  int64_t Seq = G.getInputs()[0]->getType().getDim(1).getSize();
+  std::string LossTokens = std::to_string(C.getGlobalBatch() * (Seq - 1));
+  std::string Localize = getLocalize(C);
+  std::string TPGrads = C.TP > 1 ? " tensor-parallel=tp" : "";
+  std::string Tail = getUpdateTail(C);
+  if (C.PP == 1)
+    return std::vector<std::string>{
+        Localize + "autodiff{loss-tokens=" + LossTokens + TPGrads +
+        "},accumulate-micro-batches{micro-batches=" +
+        std::to_string(C.MicroBatches) + "}" + Tail};
+
+  std::string Text;
+  raw_string_ostream OS(Text);
+  printModule(OS, Plan);
+  Expected<std::string> Tied = getTiedParameters(OS.str(), C);
+  if (!Tied)
+    return Tied.takeError();
+  bool Interleaved = C.VPP > 1;
+  std::vector<std::string> Pipelines;
+  for (unsigned S = 0; S != C.PP; ++S) {
+    bool Last = S + 1 == C.PP;
+    // Every activation a stage sends gets its gradient back (a cut inside
+    // a block sends more than the residual stream); interleaved, every
+    // rank also receives (for its later chunks).
+    std::string Grads = Interleaved  ? " seed-outputs=1 input-grads=1"
+                        : S && !Last ? " seed-outputs=1 input-grads=1"
+                        : S          ? " input-grads=1"
+                        : !Last      ? " seed-outputs=1"
+                                     : "";
+    std::string Autodiff =
+        Last ? "autodiff{loss-tokens=" + LossTokens + TPGrads + Grads + "}"
+             : "autodiff{seed=1" + TPGrads + Grads + "}";
+    Pipelines.push_back(getExtractStage(C, S) + "," + Localize + Autodiff +
+                        ",schedule-pipeline{stage=" + std::to_string(S) +
+                        " stages=" + std::to_string(C.PP) +
+                        " micro-batches=" + std::to_string(C.MicroBatches) +
+                        " schedule=" + getScheduleOption(C) +
+                        (Tied->empty() ? "" : " tied=" + *Tied) + "}" + Tail);
+  }
+  return Pipelines;
+}
+
+Expected<std::vector<std::string>>
+autopar::buildForwardPipelines(const PlanConfig &C) {
+  if (C.VPP > 1)
+    return pipelineError("forward programs of interleaved schedules (vpp > "
+                         "1) are not lowered");
+  std::vector<std::string> Pipelines;
+  for (unsigned S = 0; S != C.PP; ++S)
+    Pipelines.push_back((C.TP > 1 ? "localize-tp{axis=tp}," : "") +
+                        std::string("forward-program{stage=") +
+                        std::to_string(S) + "}");
+  return Pipelines;
+}
