@@ -16,6 +16,7 @@
 #include "passes/PassManager.h"
 #include "planner/ModelProfile.h"
 #include "planner/Search.h"
+#include "weights/WeightFile.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -470,13 +471,19 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   }
 
   DiagnosticEngine Diag(nullptr, O.ModelFile);
-  std::unique_ptr<Module> M = importOnnxModel(O.ModelFile, O.Import, Diag);
+  // The model's inline weights are read (fusions prove rotary embeddings
+  // from them) and then moved into the plan folder's own weight file, so
+  // that the plan trains from the model's weights.
+  ImportOptions Import = O.Import;
+  Import.LoadInlineWeights = true;
+  std::unique_ptr<Module> M = importOnnxModel(O.ModelFile, Import, Diag);
   if (!M)
     return ExitInvalidInput;
   PassManager PM;
   cantFail(PM.addPipeline("import-canonical"));
   if (failed(PM.run(*M, Diag)))
     return ExitPassFailure;
+  std::string WeightsFile = externalizeInlineWeights(*M, WeightsFileName);
   if (M->getGraphs().size() != 1) {
     error() << O.ModelFile << ": expected one graph, found "
             << M->getGraphs().size() << "\n";
@@ -667,6 +674,7 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   In.Profile = Profile->get();
   In.Plans = Result->Plans;
   In.GlobalBatch = SO.GlobalBatch;
+  In.WeightsFile = std::move(WeightsFile);
   Expected<OutputFileList> Files = renderPlanFiles(In);
   if (!Files) {
     error() << O.ModelFile << ": " << toString(Files.takeError()) << "\n";

@@ -227,6 +227,11 @@ Expected<OutputFileList> autopar::renderPlanFiles(const PlanFilesInput &In) {
     return createStringError(inconvertibleErrorCode(),
                              "the report: " + toString(Html.takeError()));
   Files.push_back({ReportPath.str().str(), std::move(*Html)});
+  if (!In.WeightsFile.empty()) {
+    SmallString<256> Path(O.OutputDir);
+    sys::path::append(Path, WeightsFileName);
+    Files.push_back({Path.str().str(), In.WeightsFile});
+  }
   for (auto &F : Programs)
     Files.push_back(std::move(F));
   if (O.ForwardPrograms) {

@@ -27,6 +27,9 @@ class Module;
 class ModelProfile;
 struct Cluster;
 
+/// The file of the plan folder that holds the model's inline weights.
+constexpr const char *WeightsFileName = "weights.bin";
+
 /// (path, text) pairs, in the order they are written.
 using OutputFileList = std::vector<std::pair<std::string, std::string>>;
 
@@ -41,6 +44,10 @@ struct PlanFilesInput {
   llvm::ArrayRef<Plan> Plans;
   /// The global batch the search was given.
   int64_t GlobalBatch = 0;
+  /// The model's inline weights, moved out of the module
+  /// (externalizeInlineWeights into WeightsFileName); written to the plan
+  /// folder when not empty.
+  std::string WeightsFile;
 };
 
 /// Every file of the plan folder Options->OutputDir. Notes and warnings

@@ -27,6 +27,14 @@
 using namespace autopar;
 using namespace llvm;
 
+/// Whether an inline initializer holds any values (a model written for
+/// planning may declare its weights with none; planning needs only types).
+static bool holdsInlineData(const onnx::TensorProto &T) {
+  return !T.raw_data().empty() || T.float_data_size() || T.int32_data_size() ||
+         T.int64_data_size() || T.double_data_size() || T.uint64_data_size() ||
+         T.string_data_size();
+}
+
 /// The IR versions and default-domain opsets the importer takes.
 static constexpr int64_t MinIRVersion = 3, MaxIRVersion = 11;
 static constexpr int64_t MinOpset = 7, MaxOpset = 24;
@@ -313,7 +321,8 @@ LogicalResult GraphImporter::importInitializers() {
                                   "' is missing (planning does not read it; "
                                   "running will)");
       Source = Ref->Source;
-    } else if (Options.LoadWeights) {
+    } else if (Options.LoadWeights ||
+               (Options.LoadInlineWeights && holdsInlineData(T))) {
       // The model's sizes are untrusted: the data must fill the type
       // exactly.
       Expected<DenseTensor> Data =

@@ -38,6 +38,10 @@ struct ImportOptions {
   /// runtime needs; planning needs only types). External data stays a
   /// reference, but its file must then exist.
   bool LoadWeights = false;
+  /// Read the data of inline initializers only (external data stays a
+  /// reference, and its file may be missing): what a plan folder copies
+  /// (weights/WeightFile.h).
+  bool LoadInlineWeights = false;
 
   /// Parses `NAME=SIZE` into DimBindings.
   llvm::Error addDimBinding(llvm::StringRef Text);

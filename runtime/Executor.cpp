@@ -123,6 +123,7 @@ Error Executor::loadParams(const ExecutorOptions &Options) {
   Source.WeightsDir = Options.WeightsDir;
   Source.Seed = Options.InitSeed;
   Source.RandomInit = Options.RandomInit;
+  Source.RequireData = Options.RequireData;
   Source.Rank = B.getCommunicator().getRank();
   for (const std::unique_ptr<Value> &P : G.getParams()) {
     Expected<std::vector<uint8_t>> Bytes = loadParamBytes(*P, Source);

@@ -41,6 +41,9 @@ struct ExecutorOptions {
   uint64_t InitSeed = 0;
   /// Initialise every parameter from the seed, ignoring the model's data.
   bool RandomInit = false;
+  /// Parameters must have data or an `init` annotation unless RandomInit
+  /// (ParamSource::RequireData).
+  bool RequireData = false;
 
   /// The options of a program read from ProgramFile: external data relative
   /// to WeightsDir, or to the program's folder when WeightsDir is empty.

@@ -301,6 +301,16 @@ autopar::loadParamBytes(const Value &P, const ParamSource &Source) {
                                  "': its logical type " + Logical.str() +
                                  " has no static size");
   std::vector<uint8_t> Whole;
+  // A parameter without data starts from a seeded init only when that is
+  // asked for (`--random-init`) or is its nature (optimizer state, `init`):
+  // a model whose weights went missing must not train from noise quietly.
+  if (Source.RequireData && !P.getWeightSource() && !Source.RandomInit &&
+      !P.getAttrs().get("init"))
+    return createStringError(
+        inconvertibleErrorCode(),
+        "parameter '" + P.getName() +
+            "' has no data (the program records none for it); pass "
+            "--random-init to train from a seeded random initialisation");
   if (P.getWeightSource() && !Source.RandomInit) {
     Expected<std::vector<uint8_t>> Read = readWeightBytes(P, Source.WeightsDir);
     if (!Read)

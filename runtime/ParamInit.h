@@ -88,6 +88,10 @@ struct ParamSource {
   /// Initialise every parameter as if it had no data (training from
   /// scratch on a model whose weights are absent).
   bool RandomInit = false;
+  /// A parameter without data and without an `init` annotation is an error
+  /// unless RandomInit (training: a model whose weights went missing must
+  /// not train from noise quietly).
+  bool RequireData = false;
   /// World rank (picks the shard of a `local = 1` parameter).
   int Rank = 0;
 };

@@ -702,6 +702,7 @@ int autopar::runTraining(const TrainOptions &O) {
   ExecutorOptions EO =
       ExecutorOptions::forProgram(ProgramPath, O.WeightsDir, O.Seed);
   EO.RandomInit = O.RandomInit;
+  EO.RequireData = true;
   Expected<std::unique_ptr<Executor>> Exec = Executor::create(*G, Backend, EO);
   if (!Exec)
     return fail(RunIOError, toString(Exec.takeError()));
