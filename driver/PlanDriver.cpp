@@ -624,6 +624,18 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
           .count();
   if (Result->Plans.empty()) {
+    // No candidate at all: the batch arithmetic conflicts; memory is not
+    // the question, so more GPUs or a smaller model are no answer.
+    std::string Conflict = Result->LeastMemoryNeeded > 0
+                               ? ""
+                               : explainEmptySearchSpace(**Profile, *Cl, SO);
+    if (!Conflict.empty()) {
+      error() << O.ModelFile << ": no plan has the pinned choices"
+              << (O.Fix.empty() ? "" : " (--fix " + O.Fix + ")")
+              << " with --global-batch " << SO.GlobalBatch << " on "
+              << Cl->NumGpus << " GPUs: " << Conflict << "\n";
+      return O.CheckOnly ? 1 : ExitBadOptions;
+    }
     error() << O.ModelFile << ": no plan fits";
     if (Result->LeastMemoryNeeded > 0)
       errs() << format(": the best candidate needs %.1f GiB per GPU, the "

@@ -718,6 +718,57 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
   return Result;
 }
 
+std::string autopar::explainEmptySearchSpace(const ModelProfile &Profile,
+                                             const Cluster &Cl,
+                                             const SearchOptions &O) {
+  const PlanFixes &F = O.Fixed;
+  unsigned N = unsigned(Cl.NumGpus);
+  std::optional<int64_t> Fixed = Profile.getFixedBatch();
+  // The data-parallel degrees the pins and the GPU count allow.
+  std::vector<unsigned> Degrees;
+  for (unsigned TP : divisorsOf(N))
+    for (unsigned PP : divisorsOf(N / TP))
+      if ((!F.TP || TP == *F.TP) && (!F.PP || PP == *F.PP) &&
+          (!F.DP || N / TP / PP == *F.DP) &&
+          !is_contained(Degrees, N / TP / PP))
+        Degrees.push_back(N / TP / PP);
+  llvm::sort(Degrees);
+  if (Degrees.empty())
+    return (Twine("the pins (--fix ") + F.str() + ") need tp x pp x dp = " +
+            Twine(N) + " GPUs, which they do not multiply to")
+        .str();
+  int64_t G = O.GlobalBatch;
+  std::optional<int64_t> MBS = F.MicroBatch ? F.MicroBatch : Fixed;
+  for (unsigned DP : Degrees) {
+    if (G % DP)
+      continue;
+    if (!MBS || ((G / DP) % *MBS == 0 && *MBS <= G / DP))
+      return "";
+  }
+  unsigned DP = Degrees.front();
+  std::string Why;
+  if (MBS) {
+    std::string Source =
+        F.MicroBatch ? "--fix mbs=" + std::to_string(*MBS)
+                     : "the model's batch dimension (bound to " +
+                           std::to_string(*MBS) + ", by --dim or the model)";
+    Why = Source + " fixes the micro-batch size to " + std::to_string(*MBS) +
+          ", and each of the " + std::to_string(DP) +
+          " data-parallel replicas gets --global-batch " + std::to_string(G) +
+          " / dp " + std::to_string(DP) +
+          " samples per step, which is not a "
+          "multiple of it: pass a --global-batch that is a multiple of " +
+          std::to_string(*MBS * DP) +
+          (Fixed && !F.MicroBatch ? ", or leave the batch dimension unbound"
+                                  : "");
+  } else {
+    Why = "--global-batch " + std::to_string(G) +
+          " is not divisible by the data-parallel degree " +
+          std::to_string(DP) + ": pass a multiple of " + std::to_string(DP);
+  }
+  return Why;
+}
+
 SearchResult autopar::mergeSearchResults(std::vector<SearchResult> Parts,
                                          unsigned TopK) {
   SearchResult Out;

@@ -140,6 +140,15 @@ llvm::Expected<SearchResult> searchPlans(ModelProfile &Profile,
                                          const Cluster &Cl,
                                          const SearchOptions &Options);
 
+/// Why no candidate of the search space exists when the batch arithmetic
+/// rules them all out (global batch = micro-batch size x micro-batches x
+/// dp, with the pins, the GPU count and the model's fixed batch), naming
+/// what conflicts and what would resolve it; "" when some candidate
+/// exists (the search then found none that fits in memory).
+std::string explainEmptySearchSpace(const ModelProfile &Profile,
+                                    const Cluster &Cl,
+                                    const SearchOptions &Options);
+
 /// The best TopK plans of several searches over disjoint parts of one
 /// space, in the order one search would give them.
 SearchResult mergeSearchResults(std::vector<SearchResult> Parts, unsigned TopK);
