@@ -56,6 +56,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/OpRegistry.h"
+#include "ir/PipelineOrder.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -145,45 +146,19 @@ struct Slot {
 
 } // namespace
 
+/// The rank's order as the planner's simulation priced it (one function,
+/// ir/PipelineOrder.h): each action's local chunk is its virtual stage
+/// divided by the number of stages.
 static std::vector<Slot> getSchedule(StringRef Kind, int64_t Stage,
                                      int64_t Stages, int64_t VPP, int64_t M) {
+  ScheduleKind K = Kind == "gpipe"         ? ScheduleKind::GPipe
+                   : Kind == "interleaved" ? ScheduleKind::Interleaved
+                                           : ScheduleKind::OneFOneB;
   std::vector<Slot> Order;
-  if (Kind == "gpipe") {
-    for (int64_t K = 0; K != M; ++K)
-      Order.push_back({true, 0, K});
-    for (int64_t K = 0; K != M; ++K)
-      Order.push_back({false, 0, K});
-    return Order;
-  }
-  if (Kind == "interleaved") {
-    // Megatron-LM's forward_backward_pipelining_with_interleaving.
-    int64_t P = Stages, V = VPP, Total = M * V;
-    auto Item = [&](int64_t K, bool Forward) {
-      int64_t InGroup = K % (P * V), Chunk = InGroup / P;
-      return Slot{Forward, Forward ? Chunk : V - 1 - Chunk,
-                  K / (P * V) * P + InGroup % P};
-    };
-    int64_t Warmup =
-        M == P ? Total : std::min((P - Stage - 1) * 2 + (V - 1) * P, Total);
-    for (int64_t K = 0; K != Warmup; ++K)
-      Order.push_back(Item(K, true));
-    for (int64_t K = 0; K != Total - Warmup; ++K) {
-      Order.push_back(Item(Warmup + K, true));
-      Order.push_back(Item(K, false));
-    }
-    for (int64_t K = Total - Warmup; K != Total; ++K)
-      Order.push_back(Item(K, false));
-    return Order;
-  }
-  int64_t Warmup = std::min(Stages - Stage - 1, M);
-  for (int64_t K = 0; K != Warmup; ++K)
-    Order.push_back({true, 0, K});
-  for (int64_t I = 0; I != M - Warmup; ++I) {
-    Order.push_back({true, 0, Warmup + I});
-    Order.push_back({false, 0, I});
-  }
-  for (int64_t K = M - Warmup; K != M; ++K)
-    Order.push_back({false, 0, K});
+  for (const PipelineAction &A : getRankOrder(
+           K, unsigned(Stages), unsigned(VPP), unsigned(M), unsigned(Stage)))
+    Order.push_back(
+        {!A.Backward, int64_t(A.Stage) / Stages, int64_t(A.MicroBatch)});
   return Order;
 }
 

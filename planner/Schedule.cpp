@@ -91,90 +91,6 @@ Error PipelineSpec::validate() const {
 // Orders
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// Writes one rank's order into a slot of exactly 2 * v * m actions.
-class OrderWriter {
-public:
-  OrderWriter(const PipelineSpec &S, unsigned Rank, PipelineAction *Out)
-      : S(S), Rank(Rank), Out(Out) {}
-
-  void write() {
-    switch (S.Kind) {
-    case ScheduleKind::GPipe:
-      return writeGPipe();
-    case ScheduleKind::OneFOneB:
-      return writeOneFOneB();
-    case ScheduleKind::Interleaved:
-      return writeInterleaved();
-    }
-  }
-
-private:
-  void emit(unsigned Stage, unsigned MicroBatch, bool Backward) {
-    *Out++ = {Stage, MicroBatch, Backward};
-  }
-
-  void writeGPipe() {
-    for (unsigned I = 0; I != S.MicroBatches; ++I)
-      emit(Rank, I, false);
-    for (unsigned I = 0; I != S.MicroBatches; ++I)
-      emit(Rank, I, true);
-  }
-
-  /// Megatron-LM's forward_backward_pipelining_without_interleaving.
-  void writeOneFOneB() {
-    unsigned M = S.MicroBatches;
-    unsigned Warmup = std::min(S.Stages - Rank - 1, M);
-    unsigned Remaining = M - Warmup;
-    for (unsigned I = 0; I != Warmup; ++I)
-      emit(Rank, I, false);
-    for (unsigned I = 0; I != Remaining; ++I) {
-      emit(Rank, Warmup + I, false);
-      emit(Rank, I, true);
-    }
-    for (unsigned I = Remaining; I != M; ++I)
-      emit(Rank, I, true);
-  }
-
-  /// Megatron-LM's forward_backward_pipelining_with_interleaving: the K-th
-  /// forward (backward) of the rank runs chunk (K mod pv) / p (counted from
-  /// the last chunk for backwards) on micro-batch (K / pv) * p + K mod p.
-  void emitInterleaved(unsigned K, bool Backward) {
-    unsigned P = S.Stages, V = S.VirtualStages;
-    unsigned InGroup = K % (P * V);
-    unsigned Chunk = InGroup / P;
-    if (Backward)
-      Chunk = V - 1 - Chunk;
-    unsigned MicroBatch = K / (P * V) * P + InGroup % P;
-    emit(Chunk * P + Rank, MicroBatch, Backward);
-  }
-
-  void writeInterleaved() {
-    unsigned P = S.Stages, V = S.VirtualStages;
-    unsigned Total = S.MicroBatches * V;
-    // With as many micro-batches as ranks Megatron-LM runs every forward
-    // first; otherwise the first rank's warm-up covers the other chunks of
-    // the first group and the round trip to the last rank.
-    unsigned Warmup = Total;
-    if (S.MicroBatches != P)
-      Warmup = std::min((P - Rank - 1) * 2 + (V - 1) * P, Total);
-    unsigned Remaining = Total - Warmup;
-    for (unsigned K = 0; K != Warmup; ++K)
-      emitInterleaved(K, false);
-    for (unsigned K = 0; K != Remaining; ++K) {
-      emitInterleaved(Warmup + K, false);
-      emitInterleaved(K, true);
-    }
-    for (unsigned K = Remaining; K != Total; ++K)
-      emitInterleaved(K, true);
-  }
-
-  const PipelineSpec &S;
-  unsigned Rank;
-  PipelineAction *Out;
-};
-} // namespace
-
 static size_t actionsPerRank(const PipelineSpec &S) {
   return size_t(2) * S.VirtualStages * S.MicroBatches;
 }
@@ -186,7 +102,9 @@ autopar::getScheduleOrder(const PipelineSpec &Spec) {
   size_t PerRank = actionsPerRank(Spec);
   std::vector<PipelineAction> Order(PerRank * Spec.Stages);
   for (unsigned R = 0; R != Spec.Stages; ++R)
-    OrderWriter(Spec, R, Order.data() + R * PerRank).write();
+    llvm::copy(getRankOrder(Spec.Kind, Spec.Stages, Spec.VirtualStages,
+                            Spec.MicroBatches, R),
+               Order.begin() + R * PerRank);
   return Order;
 }
 

@@ -16,6 +16,7 @@
 #ifndef AUTOPAR_PLANNER_SCHEDULE_H
 #define AUTOPAR_PLANNER_SCHEDULE_H
 
+#include "ir/PipelineOrder.h"
 #include "ir/Plan.h"
 #include "llvm/ADT/ArrayRef.h"
 
@@ -80,13 +81,8 @@ struct PipelineResult {
   std::vector<double> ForwardFinish, BackwardFinish;
 };
 
-/// One action of a rank's order: a forward or backward of one micro-batch
-/// through one virtual stage.
-struct PipelineAction {
-  unsigned Stage = 0;
-  unsigned MicroBatch = 0;
-  bool Backward = false;
-};
+// PipelineAction and each rank's order are ir/PipelineOrder.h's: the
+// simulation prices the order schedule-pipeline lowers.
 
 /// The order Spec's schedule dictates, every rank's actions in one flat
 /// list: rank r's 2 * VirtualStages * MicroBatches actions come at
