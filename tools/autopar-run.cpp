@@ -46,7 +46,7 @@ static cl::opt<std::string>
 static cl::opt<bool> MemoryReport(
     "memory-report",
     cl::desc("Print each rank's measured peak memory next to the plan's "
-             "prediction (plan.json beside the program)"));
+             "prediction (from the plan the program records)"));
 static cl::opt<bool> RandomInit(
     "random-init",
     cl::desc("Train from scratch: initialise every parameter from the seed "
