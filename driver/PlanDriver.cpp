@@ -45,16 +45,6 @@ static raw_ostream &error() { return WithColor::error(errs(), "autopar"); }
 
 static constexpr double GiB = double(1ull << 30);
 
-/// A figure rounded to Digits significant digits, so that plan files do not
-/// carry the last bits of a floating-point computation.
-static double rounded(double V, int Digits = 6) {
-  if (V == 0 || !std::isfinite(V))
-    return V;
-  char Buf[64];
-  snprintf(Buf, sizeof(Buf), "%.*g", Digits, V);
-  return std::strtod(Buf, nullptr);
-}
-
 /// The part of the step where Alt loses most against Best.
 static std::string whyLost(const PlanPrediction &Alt,
                            const PlanPrediction &Best) {
@@ -670,7 +660,7 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
         encodePlanConfig(Best.Config, getRecordedPrediction(Best.Prediction))));
     json::Object &Summary = *SummaryValue.getAsObject();
     Summary["configs_evaluated"] = int64_t(Result->ConfigsEvaluated);
-    Summary["search_time_s"] = rounded(SearchSeconds, 3);
+    Summary["search_time_s"] = roundToSignificant(SearchSeconds, 3);
     outs() << formatv("{0:2}", SummaryValue) << "\n";
   } else {
     printSummary(outs(), O, *Cl, *Result, SearchSeconds);

@@ -156,50 +156,45 @@ Expected<OutputFileList> autopar::renderPlanFiles(const PlanFilesInput &In) {
   if (Error E = materializePlan(In))
     return E;
   PlanRecord R = makeRecord(In);
-  // The training programs' pipelines, when this kind of plan lowers (a
-  // note says why not otherwise; the plan files are written either way).
+  // A plan that does not lower stands without programs: a note (a kind
+  // of plan not lowered yet) or a warning (a lowering that failed), and
+  // plan.air records no pipelines.
+  auto NoPrograms = [&](bool Failed, const Twine &Why) {
+    if (!O.CheckOnly)
+      (Failed ? WithColor::warning(errs(), "autopar")
+              : WithColor::note(errs(), "autopar"))
+          << "no training programs in " << O.OutputDir << ": " << Why << "\n";
+  };
   std::string Unlowered = getUnloweredReason(*In.M, C);
   if (Unlowered.empty()) {
     Expected<std::vector<std::string>> Pipelines =
         buildTrainingPipelines(*In.M, C);
     if (Pipelines)
       R.TrainingPipelines = std::move(*Pipelines);
-    else if (!O.CheckOnly)
-      WithColor::warning(errs(), "autopar")
-          << "no training programs in " << O.OutputDir << ": "
-          << toString(Pipelines.takeError()) << "\n";
     else
-      consumeError(Pipelines.takeError());
-  } else if (!O.CheckOnly) {
-    WithColor::note(errs(), "autopar")
-        << "no training programs in " << O.OutputDir << ": " << Unlowered
-        << "\n";
+      NoPrograms(true, toString(Pipelines.takeError()));
+  } else {
+    NoPrograms(false, Unlowered);
   }
-  // plan.air, and the training programs lowered from its text. When they
-  // do not lower, the plan stands without them: a warning, and the plan
-  // records no pipelines.
-  std::string Air;
-  OutputFileList Programs;
-  for (;;) {
+  // plan.air, and the training programs lowered from its text (which
+  // records their pipelines).
+  auto PrintPlan = [&] {
     In.M->getAttrs() = encodePlan(R);
-    Air.clear();
+    std::string Air;
     raw_string_ostream AOS(Air);
     printModule(AOS, *In.M);
-    AOS.flush();
-    if (Error E = checkRoundTrip(Air))
-      return E;
-    Error E = addPrograms(In, Air, R.TrainingPipelines, "stage", Programs);
-    if (!E)
-      break;
-    if (!O.CheckOnly)
-      WithColor::warning(errs(), "autopar")
-          << "no training programs in " << O.OutputDir << ": "
-          << toString(std::move(E)) << "\n";
-    else
-      consumeError(std::move(E));
+    return AOS.str();
+  };
+  std::string Air = PrintPlan();
+  OutputFileList Programs;
+  if (Error E = addPrograms(In, Air, R.TrainingPipelines, "stage", Programs)) {
+    NoPrograms(true, toString(std::move(E)));
     R.TrainingPipelines.clear();
     Programs.clear();
+    Air = PrintPlan();
   }
+  if (Error E = checkRoundTrip(Air))
+    return E;
 
   SmallString<256> AirPath(O.OutputDir), JsonPath(O.OutputDir),
       LaunchDir(O.OutputDir), ReportPath(O.OutputDir);

@@ -30,7 +30,7 @@ using namespace llvm;
 /// Whether an inline initializer holds any values (a model written for
 /// planning may declare its weights with none; planning needs only types).
 static bool holdsInlineData(const onnx::TensorProto &T) {
-  return !T.raw_data().empty() || T.float_data_size() || T.int32_data_size() ||
+  return T.has_raw_data() || T.float_data_size() || T.int32_data_size() ||
          T.int64_data_size() || T.double_data_size() || T.uint64_data_size() ||
          T.string_data_size();
 }

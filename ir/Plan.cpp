@@ -9,7 +9,7 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FormatVariadic.h"
 
-#include <set>
+#include <tuple>
 
 using namespace autopar;
 using namespace llvm;
@@ -403,6 +403,39 @@ static Attribute stringList(ArrayRef<std::string> V) {
   return Attribute::getList(std::move(L));
 }
 
+/// The keys of the records' numeric fields, for the encoder and the
+/// decoder alike.
+static constexpr std::pair<const char *, double PlanPredicted::*>
+    PredictionKeys[] = {
+        {"step_time_s", &PlanPredicted::StepSeconds},
+        {"tokens_per_s", &PlanPredicted::TokensPerSecond},
+        {"model_tflops_per_gpu", &PlanPredicted::ModelTflopsPerGpu},
+        {"hw_tflops_per_gpu", &PlanPredicted::HardwareTflopsPerGpu},
+        {"mfu", &PlanPredicted::Mfu},
+        {"hfu", &PlanPredicted::Hfu},
+        {"bubble_fraction", &PlanPredicted::BubbleFraction},
+        {"peak_memory_per_gpu_bytes", &PlanPredicted::PeakMemoryBytes},
+        {"memory_capacity_bytes", &PlanPredicted::MemoryCapacityBytes}};
+
+static constexpr std::pair<const char *, int64_t StageMemory::*>
+    StageMemoryKeys[] = {{"weights_bytes", &StageMemory::Weights},
+                         {"gradients_bytes", &StageMemory::Gradients},
+                         {"optimizer_bytes", &StageMemory::Optimizer},
+                         {"activations_bytes", &StageMemory::Activations},
+                         {"allowance_bytes", &StageMemory::Allowance},
+                         {"offloaded_bytes", &StageMemory::Offloaded},
+                         {"total_bytes", &StageMemory::Total}};
+
+/// With the least value each may take: hidden size, heads and vocabulary
+/// are 0 for a model that has none (a CNN), whose launch files leave the
+/// transformer arguments out.
+static constexpr std::tuple<const char *, int64_t ModelShape::*, int64_t>
+    ModelShapeKeys[] = {{"layers", &ModelShape::Layers, 1},
+                        {"hidden", &ModelShape::Hidden, 0},
+                        {"heads", &ModelShape::Heads, 0},
+                        {"seq_length", &ModelShape::SeqLength, 1},
+                        {"vocab", &ModelShape::Vocab, 0}};
+
 AttrDict autopar::encodePlanConfig(const PlanConfig &C,
                                    const PlanPredicted &P) {
   AttrDict D;
@@ -412,15 +445,8 @@ AttrDict autopar::encodePlanConfig(const PlanConfig &C,
   D.set("num_microbatches", Attribute::getInt(C.MicroBatches));
   std::vector<int64_t> Stages(C.StageUnits.begin(), C.StageUnits.end());
   D.set("stage_layers", Attribute::getIntList(std::move(Stages)));
-  D.set("step_time_s", Attribute::getFloat(P.StepSeconds));
-  D.set("tokens_per_s", Attribute::getFloat(P.TokensPerSecond));
-  D.set("model_tflops_per_gpu", Attribute::getFloat(P.ModelTflopsPerGpu));
-  D.set("hw_tflops_per_gpu", Attribute::getFloat(P.HardwareTflopsPerGpu));
-  D.set("mfu", Attribute::getFloat(P.Mfu));
-  D.set("hfu", Attribute::getFloat(P.Hfu));
-  D.set("bubble_fraction", Attribute::getFloat(P.BubbleFraction));
-  D.set("peak_memory_per_gpu_bytes", Attribute::getFloat(P.PeakMemoryBytes));
-  D.set("memory_capacity_bytes", Attribute::getFloat(P.MemoryCapacityBytes));
+  for (const auto &[Key, Field] : PredictionKeys)
+    D.set(Key, Attribute::getFloat(P.*Field));
   return D;
 }
 
@@ -444,11 +470,8 @@ AttrDict autopar::encodePlan(const PlanRecord &R) {
   }
   const ModelShape &S = R.Shape;
   AttrDict Shape;
-  Shape.set("layers", Attribute::getInt(S.Layers));
-  Shape.set("hidden", Attribute::getInt(S.Hidden));
-  Shape.set("heads", Attribute::getInt(S.Heads));
-  Shape.set("seq_length", Attribute::getInt(S.SeqLength));
-  Shape.set("vocab", Attribute::getInt(S.Vocab));
+  for (const auto &[Key, Field, Min] : ModelShapeKeys)
+    Shape.set(Key, Attribute::getInt(S.*Field));
   Shape.set("layers_per_stage", intList(S.LayersPerStage));
   D.set("model_shape", Attribute::getDict(std::move(Shape)));
   D.set("plan", Attribute::getDict(encodePlanConfig(R.Config, R.Predicted)));
@@ -456,13 +479,8 @@ AttrDict autopar::encodePlan(const PlanRecord &R) {
     std::vector<Attribute> Stages;
     for (const StageMemory &M : R.Memory) {
       AttrDict E;
-      E.set("weights_bytes", Attribute::getInt(M.Weights));
-      E.set("gradients_bytes", Attribute::getInt(M.Gradients));
-      E.set("optimizer_bytes", Attribute::getInt(M.Optimizer));
-      E.set("activations_bytes", Attribute::getInt(M.Activations));
-      E.set("allowance_bytes", Attribute::getInt(M.Allowance));
-      E.set("offloaded_bytes", Attribute::getInt(M.Offloaded));
-      E.set("total_bytes", Attribute::getInt(M.Total));
+      for (const auto &[Key, Field] : StageMemoryKeys)
+        E.set(Key, Attribute::getInt(M.*Field));
       Stages.push_back(Attribute::getDict(std::move(E)));
     }
     D.set("predicted_memory", Attribute::getList(std::move(Stages)));
@@ -606,20 +624,11 @@ static Error decodeConfig(const AttrDict &Dict, PlanConfig &C,
   if (Error E = Rd.integers("stage_layers", 0, Stages))
     return E;
   C.StageUnits.assign(Stages.begin(), Stages.end());
-  if (Error E = Rd.number("step_time_s", P.StepSeconds))
-    return E;
-  // The other predictions may be left out of a plan written by hand.
-  for (auto [Key, Out] :
-       {std::pair<StringRef, double *>{"tokens_per_s", &P.TokensPerSecond},
-        {"model_tflops_per_gpu", &P.ModelTflopsPerGpu},
-        {"hw_tflops_per_gpu", &P.HardwareTflopsPerGpu},
-        {"mfu", &P.Mfu},
-        {"hfu", &P.Hfu},
-        {"bubble_fraction", &P.BubbleFraction},
-        {"peak_memory_per_gpu_bytes", &P.PeakMemoryBytes},
-        {"memory_capacity_bytes", &P.MemoryCapacityBytes}})
-    if (Rd.has(Key))
-      if (Error E = Rd.number(Key, *Out))
+  // The step time is required; the other predictions may be left out of a
+  // plan written by hand.
+  for (const auto &[Key, Field] : PredictionKeys)
+    if (Field == &PlanPredicted::StepSeconds || Rd.has(Key))
+      if (Error E = Rd.number(Key, P.*Field))
         return E;
   return Error::success();
 }
@@ -656,15 +665,8 @@ static Error decodeMemory(const Attribute &A, std::vector<StageMemory> &Out) {
     std::string Prefix = ("predicted_memory[" + Twine(I) + "].").str();
     DictReader Rd(E.getDict(), Prefix);
     StageMemory M;
-    for (auto [Key, Field] :
-         {std::pair<StringRef, int64_t *>{"weights_bytes", &M.Weights},
-          {"gradients_bytes", &M.Gradients},
-          {"optimizer_bytes", &M.Optimizer},
-          {"activations_bytes", &M.Activations},
-          {"allowance_bytes", &M.Allowance},
-          {"offloaded_bytes", &M.Offloaded},
-          {"total_bytes", &M.Total}})
-      if (Error Err = Rd.integer(Key, 0, *Field))
+    for (const auto &[Key, Field] : StageMemoryKeys)
+      if (Error Err = Rd.integer(Key, 0, M.*Field))
         return Err;
     Out.push_back(M);
   }
@@ -712,18 +714,10 @@ Expected<PlanRecord> autopar::decodePlan(const AttrDict &Attrs) {
   if (!Shape)
     return Shape.takeError();
   DictReader S(**Shape, "model_shape.");
-  ModelShape &RS = R.Shape;
-  // Hidden size, heads and vocabulary are 0 for a model that has none (a
-  // CNN): its launch files leave the transformer arguments out.
-  for (auto [Key, Out, Min] :
-       {std::tuple<StringRef, int64_t *, int64_t>{"layers", &RS.Layers, 1},
-        {"hidden", &RS.Hidden, 0},
-        {"heads", &RS.Heads, 0},
-        {"seq_length", &RS.SeqLength, 1},
-        {"vocab", &RS.Vocab, 0}})
-    if (Error E = S.integer(Key, Min, *Out))
+  for (const auto &[Key, Field, Min] : ModelShapeKeys)
+    if (Error E = S.integer(Key, Min, R.Shape.*Field))
       return E;
-  if (Error E = S.integers("layers_per_stage", 0, RS.LayersPerStage))
+  if (Error E = S.integers("layers_per_stage", 0, R.Shape.LayersPerStage))
     return E;
 
   Expected<const AttrDict *> Plan = Rd.dict("plan");

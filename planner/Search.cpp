@@ -787,9 +787,7 @@ SearchResult autopar::mergeSearchResults(std::vector<SearchResult> Parts,
   return Out;
 }
 
-/// V rounded to Digits significant digits; whole numbers (byte counts)
-/// stay as they are.
-static double rounded(double V, int Digits = 6) {
+double autopar::roundToSignificant(double V, int Digits) {
   if (V == 0 || !std::isfinite(V) || V == std::trunc(V))
     return V;
   char Buf[64];
@@ -798,32 +796,29 @@ static double rounded(double V, int Digits = 6) {
 }
 
 PlanPredicted autopar::getRecordedPrediction(const PlanPrediction &R) {
-  PlanPredicted P;
-  P.StepSeconds = rounded(R.StepSeconds);
-  P.TokensPerSecond = rounded(R.TokensPerSecond);
-  P.ModelTflopsPerGpu = rounded(R.ModelTflopsPerGpu);
-  P.HardwareTflopsPerGpu = rounded(R.HardwareTflopsPerGpu);
-  P.Mfu = rounded(R.Mfu);
-  P.Hfu = rounded(R.Hfu);
-  P.BubbleFraction = rounded(R.BubbleFraction);
-  P.PeakMemoryBytes = rounded(R.PeakMemoryBytes);
-  P.MemoryCapacityBytes = rounded(R.MemoryCapacityBytes);
+  PlanPredicted P{R.StepSeconds,
+                  R.TokensPerSecond,
+                  R.ModelTflopsPerGpu,
+                  R.HardwareTflopsPerGpu,
+                  R.Mfu,
+                  R.Hfu,
+                  R.BubbleFraction,
+                  R.PeakMemoryBytes,
+                  R.MemoryCapacityBytes};
+  for (double *F : {&P.StepSeconds, &P.TokensPerSecond, &P.ModelTflopsPerGpu,
+                    &P.HardwareTflopsPerGpu, &P.Mfu, &P.Hfu, &P.BubbleFraction,
+                    &P.PeakMemoryBytes, &P.MemoryCapacityBytes})
+    *F = roundToSignificant(*F, 6);
   return P;
 }
 
 std::vector<StageMemory> autopar::getRecordedMemory(const PlanPrediction &P) {
   std::vector<StageMemory> Stages;
   auto Bytes = [](double B) { return int64_t(std::llround(B)); };
-  for (const RankPrediction &R : P.Ranks) {
-    StageMemory M;
-    M.Weights = Bytes(R.WeightBytes);
-    M.Gradients = Bytes(R.GradBytes);
-    M.Optimizer = Bytes(R.OptimizerBytes);
-    M.Activations = Bytes(R.ActivationBytes);
-    M.Allowance = Bytes(R.OverheadBytes);
-    M.Offloaded = Bytes(R.OffloadedBytes);
-    M.Total = Bytes(R.MemoryBytes);
-    Stages.push_back(M);
-  }
+  for (const RankPrediction &R : P.Ranks)
+    Stages.push_back({Bytes(R.WeightBytes), Bytes(R.GradBytes),
+                      Bytes(R.OptimizerBytes), Bytes(R.ActivationBytes),
+                      Bytes(R.OverheadBytes), Bytes(R.OffloadedBytes),
+                      Bytes(R.MemoryBytes)});
   return Stages;
 }

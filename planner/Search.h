@@ -159,6 +159,11 @@ llvm::Expected<Plan> evaluatePlan(ModelProfile &Profile, const Cluster &Cl,
                                   const SearchOptions &Options,
                                   const PlanConfig &Config);
 
+/// V rounded to Digits significant digits, so that plan files do not carry
+/// the last bits of a floating-point computation; whole numbers (byte
+/// counts) stay as they are.
+double roundToSignificant(double V, int Digits);
+
 /// The predictions plan files record (rounded to 6 significant digits, so
 /// that they do not carry the last bits of a floating-point computation).
 PlanPredicted getRecordedPrediction(const PlanPrediction &P);
