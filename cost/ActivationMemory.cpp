@@ -30,6 +30,7 @@
 #include "cost/ActivationMemory.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -181,64 +182,40 @@ void autopar::getSavedTensors(const Node &N,
   if (!AnyGrad)
     return;
   Collector C(N, Loops, Flow, Settings, Out);
-  switch (N.getOp()) {
-  case OpId::MatMul:
-  case OpId::Linear:
-  case OpId::Gemm:
-  case OpId::Einsum:
-  case OpId::Conv:
-  case OpId::ConvTranspose:
-  case OpId::SwiGLU:
-    // silu(A) * B: A's gradient reads A and B, B's reads silu(A).
+  switch (getOpFacts(N.getOp()).Saved) {
+  case SavedRule::None:
+    return;
+  case SavedRule::Product:
+    // A's gradient reads B (SwiGLU: A and B), B's reads A (silu(A)).
     C.operand(0);
     if (C.needsGrad(0))
       C.operand(1);
     return;
-  case OpId::Mul:
+  case SavedRule::Mul:
     if (C.needsGrad(1))
       C.operand(0);
     if (C.needsGrad(0))
       C.operand(1);
     return;
-  case OpId::Div:
+  case SavedRule::Div:
     C.operand(1);
     if (C.needsGrad(1))
       C.operand(0);
     return;
-  case OpId::Pow:
-  case OpId::Gelu:
-  case OpId::Silu:
-  case OpId::Erf:
-  case OpId::Log:
-  case OpId::Abs:
-  case OpId::LeakyRelu:
-  case OpId::BatchNormalization:
-  case OpId::InstanceNormalization:
-  case OpId::MaxPool:
+  case SavedRule::Input:
     C.operand(0);
     return;
-  case OpId::Tanh:
-  case OpId::Sigmoid:
-  case OpId::Exp:
-  case OpId::Sqrt:
-  case OpId::Reciprocal:
-  case OpId::Relu:
-  case OpId::Softmax:
-  case OpId::LogSoftmax:
+  case SavedRule::Output:
     C.result(0);
     return;
-  case OpId::Dropout:
+  case SavedRule::Dropout:
     if (isActiveDropout(N))
       C.internal(
           Loops ? ArrayRef<int>(Loops->Results[0]) : ArrayRef<int>(),
           double(N.getResult(0)->getType().getStaticNumElements().value_or(0)),
           1, /*Core=*/false);
     return;
-  case OpId::Where:
-    C.operand(0);
-    return;
-  case OpId::LayerNormalization:
-  case OpId::RMSNormalization: {
+  case SavedRule::Norm: {
     C.operand(0);
     const Value *X = N.getOperand(0);
     const Attribute *A = N.getAttr("axis");
@@ -256,14 +233,12 @@ void autopar::getSavedTensors(const Node &N,
     C.internal(RowLoops, rowsOf(X, NormDims), 4 * Stats, /*Core=*/false);
     return;
   }
-  case OpId::Gather:
+  case SavedRule::Gather:
     if (C.needsGrad(0))
       C.operand(1);
     return;
-  case OpId::Attention:
+  case SavedRule::Attention:
     attentionSaved(N, Loops, Settings, C);
-    return;
-  default:
     return;
   }
 }

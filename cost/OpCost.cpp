@@ -29,6 +29,7 @@
 
 #include "cost/GemmEfficiency.h"
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 #include "ir/OpFlops.h"
 
 #include <algorithm>
@@ -86,20 +87,12 @@ double autopar::localElements(const Value &V, ArrayRef<int> Map,
 
 namespace {
 
+/// Nodes that run no kernel of their own in a fused step: views of their
+/// operand (the ReshapeLike family), constants and shape queries.
 bool isView(OpId Op) {
-  switch (Op) {
-  case OpId::Reshape:
-  case OpId::Flatten:
-  case OpId::Squeeze:
-  case OpId::Unsqueeze:
-  case OpId::Identity:
-  case OpId::Constant:
-  case OpId::Shape:
-  case OpId::Size:
-    return true;
-  default:
-    return false;
-  }
+  KernelFamily K = getKernelFamily(Op);
+  return K == KernelFamily::ReshapeLike || K == KernelFamily::Constant ||
+         K == KernelFamily::Shape || K == KernelFamily::Size;
 }
 
 /// A dense product seen through its loops: sizes on one rank of the M, N, K
@@ -160,19 +153,29 @@ std::optional<GemmShape> getGemmShape(const Node &N, const OpLoops &Loops,
   return S;
 }
 
+/// Dense products, priced as GEMMs (their FLOPs are 2*M*N*K).
 bool isProduct(const Node &N) {
-  switch (N.getOp()) {
-  case OpId::MatMul:
-  case OpId::Linear:
-  case OpId::Gemm:
-  case OpId::Conv:
-  case OpId::ConvTranspose:
+  switch (getOpFacts(N.getOp()).Flops) {
+  case FlopRule::MatMul:
+  case FlopRule::Linear:
+  case FlopRule::Gemm:
+  case FlopRule::Conv:
+  case FlopRule::ConvTranspose:
     return true;
-  case OpId::Einsum:
+  case FlopRule::Einsum:
     return N.getNumOperands() == 2;
-  default:
+  case FlopRule::Unknown:
+  case FlopRule::Free:
+  case FlopRule::PerOutput:
+  case FlopRule::SumOperands:
+  case FlopRule::PerInput:
+  case FlopRule::Window:
+  case FlopRule::LRN:
+  case FlopRule::Attention:
+  case FlopRule::MsAttention:
     return false;
   }
+  return false;
 }
 
 /// Forward and backward of a product: one GEMM, then dA (M x K from

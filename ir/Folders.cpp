@@ -2,6 +2,7 @@
 
 #include "ir/Folders.h"
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 #include "ir/ShapeFunctions.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -89,26 +90,46 @@ FoldResult autopar::foldIntBinary(const Node &N,
     int64_t A = (*Ints)[0]->getInts()[broadcastIndex(Index, OutSizes, ASizes)];
     int64_t B = (*Ints)[1]->getInts()[broadcastIndex(Index, OutSizes, BSizes)];
     int64_t R;
-    switch (N.getOp()) {
-    case OpId::Add:
+    switch (getOpFacts(N.getOp()).Element) {
+    case ElementFn::Add:
       if (AddOverflow(A, B, R))
         return std::nullopt;
       break;
-    case OpId::Sub:
+    case ElementFn::Sub:
       if (SubOverflow(A, B, R))
         return std::nullopt;
       break;
-    case OpId::Mul:
+    case ElementFn::Mul:
       if (MulOverflow(A, B, R))
         return std::nullopt;
       break;
-    case OpId::Div:
+    case ElementFn::Div:
       // ONNX integer division truncates toward zero.
       if (B == 0 || (A == INT64_MIN && B == -1))
         return std::nullopt;
       R = A / B;
       break;
-    default:
+    case ElementFn::None:
+    case ElementFn::Pow:
+    case ElementFn::Equal:
+    case ElementFn::Less:
+    case ElementFn::Greater:
+    case ElementFn::And:
+    case ElementFn::Or:
+    case ElementFn::Neg:
+    case ElementFn::Abs:
+    case ElementFn::Sqrt:
+    case ElementFn::Reciprocal:
+    case ElementFn::Exp:
+    case ElementFn::Log:
+    case ElementFn::Tanh:
+    case ElementFn::Erf:
+    case ElementFn::Sigmoid:
+    case ElementFn::Relu:
+    case ElementFn::LeakyRelu:
+    case ElementFn::Not:
+    case ElementFn::Gelu:
+    case ElementFn::Silu:
       return std::nullopt;
     }
     Values.push_back(R);
@@ -231,17 +252,38 @@ FoldResult autopar::foldIntCompare(const Node &N,
   std::vector<int64_t> Values;
   for (size_t I = 0, E = A->size(); I != E; ++I) {
     int64_t X = (*A)[I], Y = (*B)[I];
-    switch (N.getOp()) {
-    case OpId::Equal:
+    switch (getOpFacts(N.getOp()).Element) {
+    case ElementFn::Equal:
       Values.push_back(X == Y);
       break;
-    case OpId::Less:
+    case ElementFn::Less:
       Values.push_back(X < Y);
       break;
-    case OpId::Greater:
+    case ElementFn::Greater:
       Values.push_back(X > Y);
       break;
-    default:
+    case ElementFn::None:
+    case ElementFn::Add:
+    case ElementFn::Sub:
+    case ElementFn::Mul:
+    case ElementFn::Div:
+    case ElementFn::Pow:
+    case ElementFn::And:
+    case ElementFn::Or:
+    case ElementFn::Neg:
+    case ElementFn::Abs:
+    case ElementFn::Sqrt:
+    case ElementFn::Reciprocal:
+    case ElementFn::Exp:
+    case ElementFn::Log:
+    case ElementFn::Tanh:
+    case ElementFn::Erf:
+    case ElementFn::Sigmoid:
+    case ElementFn::Relu:
+    case ElementFn::LeakyRelu:
+    case ElementFn::Not:
+    case ElementFn::Gelu:
+    case ElementFn::Silu:
       return std::nullopt;
     }
   }

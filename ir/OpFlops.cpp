@@ -10,26 +10,23 @@
 //                         (softmax)
 //   MsAttention           the QKV projection 2*B*S*hidden*3*hidden plus the
 //                         attention as above
-//   per output element    1: Add Sub Mul Div Pow Neg Abs Sqrt Reciprocal Exp
-//                         Log Tanh Erf Sigmoid Relu LeakyRelu comparisons,
-//                         logic, Where, CumSum, Dropout; Sum: operands - 1;
-//                         Gelu 8, Silu 4, SwiGLU 5, Softmax/LogSoftmax 5,
-//                         LayerNormalization 8, InstanceNormalization 8,
-//                         RMSNormalization 5, BatchNormalization 4,
-//                         RotaryEmbedding 3, MsEmbedLayerNormalization 10,
-//                         MaxPool/AveragePool kernel size, LRN 2*size+3
-//   per input element     1: ReduceSum ReduceMean ReduceMax TopK
-//                         GlobalAveragePool
-//   data movement         0: Constant ConstantOfShape Range Shape Size
-//                         Reshape Flatten Transpose Concat Split Slice Gather
-//                         GatherElements ScatterElements Squeeze Unsqueeze
-//                         Expand Tile Identity Cast Trilu; communication
-//                         (its cost is the collective model's)
-//   unknown               Opaque, MsGroupQueryAttention
+//   per output element    FlopsPerElement of the op's row in OpFacts.def:
+//                         the scalar operations of its formula (1 for
+//                         arithmetic, comparisons, logic, Where, CumSum,
+//                         Dropout; Gelu 8, Silu 4, SwiGLU 5, Softmax 5,
+//                         LayerNormalization 8, RMSNormalization 5, ...);
+//                         Sum: operands - 1; pools: kernel size; LRN
+//                         2*size+3
+//   per input element     1: reductions, TopK, GlobalAveragePool
+//   data movement         0: layouts, gathers, constants, shape ops, Cast;
+//                         communication (its cost is the collective model's)
+//   unknown               Opaque, contrib ops without a formula, and the
+//                         backward-only ops (priced from the forward)
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/OpFlops.h"
+#include "ir/OpFacts.h"
 
 #include "ir/Graph.h"
 
@@ -202,140 +199,59 @@ std::optional<int64_t> autopar::getForwardFlops(const Node &N) {
   };
   auto PerInput = [&]() { return numElements(N.getOperand(0)); };
 
-  switch (N.getOp()) {
-  case OpId::Add:
-  case OpId::Sub:
-  case OpId::Mul:
-  case OpId::Div:
-  case OpId::Pow:
-  case OpId::Equal:
-  case OpId::Less:
-  case OpId::Greater:
-  case OpId::And:
-  case OpId::Or:
-  case OpId::Where:
-  case OpId::Neg:
-  case OpId::Abs:
-  case OpId::Sqrt:
-  case OpId::Reciprocal:
-  case OpId::Exp:
-  case OpId::Log:
-  case OpId::Tanh:
-  case OpId::Erf:
-  case OpId::Sigmoid:
-  case OpId::Relu:
-  case OpId::LeakyRelu:
-  case OpId::Not:
-  case OpId::CumSum:
-  case OpId::Dropout:
-    return PerOutput(1);
-  case OpId::Sum:
+  const OpFacts &Facts = getOpFacts(N.getOp());
+  switch (Facts.Flops) {
+  case FlopRule::Unknown:
+    return std::nullopt;
+  case FlopRule::Free:
+    return 0;
+  case FlopRule::PerOutput:
+    return PerOutput(Facts.FlopsPerElement);
+  case FlopRule::SumOperands:
     return PerOutput(std::max<int64_t>(N.getNumOperands() - 1, 0));
-  case OpId::Gelu:
-    return PerOutput(8);
-  case OpId::Silu:
-    return PerOutput(4);
-  case OpId::SwiGLU:
-    return PerOutput(5);
-  case OpId::Softmax:
-  case OpId::LogSoftmax:
-    return PerOutput(5);
-  case OpId::LayerNormalization:
-  case OpId::InstanceNormalization:
-    return PerOutput(8);
-  case OpId::RMSNormalization:
-    return PerOutput(5);
-  case OpId::BatchNormalization:
-    return PerOutput(4);
-  case OpId::RotaryEmbedding:
-    return PerOutput(3);
-  case OpId::MsEmbedLayerNormalization:
-    return PerOutput(10);
-
-  case OpId::MatMul: {
+  case FlopRule::PerInput:
+    return PerInput();
+  case FlopRule::MatMul:
     // [..., M, K] x [..., K, N]: 2 * output elements * K. A 1-D left operand
     // is [K].
     return (Count(numElements(Out)) * 2 * dimSize(N.getOperand(0), -1)).get();
-  }
-  case OpId::Linear:
+  case FlopRule::Linear:
     // X [..., K] times W [K, N].
     return (Count(numElements(Out)) * 2 * dimSize(N.getOperand(1), 0)).get();
-  case OpId::Gemm: {
+  case FlopRule::Gemm: {
     std::optional<int64_t> TransA = intAttr(N, "transA");
     int64_t KDim = TransA && *TransA ? 0 : 1;
     return (Count(numElements(Out)) * 2 * dimSize(N.getOperand(0), KDim)).get();
   }
-  case OpId::Einsum:
+  case FlopRule::Einsum:
     return einsumFlops(N);
-
-  case OpId::Conv:
+  case FlopRule::Conv:
     // W [M, C/group, k...]: each output element is C/group*kernel MACs.
     return (Count(numElements(Out)) * 2 *
             trailingProduct(N.getOperand(1), 1).get())
         .get();
-  case OpId::ConvTranspose:
+  case FlopRule::ConvTranspose:
     // W [C, M/group, k...]: each input element scatters M/group*kernel MACs.
     return (Count(numElements(N.getOperand(0))) * 2 *
             trailingProduct(N.getOperand(1), 1).get())
         .get();
-  case OpId::MaxPool:
-  case OpId::AveragePool: {
+  case FlopRule::Window: {
     Count Kernel;
     if (const Attribute *A = N.getAttr("kernel_shape"))
       for (int64_t K : A->getIntList())
         Kernel *= K;
     return (Count(numElements(Out)) * Kernel.get()).get();
   }
-  case OpId::GlobalAveragePool:
-    return PerInput();
-  case OpId::LRN: {
+  case FlopRule::LRN: {
     std::optional<int64_t> Size = intAttr(N, "size");
     if (!Size)
       return std::nullopt;
     return PerOutput(2 * *Size + 3);
   }
-
-  case OpId::ReduceSum:
-  case OpId::ReduceMean:
-  case OpId::ReduceMax:
-  case OpId::TopK:
-    return PerInput();
-
-  case OpId::Attention:
+  case FlopRule::Attention:
     return attentionFlops(N);
-  case OpId::MsAttention:
+  case FlopRule::MsAttention:
     return msAttentionFlops(N);
-
-  case OpId::Constant:
-  case OpId::ConstantOfShape:
-  case OpId::Range:
-  case OpId::Shape:
-  case OpId::Size:
-  case OpId::Reshape:
-  case OpId::Flatten:
-  case OpId::Transpose:
-  case OpId::Concat:
-  case OpId::Split:
-  case OpId::Slice:
-  case OpId::Gather:
-  case OpId::GatherElements:
-  case OpId::ScatterElements:
-  case OpId::Squeeze:
-  case OpId::Unsqueeze:
-  case OpId::Expand:
-  case OpId::Tile:
-  case OpId::Identity:
-  case OpId::Cast:
-  case OpId::Trilu:
-  case OpId::AllReduce:
-  case OpId::AllGather:
-  case OpId::ReduceScatter:
-  case OpId::AllToAll:
-  case OpId::SendRecv:
-    return 0;
-
-  default:
-    // Opaque, MsGroupQueryAttention and ops added later without a cost.
-    return std::nullopt;
   }
+  return std::nullopt;
 }

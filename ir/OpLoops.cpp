@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/OpLoops.h"
+#include "ir/OpFacts.h"
 
 #include "ir/Graph.h"
 #include "ir/ShapeValues.h"
@@ -611,117 +612,75 @@ std::optional<OpLoops> resizingLoops(const Node &N) {
 std::optional<OpLoops> autopar::getOpLoops(const Node &N) {
   if (N.getNumResults() == 0 || !N.getResult(0))
     return std::nullopt;
-  switch (N.getOp()) {
-  case OpId::Add:
-  case OpId::Sub:
-  case OpId::Mul:
-  case OpId::Div:
-  case OpId::Sum:
-  case OpId::Pow:
-  case OpId::Equal:
-  case OpId::Less:
-  case OpId::Greater:
-  case OpId::And:
-  case OpId::Or:
-  case OpId::Where:
-  case OpId::SwiGLU:
+  switch (getOpFacts(N.getOp()).Loops) {
+  case LoopRule::None:
+    // Constants and shape computations are replicated; Opaque, contrib and
+    // backward-only ops have no rule.
+    return std::nullopt;
+  case LoopRule::Broadcast:
     return broadcastLoops(N, allOperands(N));
-  case OpId::Neg:
-  case OpId::Abs:
-  case OpId::Sqrt:
-  case OpId::Reciprocal:
-  case OpId::Exp:
-  case OpId::Log:
-  case OpId::Tanh:
-  case OpId::Erf:
-  case OpId::Sigmoid:
-  case OpId::Relu:
-  case OpId::LeakyRelu:
-  case OpId::Gelu:
-  case OpId::Silu:
-  case OpId::Not:
-  case OpId::Cast:
-  case OpId::Identity:
-  case OpId::Dropout:
-  case OpId::Expand:
+  case LoopRule::Unary:
     // Dropout's ratio and training_mode, Expand's shape: read whole.
     return broadcastLoops(N, {0});
-  case OpId::Softmax:
-  case OpId::LogSoftmax:
+  case LoopRule::AxisFixed:
     return axisFixedLoops(N, -1, {0});
-  case OpId::CumSum: {
+  case LoopRule::IndexedAxisFixed:
+    return axisFixedLoops(N, 0, allOperands(N));
+  case LoopRule::CumSum: {
     std::optional<SmallVector<int64_t, 4>> Axis = constantInts(N, "", 1);
     unsigned Rank = rankOf(N.getResult(0));
     if (!Axis || Axis->size() != 1 || !normalizeAxis((*Axis)[0], Rank))
       return std::nullopt;
     return broadcastLoops(N, {0}, {*normalizeAxis((*Axis)[0], Rank)});
   }
-  case OpId::Trilu: {
+  case LoopRule::Trilu: {
     unsigned Rank = rankOf(N.getResult(0));
     if (Rank < 2)
       return std::nullopt;
     return broadcastLoops(N, {0}, {Rank - 2, Rank - 1});
   }
-  case OpId::MatMul:
+  case LoopRule::MatMul:
     return matmulLoops(N);
-  case OpId::Linear:
+  case LoopRule::Linear:
     return linearLoops(N);
-  case OpId::Gemm:
+  case LoopRule::Gemm:
     return gemmLoops(N);
-  case OpId::Einsum:
+  case LoopRule::Einsum:
     return einsumLoops(N);
-  case OpId::ReduceSum:
-  case OpId::ReduceMean:
+  case LoopRule::SumReduction:
     return reduceLoops(N, LoopKind::Reduction);
-  case OpId::ReduceMax:
+  case LoopRule::MaxReduction:
     return reduceLoops(N, LoopKind::Fixed);
-  case OpId::LayerNormalization:
-  case OpId::RMSNormalization:
+  case LoopRule::Norm:
     return normLoops(N, -1);
-  case OpId::BatchNormalization:
-    // Statistics are per rank's samples, as data parallelism computes them.
+  case LoopRule::Channel:
+    // BatchNormalization's statistics are per rank's samples, as data
+    // parallelism computes them.
     return channelLoops(N, /*ChannelFixed=*/false, /*BatchFixed=*/false);
-  case OpId::InstanceNormalization:
-  case OpId::MaxPool:
-  case OpId::AveragePool:
-  case OpId::GlobalAveragePool:
-    return channelLoops(N, false, false);
-  case OpId::LRN:
+  case LoopRule::ChannelFixed:
     return channelLoops(N, /*ChannelFixed=*/true, false);
-  case OpId::Conv:
+  case LoopRule::Conv:
     return convLoops(N, /*Transposed=*/false);
-  case OpId::ConvTranspose:
+  case LoopRule::ConvTranspose:
     return convLoops(N, /*Transposed=*/true);
-  case OpId::Attention:
+  case LoopRule::Attention:
     return attentionLoops(N);
-  case OpId::RotaryEmbedding:
+  case LoopRule::Rotary:
     return rotaryLoops(N);
-  case OpId::Reshape:
-  case OpId::Flatten:
-  case OpId::Squeeze:
-  case OpId::Unsqueeze:
+  case LoopRule::Reshape:
     return reshapeLoops(N);
-  case OpId::Transpose:
+  case LoopRule::Transpose:
     return transposeLoops(N);
-  case OpId::Concat:
+  case LoopRule::Concat:
     return pieceLoops(N, /*IsSplit=*/false);
-  case OpId::Split:
+  case LoopRule::Split:
     return pieceLoops(N, /*IsSplit=*/true);
-  case OpId::Slice:
-  case OpId::Tile:
+  case LoopRule::Resizing:
     return resizingLoops(N);
-  case OpId::Gather:
+  case LoopRule::Gather:
     return gatherLoops(N);
-  case OpId::GatherElements:
-  case OpId::ScatterElements:
-    return axisFixedLoops(N, 0, allOperands(N));
-  case OpId::TopK:
-    return axisFixedLoops(N, -1, {0});
-  default:
-    // Constants and shape computations are replicated; Opaque and contrib
-    // ops have no rule.
-    return std::nullopt;
   }
+  return std::nullopt;
 }
 
 bool autopar::canSplitLoop(const Node &N, const OpLoops &Loops, unsigned L,

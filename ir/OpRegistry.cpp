@@ -248,28 +248,13 @@ const DenseTensor *autopar::getConstantValue(const Value *V) {
   return &A->getTensor();
 }
 
-bool autopar::isCommunicationOp(OpId Op) {
-  switch (Op) {
-  case OpId::AllReduce:
-  case OpId::AllGather:
-  case OpId::ReduceScatter:
-  case OpId::AllToAll:
-  case OpId::SendRecv:
-  case OpId::Send:
-  case OpId::Recv:
-    return true;
-  default:
-    return false;
-  }
-}
-
 std::optional<unsigned> autopar::getUpdatedOperand(OpId Op, unsigned Result) {
-  switch (Op) {
-  case OpId::AdamW: // param, exp_avg, exp_avg_sq
+  // Results and operands as Ops.def names them: AdamW's param_out,
+  // exp_avg_out and exp_avg_sq_out replace param, exp_avg and exp_avg_sq;
+  // Sgd's param_out replaces param.
+  if (Op == OpId::AdamW)
     return Result == 0 ? 0u : Result + 1;
-  case OpId::Sgd:
+  if (Op == OpId::Sgd && Result == 0)
     return 0u;
-  default:
-    return std::nullopt;
-  }
+  return std::nullopt;
 }

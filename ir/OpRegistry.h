@@ -32,6 +32,12 @@ enum class OpId : unsigned {
 #include "ir/Ops.def"
 };
 
+/// The number of ops in the registry (OpIds are 0 to NumOps - 1).
+inline constexpr unsigned NumOps = 0
+#define OP(Name, Operands, Results, Attrs, Verify, Infer, Fold) +1
+#include "ir/Ops.def"
+    ;
+
 /// What a shape function or verifier may ask about the node it looks at.
 class ShapeContext {
 public:
@@ -120,11 +126,6 @@ const DenseTensor *getConstantValue(const Value *V);
 /// For ops whose results overwrite operands at run time (the optimizer
 /// steps of Ops.def): the operand that result Result replaces.
 std::optional<unsigned> getUpdatedOperand(OpId Op, unsigned Result);
-
-/// True for autopar's communication ops: the collectives (AllReduce,
-/// AllGather, ReduceScatter, AllToAll) and the stage transfers (SendRecv,
-/// Send, Recv).
-bool isCommunicationOp(OpId Op);
 
 const OpInfo &getOpInfo(OpId Op);
 std::optional<OpId> lookupOp(llvm::StringRef Name);

@@ -2,6 +2,7 @@
 
 #include "ir/ShapeValues.h"
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 #include "ir/ShapeFunctions.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -36,24 +37,44 @@ static std::optional<std::vector<int64_t>> getConstantInts(const Value *V) {
 static ShapeEntry combine(OpId Op, const ShapeEntry &A, const ShapeEntry &B) {
   if (A.Int && B.Int) {
     int64_t R;
-    switch (Op) {
-    case OpId::Add:
+    switch (getOpFacts(Op).Element) {
+    case ElementFn::Add:
       if (!AddOverflow(*A.Int, *B.Int, R))
         return ShapeEntry::get(R);
       break;
-    case OpId::Sub:
+    case ElementFn::Sub:
       if (!SubOverflow(*A.Int, *B.Int, R))
         return ShapeEntry::get(R);
       break;
-    case OpId::Mul:
+    case ElementFn::Mul:
       if (!MulOverflow(*A.Int, *B.Int, R))
         return ShapeEntry::get(R);
       break;
-    case OpId::Div:
+    case ElementFn::Div:
       if (*B.Int != 0 && !(*A.Int == INT64_MIN && *B.Int == -1))
         return ShapeEntry::get(*A.Int / *B.Int);
       break;
-    default:
+    case ElementFn::None:
+    case ElementFn::Pow:
+    case ElementFn::Equal:
+    case ElementFn::Less:
+    case ElementFn::Greater:
+    case ElementFn::And:
+    case ElementFn::Or:
+    case ElementFn::Neg:
+    case ElementFn::Abs:
+    case ElementFn::Sqrt:
+    case ElementFn::Reciprocal:
+    case ElementFn::Exp:
+    case ElementFn::Log:
+    case ElementFn::Tanh:
+    case ElementFn::Erf:
+    case ElementFn::Sigmoid:
+    case ElementFn::Relu:
+    case ElementFn::LeakyRelu:
+    case ElementFn::Not:
+    case ElementFn::Gelu:
+    case ElementFn::Silu:
       break;
     }
     return ShapeEntry::get(Dim());
@@ -280,9 +301,88 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
     }
     return Result;
   }
-  default:
+  // No integer shape arithmetic: the value is unknown.
+  case OpId::Sum:
+  case OpId::Pow:
+  case OpId::Less:
+  case OpId::Greater:
+  case OpId::And:
+  case OpId::Or:
+  case OpId::Abs:
+  case OpId::Sqrt:
+  case OpId::Reciprocal:
+  case OpId::Exp:
+  case OpId::Log:
+  case OpId::Tanh:
+  case OpId::Erf:
+  case OpId::Sigmoid:
+  case OpId::Relu:
+  case OpId::LeakyRelu:
+  case OpId::Gelu:
+  case OpId::Silu:
+  case OpId::SwiGLU:
+  case OpId::Not:
+  case OpId::Dropout:
+  case OpId::Softmax:
+  case OpId::LogSoftmax:
+  case OpId::CumSum:
+  case OpId::Trilu:
+  case OpId::MatMul:
+  case OpId::Linear:
+  case OpId::Gemm:
+  case OpId::Einsum:
+  case OpId::ReduceSum:
+  case OpId::ReduceMean:
+  case OpId::ReduceMax:
+  case OpId::LayerNormalization:
+  case OpId::RMSNormalization:
+  case OpId::BatchNormalization:
+  case OpId::InstanceNormalization:
+  case OpId::Conv:
+  case OpId::ConvTranspose:
+  case OpId::MaxPool:
+  case OpId::AveragePool:
+  case OpId::GlobalAveragePool:
+  case OpId::LRN:
+  case OpId::Attention:
+  case OpId::RotaryEmbedding:
+  case OpId::MsAttention:
+  case OpId::MsGroupQueryAttention:
+  case OpId::MsEmbedLayerNormalization:
+  case OpId::Constant:
+  case OpId::Range:
+  case OpId::Flatten:
+  case OpId::Transpose:
+  case OpId::Split:
+  case OpId::GatherElements:
+  case OpId::ScatterElements:
+  case OpId::Expand:
+  case OpId::Tile:
+  case OpId::TopK:
+  case OpId::CrossEntropyLoss:
+  case OpId::CrossEntropyLossGrad:
+  case OpId::LayerNormalizationGrad:
+  case OpId::RMSNormalizationGrad:
+  case OpId::AttentionGrad:
+  case OpId::GeluGrad:
+  case OpId::SiluGrad:
+  case OpId::SwiGLUGrad:
+  case OpId::SoftmaxGrad:
+  case OpId::AdamW:
+  case OpId::Sgd:
+  case OpId::GatherGrad:
+  case OpId::AllReduce:
+  case OpId::AllGather:
+  case OpId::ReduceScatter:
+  case OpId::AllToAll:
+  case OpId::ShardSlice:
+  case OpId::SendRecv:
+  case OpId::Send:
+  case OpId::Recv:
+  case OpId::Opaque:
     return std::nullopt;
   }
+  return std::nullopt;
 }
 
 static std::optional<ShapeValue> evaluate(const Value *V, unsigned Depth) {

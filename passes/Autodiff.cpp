@@ -43,6 +43,7 @@
 #include "passes/ShardGraph.h"
 
 #include "ir/Diagnostics.h"
+#include "ir/OpFacts.h"
 #include "ir/OpLoops.h"
 #include "ir/OpRegistry.h"
 

@@ -11,6 +11,7 @@
 
 #include "passes/GradientRules.h"
 
+#include "ir/OpFacts.h"
 #include "ir/OpRegistry.h"
 #include "ir/Verifier.h"
 
@@ -205,124 +206,108 @@ struct Rule {
 
 } // namespace
 
-/// Both operands of an elementwise binary op.
-static Error binaryGrad(Rule &R) {
-  Value *DY = R.DY[0];
-  switch (R.N.getOp()) {
-  case OpId::Add:
-    if (R.Needed[0])
-      if (Error E = R.setSummed(0, DY))
-        return E;
-    if (R.Needed[1])
-      return R.setSummed(1, DY);
+static Error addGrad(Rule &R, bool Subtract) {
+  if (R.Needed[0])
+    if (Error E = R.setSummed(0, R.DY[0]))
+      return E;
+  if (!R.Needed[1])
     return Error::success();
-  case OpId::Sub:
-    if (R.Needed[0])
-      if (Error E = R.setSummed(0, DY))
-        return E;
-    if (R.Needed[1])
-      return R.setSummed(1, R.neg(DY));
-    return Error::success();
-  case OpId::Mul:
-    if (R.Needed[0])
-      if (Error E = R.setSummed(0, R.mul(DY, R.operand(1))))
-        return E;
-    if (R.Needed[1])
-      return R.setSummed(1, R.mul(DY, R.operand(0)));
-    return Error::success();
-  case OpId::Div: {
-    if (R.Needed[0])
-      if (Error E = R.setSummed(0, R.div(DY, R.operand(1))))
-        return E;
-    if (!R.Needed[1])
-      return Error::success();
-    // d(a/b)/db = -(a/b)/b.
-    Expected<Value *> YOverB = R.div(R.result(0), R.operand(1));
-    if (!YOverB)
-      return YOverB.takeError();
-    Expected<Value *> P = R.mul(DY, *YOverB);
-    if (!P)
-      return P.takeError();
-    return R.setSummed(1, R.neg(*P));
-  }
-  default:
-    llvm_unreachable("not a binary op");
-  }
+  return Subtract ? R.setSummed(1, R.neg(R.DY[0])) : R.setSummed(1, R.DY[0]);
 }
 
-/// dX = dY * f'(X) for the elementwise functions without a fused op.
-static Error unaryGrad(Rule &R) {
-  GradBuilder &B = R.B;
-  Value *DY = R.DY[0], *X = R.operand(0), *Y = R.result(0);
-  ElementType Ty = R.elem();
-  auto Chain = [&](Expected<Value *> Factor) -> Error {
-    if (!Factor)
-      return Factor.takeError();
-    return R.set(0, R.mul(DY, *Factor));
-  };
-  switch (R.N.getOp()) {
-  case OpId::Neg:
-    return R.set(0, R.neg(DY));
-  case OpId::Identity:
-  case OpId::Dropout:
-    R.Out[0] = DY;
+static Error mulGrad(Rule &R) {
+  if (R.Needed[0])
+    if (Error E = R.setSummed(0, R.mul(R.DY[0], R.operand(1))))
+      return E;
+  if (R.Needed[1])
+    return R.setSummed(1, R.mul(R.DY[0], R.operand(0)));
+  return Error::success();
+}
+
+static Error divGrad(Rule &R) {
+  Value *DY = R.DY[0];
+  if (R.Needed[0])
+    if (Error E = R.setSummed(0, R.div(DY, R.operand(1))))
+      return E;
+  if (!R.Needed[1])
     return Error::success();
-  case OpId::Exp:
-    return Chain(Y);
-  case OpId::Log:
-    return R.set(0, R.div(DY, X));
-  case OpId::Sqrt: {
-    Expected<Value *> TwoY = R.mul(Y, B.scalar(Ty, 2.0));
-    if (!TwoY)
-      return TwoY.takeError();
-    return R.set(0, R.div(DY, *TwoY));
-  }
-  case OpId::Reciprocal: {
-    Expected<Value *> YY = R.mul(Y, Y);
-    if (!YY)
-      return YY.takeError();
-    return Chain(R.neg(*YY));
-  }
-  case OpId::Tanh:
-  case OpId::Sigmoid: {
-    // tanh' = (1 - y)(1 + y); sigmoid' = y (1 - y).
-    Expected<Value *> OneMinus = B.emit1(OpId::Sub, {B.scalar(Ty, 1.0), Y});
-    if (!OneMinus)
-      return OneMinus.takeError();
-    Expected<Value *> Other = R.N.getOp() == OpId::Tanh
-                                  ? B.emit1(OpId::Add, {B.scalar(Ty, 1.0), Y})
-                                  : Expected<Value *>(Y);
-    if (!Other)
-      return Other.takeError();
-    return Chain(R.mul(*OneMinus, *Other));
-  }
-  case OpId::Relu: {
-    Expected<Value *> Pos = B.emit1(OpId::Greater, {X, B.scalar(Ty, 0.0)});
-    if (!Pos)
-      return Pos.takeError();
-    return R.set(0, B.emit1(OpId::Where, {*Pos, DY, B.scalar(Ty, 0.0)}));
-  }
-  case OpId::Erf: {
-    // erf'(x) = 2 / sqrt(pi) * exp(-x^2).
-    Expected<Value *> XX = R.mul(X, X);
-    if (!XX)
-      return XX.takeError();
-    Expected<Value *> NegXX = R.neg(*XX);
-    if (!NegXX)
-      return NegXX.takeError();
-    Expected<Value *> E = B.emit1(OpId::Exp, {*NegXX});
-    if (!E)
-      return E.takeError();
-    return Chain(R.mul(*E, B.scalar(Ty, 2.0 / std::sqrt(M_PI))));
-  }
-  case OpId::Cast:
-    return R.set(0,
-                 B.emit1(OpId::Cast, {DY},
-                         attrs({{"to", Attribute::getString(getElementTypeName(
-                                           X->getType().getElementType()))}})));
-  default:
-    llvm_unreachable("not a unary op");
-  }
+  // d(a/b)/db = -(a/b)/b.
+  Expected<Value *> YOverB = R.div(R.result(0), R.operand(1));
+  if (!YOverB)
+    return YOverB.takeError();
+  Expected<Value *> P = R.mul(DY, *YOverB);
+  if (!P)
+    return P.takeError();
+  return R.setSummed(1, R.neg(*P));
+}
+
+/// dX = dY * Factor, for the elementwise functions without a fused op.
+static Error chainGrad(Rule &R, Expected<Value *> Factor) {
+  if (!Factor)
+    return Factor.takeError();
+  return R.set(0, R.mul(R.DY[0], *Factor));
+}
+
+static Error sqrtGrad(Rule &R) {
+  Expected<Value *> TwoY = R.mul(R.result(0), R.B.scalar(R.elem(), 2.0));
+  if (!TwoY)
+    return TwoY.takeError();
+  return R.set(0, R.div(R.DY[0], *TwoY));
+}
+
+static Error reciprocalGrad(Rule &R) {
+  Expected<Value *> YY = R.mul(R.result(0), R.result(0));
+  if (!YY)
+    return YY.takeError();
+  return chainGrad(R, R.neg(*YY));
+}
+
+/// tanh' = (1 - y)(1 + y); sigmoid' = y (1 - y).
+static Error tanhOrSigmoidGrad(Rule &R, bool Tanh) {
+  GradBuilder &B = R.B;
+  Value *Y = R.result(0);
+  ElementType Ty = R.elem();
+  Expected<Value *> OneMinus = B.emit1(OpId::Sub, {B.scalar(Ty, 1.0), Y});
+  if (!OneMinus)
+    return OneMinus.takeError();
+  Expected<Value *> Other =
+      Tanh ? B.emit1(OpId::Add, {B.scalar(Ty, 1.0), Y}) : Expected<Value *>(Y);
+  if (!Other)
+    return Other.takeError();
+  return chainGrad(R, R.mul(*OneMinus, *Other));
+}
+
+static Error reluGrad(Rule &R) {
+  GradBuilder &B = R.B;
+  ElementType Ty = R.elem();
+  Expected<Value *> Pos =
+      B.emit1(OpId::Greater, {R.operand(0), B.scalar(Ty, 0.0)});
+  if (!Pos)
+    return Pos.takeError();
+  return R.set(0, B.emit1(OpId::Where, {*Pos, R.DY[0], B.scalar(Ty, 0.0)}));
+}
+
+/// erf'(x) = 2 / sqrt(pi) * exp(-x^2).
+static Error erfGrad(Rule &R) {
+  Value *X = R.operand(0);
+  Expected<Value *> XX = R.mul(X, X);
+  if (!XX)
+    return XX.takeError();
+  Expected<Value *> NegXX = R.neg(*XX);
+  if (!NegXX)
+    return NegXX.takeError();
+  Expected<Value *> E = R.B.emit1(OpId::Exp, {*NegXX});
+  if (!E)
+    return E.takeError();
+  return chainGrad(R, R.mul(*E, R.B.scalar(R.elem(), 2.0 / std::sqrt(M_PI))));
+}
+
+static Error castGrad(Rule &R) {
+  ElementType From = R.operand(0)->getType().getElementType();
+  return R.set(
+      0, R.B.emit1(
+             OpId::Cast, {R.DY[0]},
+             attrs({{"to", Attribute::getString(getElementTypeName(From))}})));
 }
 
 /// Pow(X, p) with a constant scalar exponent p.
@@ -446,92 +431,47 @@ static Error gemmGrad(Rule &R) {
   return Error::success();
 }
 
-/// Ops whose backward is one fused op taking (dY, forward operands...).
-static Error fusedGrad(Rule &R) {
-  GradBuilder &B = R.B;
+/// Ops whose backward is one fused op Grad taking Operands (dY and what it
+/// needs of the forward) and the forward's attributes Attrs, with the
+/// gradients of the first NumOut forward operands as results.
+static Error fusedGrad(Rule &R, OpId Grad, SmallVector<Value *, 5> Operands,
+                       std::initializer_list<StringRef> Attrs,
+                       unsigned NumOut) {
   const Node &N = R.N;
   for (unsigned I = 1; I < N.getNumResults(); ++I)
     if (R.DY[I])
       return R.fail("no gradient rule through result " + Twine(I));
-  OpId Grad;
-  SmallVector<Value *, 5> Operands{R.DY[0]};
-  AttrDict A;
-  unsigned NumOut;
-  switch (N.getOp()) {
-  case OpId::LayerNormalization:
-    Grad = OpId::LayerNormalizationGrad;
-    Operands.append({R.operand(0), R.operand(1)});
-    A = R.forwardAttrs({"axis", "epsilon"});
-    NumOut = 3;
-    break;
-  case OpId::RMSNormalization:
-    Grad = OpId::RMSNormalizationGrad;
-    Operands.append({R.operand(0), R.operand(1)});
-    A = R.forwardAttrs({"axis", "epsilon"});
-    NumOut = 2;
-    break;
-  case OpId::Attention:
-    if (R.type(0).getRank() != 4)
-      return R.fail("no gradient rule for the 3-D form (reshape to "
-                    "[batch, heads, seq, head_size] first)");
-    for (unsigned I = 4; I < N.getNumOperands(); ++I)
-      if (N.getOperand(I))
-        return R.fail("no gradient rule with a key/value cache");
-    if (const Attribute *Cap = N.getAttr("softcap"))
-      if (Cap->getFloat() != 0)
-        return R.fail("no gradient rule with softcap");
-    // As for Dropout in training mode: no kernel draws the mask.
-    if (const Attribute *Drop = N.getAttr("dropout"))
-      if (Drop->getFloat() != 0)
-        return R.fail("no gradient rule with dropout in training mode");
-    Grad = OpId::AttentionGrad;
-    Operands.append({R.operand(0), R.operand(1), R.operand(2)});
-    Operands.push_back(N.getNumOperands() > 3 ? N.getOperand(3) : nullptr);
-    A = R.forwardAttrs({"is_causal", "kv_num_heads", "q_num_heads", "scale"});
-    NumOut = 3;
-    break;
-  case OpId::Gelu:
-    Grad = OpId::GeluGrad;
-    Operands.push_back(R.operand(0));
-    A = R.forwardAttrs({"approximate"});
-    NumOut = 1;
-    break;
-  case OpId::Silu:
-    Grad = OpId::SiluGrad;
-    Operands.push_back(R.operand(0));
-    NumOut = 1;
-    break;
-  case OpId::SwiGLU:
-    Grad = OpId::SwiGLUGrad;
-    Operands.append({R.operand(0), R.operand(1)});
-    A = R.forwardAttrs({"alpha"});
-    NumOut = 2;
-    break;
-  case OpId::Softmax:
-    Grad = OpId::SoftmaxGrad;
-    Operands.push_back(R.result(0));
-    A = R.forwardAttrs({"axis", "mesh", "mesh_axis"});
-    NumOut = 1;
-    break;
-  case OpId::Gather:
-    Grad = OpId::GatherGrad;
-    Operands = {R.operand(0), R.operand(1), R.DY[0]};
-    A = R.forwardAttrs({"axis", "mesh", "mesh_axis"});
-    NumOut = 1;
-    break;
-  default:
-    llvm_unreachable("no fused gradient");
-  }
-  if (N.getOp() == OpId::Attention && !Operands.back())
-    Operands.pop_back();
   Expected<SmallVector<Value *, 3>> G =
-      B.emit(Grad, Operands, std::move(A), NumOut);
+      R.B.emit(Grad, Operands, R.forwardAttrs(Attrs), NumOut);
   if (!G)
     return G.takeError();
   for (unsigned I = 0; I != NumOut && I < N.getNumOperands(); ++I)
     if (R.Needed[I] && N.getOperand(I))
       R.Out[I] = (*G)[I];
   return Error::success();
+}
+
+static Error attentionGrad(Rule &R) {
+  const Node &N = R.N;
+  if (R.type(0).getRank() != 4)
+    return R.fail("no gradient rule for the 3-D form (reshape to "
+                  "[batch, heads, seq, head_size] first)");
+  for (unsigned I = 4; I < N.getNumOperands(); ++I)
+    if (N.getOperand(I))
+      return R.fail("no gradient rule with a key/value cache");
+  if (const Attribute *Cap = N.getAttr("softcap"))
+    if (Cap->getFloat() != 0)
+      return R.fail("no gradient rule with softcap");
+  // As for Dropout in training mode: no kernel draws the mask.
+  if (const Attribute *Drop = N.getAttr("dropout"))
+    if (Drop->getFloat() != 0)
+      return R.fail("no gradient rule with dropout in training mode");
+  SmallVector<Value *, 5> Operands{R.DY[0], R.operand(0), R.operand(1),
+                                   R.operand(2)};
+  if (N.getNumOperands() > 3 && N.getOperand(3))
+    Operands.push_back(N.getOperand(3));
+  return fusedGrad(R, OpId::AttentionGrad, Operands,
+                   {"is_causal", "kv_num_heads", "q_num_heads", "scale"}, 3);
 }
 
 // Rotation by -theta undoes rotation by theta: the gradient is the same op
@@ -746,33 +686,21 @@ static Error logSoftmaxGrad(Rule &R) {
 /// passes it on; the gradient of a ReduceScatter is the AllGather of its
 /// gradient, and conversely that of an AllGather (whose gradient is the
 /// same on every rank) is the rank's block of it, as for a ShardSlice; an
-/// AllToAll's moves the split back.
-static Error communicationGrad(Rule &R) {
+/// AllToAll's moves the split back. ToOp is the op of the gradient.
+static Error communicationGrad(Rule &R, OpId ToOp) {
   const Node &N = R.N;
+  if (N.getOp() != OpId::ShardSlice && !N.getAttr("local"))
+    return R.fail("a gradient needs the per-rank form (local = 1)");
   AttrDict A = R.forwardAttrs({"mesh", "axis", "dim"});
-  switch (N.getOp()) {
-  case OpId::AllReduce:
-    return R.set(0, R.DY[0]);
-  case OpId::AllToAll: {
+  if (ToOp == OpId::AllToAll) {
     // Moving the split back.
-    AttrDict Back = R.forwardAttrs({"mesh", "axis", "local"});
-    Back.set("src_dim", *N.getAttr("dst_dim"));
-    Back.set("dst_dim", *N.getAttr("src_dim"));
-    if (!N.getAttr("local"))
-      return R.fail("a gradient needs the per-rank form (local = 1)");
-    return R.set(0, R.B.emit1(OpId::AllToAll, {R.DY[0]}, std::move(Back)));
-  }
-  case OpId::ReduceScatter:
-  case OpId::ShardSlice:
-    if (N.getOp() == OpId::ReduceScatter && !N.getAttr("local"))
-      return R.fail("a gradient needs the per-rank form (local = 1)");
+    A = R.forwardAttrs({"mesh", "axis", "local"});
+    A.set("src_dim", *N.getAttr("dst_dim"));
+    A.set("dst_dim", *N.getAttr("src_dim"));
+  } else if (ToOp == OpId::AllGather) {
     A.set("local", Attribute::getInt(1));
-    return R.set(0, R.B.emit1(OpId::AllGather, {R.DY[0]}, std::move(A)));
-  default:
-    if (!N.getAttr("local"))
-      return R.fail("a gradient needs the per-rank form (local = 1)");
-    return R.set(0, R.B.emit1(OpId::ShardSlice, {R.DY[0]}, std::move(A)));
   }
+  return R.set(0, R.B.emit1(ToOp, {R.DY[0]}, std::move(A)));
 }
 
 Error autopar::emitGradient(GradBuilder &B, const Node &N,
@@ -787,83 +715,110 @@ Error autopar::emitGradient(GradBuilder &B, const Node &N,
   Rule R{B, N, ResultGrads, Needed, OperandGrads};
   if (!ResultGrads[0] && N.getOp() != OpId::Split)
     return ruleError(N, "the gradient reaches a result other than the first");
-  switch (N.getOp()) {
-  case OpId::Add:
-  case OpId::Sub:
-  case OpId::Mul:
-  case OpId::Div:
-    return binaryGrad(R);
-  case OpId::Neg:
-  case OpId::Identity:
-  case OpId::Exp:
-  case OpId::Log:
-  case OpId::Sqrt:
-  case OpId::Reciprocal:
-  case OpId::Tanh:
-  case OpId::Sigmoid:
-  case OpId::Relu:
-  case OpId::Erf:
-  case OpId::Cast:
-    return unaryGrad(R);
-  case OpId::Dropout:
+  Value *DY = ResultGrads[0];
+  switch (getOpFacts(N.getOp()).Gradient) {
+  case GradientRule::None:
+    return ruleError(N, "no gradient rule for this op");
+  case GradientRule::Add:
+    return addGrad(R, /*Subtract=*/false);
+  case GradientRule::Sub:
+    return addGrad(R, /*Subtract=*/true);
+  case GradientRule::Mul:
+    return mulGrad(R);
+  case GradientRule::Div:
+    return divGrad(R);
+  case GradientRule::Pow:
+    return powGrad(R);
+  case GradientRule::Neg:
+    return R.set(0, R.neg(DY));
+  case GradientRule::Dropout:
     if (N.getNumOperands() > 2 && N.getOperand(2))
       return ruleError(N, "no gradient rule in training mode");
-    return unaryGrad(R);
-  case OpId::Pow:
-    return powGrad(R);
-  case OpId::Linear:
+    [[fallthrough]];
+  case GradientRule::Identity:
+    R.Out[0] = DY;
+    return Error::success();
+  case GradientRule::Exp:
+    return chainGrad(R, R.result(0));
+  case GradientRule::Log:
+    return R.set(0, R.div(DY, R.operand(0)));
+  case GradientRule::Sqrt:
+    return sqrtGrad(R);
+  case GradientRule::Reciprocal:
+    return reciprocalGrad(R);
+  case GradientRule::Tanh:
+    return tanhOrSigmoidGrad(R, /*Tanh=*/true);
+  case GradientRule::Sigmoid:
+    return tanhOrSigmoidGrad(R, /*Tanh=*/false);
+  case GradientRule::Relu:
+    return reluGrad(R);
+  case GradientRule::Erf:
+    return erfGrad(R);
+  case GradientRule::Cast:
+    return castGrad(R);
+  case GradientRule::Where:
+    return whereGrad(R);
+  case GradientRule::Linear:
     return weightContractionGrad(R);
-  case OpId::MatMul:
+  case GradientRule::MatMul:
     return matMulGrad(R);
-  case OpId::Gemm:
+  case GradientRule::Gemm:
     return gemmGrad(R);
-  case OpId::LayerNormalization:
-  case OpId::RMSNormalization:
-  case OpId::Attention:
-  case OpId::Gelu:
-  case OpId::Silu:
-  case OpId::SwiGLU:
-  case OpId::Softmax:
-  case OpId::Gather:
-    return fusedGrad(R);
-  case OpId::LogSoftmax:
+  case GradientRule::LayerNorm:
+    return fusedGrad(R, OpId::LayerNormalizationGrad,
+                     {DY, R.operand(0), R.operand(1)}, {"axis", "epsilon"}, 3);
+  case GradientRule::RMSNorm:
+    return fusedGrad(R, OpId::RMSNormalizationGrad,
+                     {DY, R.operand(0), R.operand(1)}, {"axis", "epsilon"}, 2);
+  case GradientRule::Attention:
+    return attentionGrad(R);
+  case GradientRule::Gelu:
+    return fusedGrad(R, OpId::GeluGrad, {DY, R.operand(0)}, {"approximate"}, 1);
+  case GradientRule::Silu:
+    return fusedGrad(R, OpId::SiluGrad, {DY, R.operand(0)}, {}, 1);
+  case GradientRule::SwiGLU:
+    return fusedGrad(R, OpId::SwiGLUGrad, {DY, R.operand(0), R.operand(1)},
+                     {"alpha"}, 2);
+  case GradientRule::Softmax:
+    return fusedGrad(R, OpId::SoftmaxGrad, {DY, R.result(0)},
+                     {"axis", "mesh", "mesh_axis"}, 1);
+  case GradientRule::LogSoftmax:
     return logSoftmaxGrad(R);
-  case OpId::CrossEntropyLoss:
+  case GradientRule::Gather:
+    return fusedGrad(R, OpId::GatherGrad, {R.operand(0), R.operand(1), DY},
+                     {"axis", "mesh", "mesh_axis"}, 1);
+  case GradientRule::CrossEntropy:
     return R.set(0, B.emit1(OpId::CrossEntropyLossGrad,
-                            {ResultGrads[0], N.getOperand(0), N.getOperand(1)},
+                            {DY, N.getOperand(0), N.getOperand(1)},
                             R.forwardAttrs({"reduction", "ignore_index", "mesh",
                                             "mesh_axis"})));
-  case OpId::RotaryEmbedding:
+  case GradientRule::Rotary:
     return rotaryGrad(R);
-  case OpId::Reshape:
-  case OpId::Flatten:
-  case OpId::Squeeze:
-  case OpId::Unsqueeze:
+  case GradientRule::Reshape:
     return reshapeLikeGrad(R);
-  case OpId::Expand:
-    return R.setSummed(0, R.DY[0]);
-  case OpId::Transpose:
+  case GradientRule::Expand:
+    return R.setSummed(0, DY);
+  case GradientRule::Transpose:
     return transposeGrad(R);
-  case OpId::Split:
+  case GradientRule::Split:
     return splitGrad(R);
-  case OpId::Concat:
+  case GradientRule::Concat:
     return concatGrad(R);
-  case OpId::Slice:
+  case GradientRule::Slice:
     return sliceGrad(R);
-  case OpId::ReduceSum:
-  case OpId::ReduceMean:
+  case GradientRule::Reduce:
     return reduceGrad(R);
-  case OpId::Where:
-    return whereGrad(R);
-  case OpId::AllReduce:
-  case OpId::AllGather:
-  case OpId::ReduceScatter:
-  case OpId::ShardSlice:
-  case OpId::AllToAll:
-    return communicationGrad(R);
-  default:
-    return ruleError(N, "no gradient rule for this op");
+  case GradientRule::AllReduce:
+    return R.set(0, DY);
+  case GradientRule::AllGather:
+    return communicationGrad(R, OpId::ShardSlice);
+  case GradientRule::ReduceScatter:
+  case GradientRule::ShardSlice:
+    return communicationGrad(R, OpId::AllGather);
+  case GradientRule::AllToAll:
+    return communicationGrad(R, OpId::AllToAll);
   }
+  return ruleError(N, "no gradient rule for this op");
 }
 
 void autopar::replaceStepOutputs(Graph &G, ArrayRef<Node *> Body, Value *Loss,

@@ -38,6 +38,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 #include "ir/OpLoops.h"
 #include "ir/OpRegistry.h"
 
@@ -316,19 +317,16 @@ Error LocalizeTensorParallelPass::moveBias(Graph &G, Node &N) {
 static int expectedOperandLayout(const Node &N, unsigned I,
                                  const std::optional<OpLoops> &L,
                                  LoopSplit Split, int ResultLayout) {
-  switch (N.getOp()) {
-  case OpId::AllReduce:
-  case OpId::ReduceScatter:
+  // Collectives read the layout they exist to change.
+  OpId Op = N.getOp();
+  if (Op == OpId::AllReduce || Op == OpId::ReduceScatter)
     return Partial;
-  case OpId::AllGather:
+  if (Op == OpId::AllGather)
     return int(N.getAttr("dim")->getInt());
-  case OpId::AllToAll:
+  if (Op == OpId::AllToAll)
     return int(N.getAttr("src_dim")->getInt());
-  case OpId::SendRecv:
+  if (Op == OpId::SendRecv)
     return ResultLayout;
-  default:
-    break;
-  }
   if (!L || Split.Degree <= 1 || Split.Loop == OpLoops::NoLoop ||
       I >= L->Operands.size())
     return Replicated;

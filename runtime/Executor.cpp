@@ -4,6 +4,7 @@
 #include "runtime/ParamInit.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 #include "weights/WeightReader.h"
 
 #include "llvm/ADT/DenseSet.h"

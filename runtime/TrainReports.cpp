@@ -5,6 +5,7 @@
 #include "runtime/Backend.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 #include "ir/OpRegistry.h"
 
 #include "llvm/Support/FileUtilities.h"

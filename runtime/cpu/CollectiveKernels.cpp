@@ -11,6 +11,7 @@
 #include "runtime/cpu/CpuCommunicator.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 
 #include <cstring>
 
@@ -74,29 +75,28 @@ static Error runCollective(const KernelArgs &A, Communicator &Comm,
     return Group.takeError();
   CommunicationLabel Label(Group->Label);
   const Tensor &In = A.In[0], &Out = A.Out[0];
-  switch (A.N.getOp()) {
-  case OpId::AllReduce:
+  // Ops of one family each (ir/OpFacts.def); the caller checked
+  // isCommunicationOp.
+  OpId Op = A.N.getOp();
+  if (Op == OpId::AllReduce)
     return Comm.allReduce(In, Out, Group->Ranks, Timeout);
-  case OpId::AllGather:
-  case OpId::ReduceScatter: {
+  if (Op == OpId::AllGather || Op == OpId::ReduceScatter) {
     Expected<unsigned> Dim = getDimAttr(A, "dim");
     if (!Dim)
       return Dim.takeError();
-    return A.N.getOp() == OpId::AllGather
+    return Op == OpId::AllGather
                ? Comm.allGather(In, Out, Group->Ranks, *Dim, Timeout)
                : Comm.reduceScatter(In, Out, Group->Ranks, *Dim, Timeout);
   }
-  default: {
-    Expected<unsigned> SrcDim = getDimAttr(A, "src_dim");
-    if (!SrcDim)
-      return SrcDim.takeError();
-    Expected<unsigned> DstDim = getDimAttr(A, "dst_dim");
-    if (!DstDim)
-      return DstDim.takeError();
-    return Comm.allToAll(In, Out, Group->Ranks, /*SrcDim=*/*DstDim,
-                         /*DstDim=*/*SrcDim, Timeout);
-  }
-  }
+  assert(Op == OpId::AllToAll && "not a collective");
+  Expected<unsigned> SrcDim = getDimAttr(A, "src_dim");
+  if (!SrcDim)
+    return SrcDim.takeError();
+  Expected<unsigned> DstDim = getDimAttr(A, "dst_dim");
+  if (!DstDim)
+    return DstDim.takeError();
+  return Comm.allToAll(In, Out, Group->Ranks, /*SrcDim=*/*DstDim,
+                       /*DstDim=*/*SrcDim, Timeout);
 }
 
 /// The rank of pipeline stage `Attr` with this rank's other coordinates.
@@ -130,8 +130,8 @@ static Expected<int> getStagePeer(const KernelArgs &A, const Communicator &Comm,
 
 Error autopar::runCommunication(const KernelArgs &A, Communicator &Comm,
                                 Communicator::Duration Timeout) {
-  switch (A.N.getOp()) {
-  case OpId::SendRecv: {
+  OpId Op = A.N.getOp();
+  if (Op == OpId::SendRecv) {
     if (Comm.getNumRanks() != 1)
       return A.error("moves a value between the stages of a whole-model "
                      "program; per-rank programs use Send and Recv");
@@ -144,7 +144,7 @@ Error autopar::runCommunication(const KernelArgs &A, Communicator &Comm,
                   A.In[0].getSizeInBytes());
     return Error::success();
   }
-  case OpId::Send: {
+  if (Op == OpId::Send) {
     if (!A.has(0))
       return A.error("needs an operand");
     std::string Label;
@@ -154,7 +154,7 @@ Error autopar::runCommunication(const KernelArgs &A, Communicator &Comm,
     CommunicationLabel Scope(Label);
     return Comm.send(A.In[0], *Peer, int(A.intAttr("tag", 0)), Timeout);
   }
-  case OpId::Recv: {
+  if (Op == OpId::Recv) {
     if (!A.hasResult(0))
       return A.error("needs a result");
     std::string Label;
@@ -164,7 +164,5 @@ Error autopar::runCommunication(const KernelArgs &A, Communicator &Comm,
     CommunicationLabel Scope(Label);
     return Comm.recv(A.Out[0], *Peer, int(A.intAttr("tag", 0)), Timeout);
   }
-  default:
-    return runCollective(A, Comm, Timeout);
-  }
+  return runCollective(A, Comm, Timeout);
 }

@@ -16,6 +16,7 @@
 #include "runtime/cpu/ShardedKernels.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -126,6 +127,16 @@ static KernelFn lookupKernel(OpId Op) {
   case KernelFamily::Sgd:
     return runSgd;
   case KernelFamily::None:
+    return nullptr;
+  // Communication runs with the communicator (runKernel), not as a kernel.
+  case KernelFamily::AllReduce:
+  case KernelFamily::AllGather:
+  case KernelFamily::ReduceScatter:
+  case KernelFamily::AllToAll:
+  case KernelFamily::ShardSlice:
+  case KernelFamily::SendRecv:
+  case KernelFamily::Send:
+  case KernelFamily::Recv:
     return nullptr;
   }
   return nullptr;

@@ -13,6 +13,7 @@
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -63,29 +64,51 @@ template <typename T> static T wrapMul(T A, T B) {
 
 template <typename T> static Error runArithmetic(const KernelArgs &A, OpId Op) {
   const Tensor &X = A.In[0], &Y = A.In[1], &Z = A.Out[0];
-  switch (Op) {
-  case OpId::Add:
+  ElementFn Fn = getOpFacts(Op).Element;
+  switch (Fn) {
+  case ElementFn::Add:
     if constexpr (std::is_integral_v<T>)
       broadcastBinary<T, T>(X, Y, Z, wrapAdd<T>);
     else
       broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P + Q; });
     return Error::success();
-  case OpId::Sub:
+  case ElementFn::Sub:
     if constexpr (std::is_integral_v<T>)
       broadcastBinary<T, T>(X, Y, Z, wrapSub<T>);
     else
       broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P - Q; });
     return Error::success();
-  case OpId::Mul:
+  case ElementFn::Mul:
     if constexpr (std::is_integral_v<T>)
       broadcastBinary<T, T>(X, Y, Z, wrapMul<T>);
     else
       broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P * Q; });
     return Error::success();
-  default:
+  case ElementFn::None:
+  case ElementFn::Div:
+  case ElementFn::Pow:
+  case ElementFn::Equal:
+  case ElementFn::Less:
+  case ElementFn::Greater:
+  case ElementFn::And:
+  case ElementFn::Or:
+  case ElementFn::Neg:
+  case ElementFn::Abs:
+  case ElementFn::Sqrt:
+  case ElementFn::Reciprocal:
+  case ElementFn::Exp:
+  case ElementFn::Log:
+  case ElementFn::Tanh:
+  case ElementFn::Erf:
+  case ElementFn::Sigmoid:
+  case ElementFn::Relu:
+  case ElementFn::LeakyRelu:
+  case ElementFn::Not:
+  case ElementFn::Gelu:
+  case ElementFn::Silu:
     break;
   }
-  assert(Op == OpId::Div && "not an arithmetic op");
+  assert(Fn == ElementFn::Div && "not an arithmetic op");
   if constexpr (std::is_integral_v<T>) {
     bool DivByZero = false;
     broadcastBinary<T, T>(X, Y, Z, [&](T P, T Q) -> T {

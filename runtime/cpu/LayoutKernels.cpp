@@ -12,6 +12,7 @@
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 
 #include <algorithm>
 #include <cstring>
@@ -101,15 +102,14 @@ Error autopar::runReshapeLike(const KernelArgs &A) {
   const Tensor &X = A.In[0], &Y = A.Out[0];
   ArrayRef<int64_t> In = X.getShape();
   Shape Out;
-  switch (A.N.getOp()) {
-  case OpId::Reshape: {
+  // The family's ops (ir/OpFacts.def): Identity keeps the shape.
+  OpId Op = A.N.getOp();
+  if (Op == OpId::Reshape) {
     Expected<Shape> S = getReshapeShape(A);
     if (!S)
       return S.takeError();
     Out = std::move(*S);
-    break;
-  }
-  case OpId::Flatten: {
+  } else if (Op == OpId::Flatten) {
     int64_t Axis = A.intAttr("axis", 1);
     if (Axis < -int64_t(In.size()) || Axis > int64_t(In.size()))
       return A.error("axis " + Twine(Axis) + " is out of range");
@@ -117,17 +117,12 @@ Error autopar::runReshapeLike(const KernelArgs &A) {
       Axis += In.size();
     Out = {getNumElements(In.take_front(Axis)),
            getNumElements(In.drop_front(Axis))};
-    break;
-  }
-  case OpId::Squeeze:
-  case OpId::Unsqueeze: {
-    Expected<Shape> S = getSqueezeShape(A, A.N.getOp() == OpId::Squeeze);
+  } else if (Op == OpId::Squeeze || Op == OpId::Unsqueeze) {
+    Expected<Shape> S = getSqueezeShape(A, Op == OpId::Squeeze);
     if (!S)
       return S.takeError();
     Out = std::move(*S);
-    break;
-  }
-  default:
+  } else {
     Out.assign(In.begin(), In.end());
   }
   if (Error E = A.checkShape(0, Out))

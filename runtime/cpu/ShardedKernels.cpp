@@ -19,6 +19,7 @@
 #include "runtime/cpu/CpuCommunicator.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 
 #include <cmath>
 #include <cstring>
@@ -289,17 +290,13 @@ static Error runShardedCrossEntropy(const KernelArgs &A, const ShardPlace &P,
 }
 
 bool autopar::isShardedKernel(const Node &N) {
-  switch (N.getOp()) {
-  case OpId::ShardSlice:
+  OpId Op = N.getOp();
+  if (Op == OpId::ShardSlice)
     return true;
-  case OpId::Gather:
-  case OpId::GatherGrad:
-  case OpId::CrossEntropyLoss:
-  case OpId::CrossEntropyLossGrad:
-    return N.getAttr("mesh_axis") != nullptr;
-  default:
-    return false;
-  }
+  bool MeshAxisSplits = Op == OpId::Gather || Op == OpId::GatherGrad ||
+                        Op == OpId::CrossEntropyLoss ||
+                        Op == OpId::CrossEntropyLossGrad;
+  return MeshAxisSplits && N.getAttr("mesh_axis") != nullptr;
 }
 
 Error autopar::runShardedKernel(const KernelArgs &A, Communicator &Comm,
@@ -310,14 +307,11 @@ Error autopar::runShardedKernel(const KernelArgs &A, Communicator &Comm,
     return P.takeError();
   if (!A.has(0) || !A.hasResult(0))
     return A.error("needs its operands and a result");
-  switch (A.N.getOp()) {
-  case OpId::ShardSlice:
+  if (Slice)
     return runShardSlice(A, *P);
-  case OpId::Gather:
+  if (A.N.getOp() == OpId::Gather)
     return runShardedGather(A, *P);
-  case OpId::GatherGrad:
+  if (A.N.getOp() == OpId::GatherGrad)
     return runShardedGatherGrad(A, *P);
-  default:
-    return runShardedCrossEntropy(A, *P, Comm, Timeout);
-  }
+  return runShardedCrossEntropy(A, *P, Comm, Timeout);
 }

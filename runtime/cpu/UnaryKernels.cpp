@@ -10,6 +10,7 @@
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 
 #include <cmath>
 #include <type_traits>
@@ -45,46 +46,46 @@ static void runIntegerUnary(const Tensor &X, const Tensor &Y, OpId Op) {
 
 static Error runFloatUnary(const KernelArgs &A) {
   const Tensor &X = A.In[0], &Y = A.Out[0];
-  switch (A.N.getOp()) {
-  case OpId::Neg:
+  switch (getOpFacts(A.N.getOp()).Element) {
+  case ElementFn::Neg:
     mapElements<float>(X, Y, [](float V) { return -V; });
     break;
-  case OpId::Abs:
+  case ElementFn::Abs:
     mapElements<float>(X, Y, [](float V) { return std::fabs(V); });
     break;
-  case OpId::Sqrt:
+  case ElementFn::Sqrt:
     mapElements<float>(X, Y, [](float V) { return std::sqrt(V); });
     break;
-  case OpId::Reciprocal:
+  case ElementFn::Reciprocal:
     mapElements<float>(X, Y, [](float V) { return 1.0f / V; });
     break;
-  case OpId::Exp:
+  case ElementFn::Exp:
     mapElements<float>(X, Y, [](float V) { return std::exp(V); });
     break;
-  case OpId::Log:
+  case ElementFn::Log:
     mapElements<float>(X, Y, [](float V) { return std::log(V); });
     break;
-  case OpId::Tanh:
+  case ElementFn::Tanh:
     mapElements<float>(X, Y, [](float V) { return std::tanh(V); });
     break;
-  case OpId::Erf:
+  case ElementFn::Erf:
     mapElements<float>(X, Y, [](float V) { return std::erf(V); });
     break;
-  case OpId::Sigmoid:
+  case ElementFn::Sigmoid:
     mapElements<float>(X, Y, sigmoid);
     break;
-  case OpId::Relu:
+  case ElementFn::Relu:
     mapElements<float>(X, Y, [](float V) { return V < 0 ? 0.0f : V; });
     break;
-  case OpId::LeakyRelu: {
+  case ElementFn::LeakyRelu: {
     float Alpha = float(A.floatAttr("alpha", 0.01));
     mapElements<float>(X, Y, [=](float V) { return V < 0 ? Alpha * V : V; });
     break;
   }
-  case OpId::Silu:
+  case ElementFn::Silu:
     mapElements<float>(X, Y, [](float V) { return V * sigmoid(V); });
     break;
-  case OpId::Gelu: {
+  case ElementFn::Gelu: {
     StringRef Mode = A.stringAttr("approximate", "none");
     if (Mode == "tanh") {
       const float K = 0.7978845608028654f; // sqrt(2 / pi)
@@ -102,7 +103,18 @@ static Error runFloatUnary(const KernelArgs &A) {
     }
     break;
   }
-  default:
+  case ElementFn::None:
+  case ElementFn::Add:
+  case ElementFn::Sub:
+  case ElementFn::Mul:
+  case ElementFn::Div:
+  case ElementFn::Pow:
+  case ElementFn::Equal:
+  case ElementFn::Less:
+  case ElementFn::Greater:
+  case ElementFn::And:
+  case ElementFn::Or:
+  case ElementFn::Not:
     llvm_unreachable("not a unary float op");
   }
   return Error::success();

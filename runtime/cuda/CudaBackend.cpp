@@ -10,6 +10,7 @@
 #include "runtime/cuda/NcclCommunicator.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"

@@ -9,6 +9,7 @@
 #include "runtime/cuda/CudaOpSupport.h"
 
 #include "ir/Graph.h"
+#include "ir/OpFacts.h"
 #include "runtime/OpShapes.h"
 
 using namespace autopar;
@@ -16,30 +17,45 @@ using namespace autopar::cuda;
 using namespace llvm;
 
 static std::optional<BinaryOp> getBinaryOp(OpId Op) {
-  switch (Op) {
-  case OpId::Add:
+  switch (getOpFacts(Op).Element) {
+  case ElementFn::Add:
     return BinaryOp::Add;
-  case OpId::Sub:
+  case ElementFn::Sub:
     return BinaryOp::Sub;
-  case OpId::Mul:
+  case ElementFn::Mul:
     return BinaryOp::Mul;
-  case OpId::Div:
+  case ElementFn::Div:
     return BinaryOp::Div;
-  case OpId::Pow:
+  case ElementFn::Pow:
     return BinaryOp::Pow;
-  case OpId::Equal:
+  case ElementFn::Equal:
     return BinaryOp::Equal;
-  case OpId::Less:
+  case ElementFn::Less:
     return BinaryOp::Less;
-  case OpId::Greater:
+  case ElementFn::Greater:
     return BinaryOp::Greater;
-  case OpId::And:
+  case ElementFn::And:
     return BinaryOp::And;
-  case OpId::Or:
+  case ElementFn::Or:
     return BinaryOp::Or;
-  default:
+  case ElementFn::None:
+  case ElementFn::Neg:
+  case ElementFn::Abs:
+  case ElementFn::Sqrt:
+  case ElementFn::Reciprocal:
+  case ElementFn::Exp:
+  case ElementFn::Log:
+  case ElementFn::Tanh:
+  case ElementFn::Erf:
+  case ElementFn::Sigmoid:
+  case ElementFn::Relu:
+  case ElementFn::LeakyRelu:
+  case ElementFn::Not:
+  case ElementFn::Gelu:
+  case ElementFn::Silu:
     return std::nullopt;
   }
+  return std::nullopt;
 }
 
 Error cuda::runBinary(const KernelArgs &A, CudaContext &C) {
@@ -178,47 +194,47 @@ Error cuda::runUnary(const KernelArgs &A, CudaContext &C) {
   }
   if (Error E = checkAllFloat(A))
     return E;
-  UnaryOp U;
+  UnaryOp U = UnaryOp::Neg;
   float Alpha = 0;
-  switch (Op) {
-  case OpId::Neg:
+  switch (getOpFacts(Op).Element) {
+  case ElementFn::Neg:
     U = UnaryOp::Neg;
     break;
-  case OpId::Abs:
+  case ElementFn::Abs:
     U = UnaryOp::Abs;
     break;
-  case OpId::Sqrt:
+  case ElementFn::Sqrt:
     U = UnaryOp::Sqrt;
     break;
-  case OpId::Reciprocal:
+  case ElementFn::Reciprocal:
     U = UnaryOp::Reciprocal;
     break;
-  case OpId::Exp:
+  case ElementFn::Exp:
     U = UnaryOp::Exp;
     break;
-  case OpId::Log:
+  case ElementFn::Log:
     U = UnaryOp::Log;
     break;
-  case OpId::Tanh:
+  case ElementFn::Tanh:
     U = UnaryOp::Tanh;
     break;
-  case OpId::Erf:
+  case ElementFn::Erf:
     U = UnaryOp::Erf;
     break;
-  case OpId::Sigmoid:
+  case ElementFn::Sigmoid:
     U = UnaryOp::Sigmoid;
     break;
-  case OpId::Relu:
+  case ElementFn::Relu:
     U = UnaryOp::Relu;
     break;
-  case OpId::LeakyRelu:
+  case ElementFn::LeakyRelu:
     U = UnaryOp::LeakyRelu;
     Alpha = float(A.floatAttr("alpha", 0.01));
     break;
-  case OpId::Silu:
+  case ElementFn::Silu:
     U = UnaryOp::Silu;
     break;
-  case OpId::Gelu: {
+  case ElementFn::Gelu: {
     StringRef Mode = A.stringAttr("approximate", "none");
     if (Mode != "none" && Mode != "tanh")
       return A.error("'approximate' must be \"none\" or \"tanh\", got \"" +
@@ -226,7 +242,18 @@ Error cuda::runUnary(const KernelArgs &A, CudaContext &C) {
     U = Mode == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf;
     break;
   }
-  default:
+  case ElementFn::None:
+  case ElementFn::Add:
+  case ElementFn::Sub:
+  case ElementFn::Mul:
+  case ElementFn::Div:
+  case ElementFn::Pow:
+  case ElementFn::Equal:
+  case ElementFn::Less:
+  case ElementFn::Greater:
+  case ElementFn::And:
+  case ElementFn::Or:
+  case ElementFn::Not:
     return A.error("no CUDA kernel");
   }
   return launched(A, unary(U, Alpha, dt(X), X.getData(), dt(Y), Y.getData(),

@@ -103,6 +103,16 @@ static CudaKernelFn lookup(OpId Op) {
   case KernelFamily::Size:
   case KernelFamily::None:
     return nullptr;
+  // Communication runs through NCCL in CudaBackend, not as a kernel.
+  case KernelFamily::AllReduce:
+  case KernelFamily::AllGather:
+  case KernelFamily::ReduceScatter:
+  case KernelFamily::AllToAll:
+  case KernelFamily::ShardSlice:
+  case KernelFamily::SendRecv:
+  case KernelFamily::Send:
+  case KernelFamily::Recv:
+    return nullptr;
   }
   return nullptr;
 }

@@ -14,6 +14,8 @@
 #include "runtime/cpu/CollectiveKernels.h"
 #include "runtime/cpu/CpuCommunicator.h"
 
+#include "ir/OpFacts.h"
+
 #include <numeric>
 
 using namespace autopar;

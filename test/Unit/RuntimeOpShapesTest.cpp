@@ -9,6 +9,7 @@
 
 #include "runtime/KernelFamily.h"
 #include "runtime/OpShapes.h"
+#include "runtime/cpu/CpuBackend.h"
 
 #include "ir/Graph.h"
 #include "ir/Parser.h"
@@ -558,11 +559,35 @@ TEST(RuntimeOpShapes, KernelFamilies) {
   EXPECT_EQ(getKernelFamily(OpId::ReduceMax), KernelFamily::Reduce);
   EXPECT_EQ(getKernelFamily(OpId::RMSNormalizationGrad),
             KernelFamily::RMSNormGrad);
-  EXPECT_EQ(getKernelFamily(OpId::ShardSlice), KernelFamily::None);
+  EXPECT_EQ(getKernelFamily(OpId::ShardSlice), KernelFamily::ShardSlice);
+  EXPECT_EQ(getKernelFamily(OpId::Opaque), KernelFamily::None);
+  EXPECT_TRUE(isCommunicationOp(OpId::AllToAll));
+  EXPECT_TRUE(isCommunicationOp(OpId::Recv));
+  EXPECT_FALSE(isCommunicationOp(OpId::ShardSlice));
   EXPECT_TRUE(onlyMovesElements(KernelFamily::Slice));
   EXPECT_TRUE(onlyMovesElements(KernelFamily::Cast));
   EXPECT_FALSE(onlyMovesElements(KernelFamily::Binary));
   EXPECT_FALSE(onlyMovesElements(KernelFamily::MatMul));
+}
+
+// The table's columns agree with each other and with the CPU backend: every
+// op that OpFacts.def gives a kernel family has a CPU kernel (or runs with
+// the communicator), and exactly the Binary and Unary families name a
+// scalar function.
+TEST(RuntimeOpShapes, OpFactsAgreeWithTheCpuBackend) {
+  for (unsigned I = 0; I != NumOps; ++I) {
+    OpId Op = OpId(I);
+    const OpFacts &F = getOpFacts(Op);
+    SCOPED_TRACE(getOpInfo(Op).Name.str());
+    EXPECT_EQ(F.Op, Op);
+    if (F.Kernel != KernelFamily::None) {
+      EXPECT_TRUE(CpuBackend::hasKernel(Op));
+    }
+    bool Elementwise =
+        F.Kernel == KernelFamily::Binary || F.Kernel == KernelFamily::Unary;
+    EXPECT_EQ(Elementwise, F.Element != ElementFn::None);
+    EXPECT_EQ(F.Flops == FlopRule::PerOutput, F.FlopsPerElement != 0);
+  }
 }
 
 } // namespace
