@@ -398,69 +398,104 @@ int autopar::runExplainDriver(StringRef ModelFile, StringRef PlanDir,
   return runPlanDriver(O);
 }
 
-int autopar::runPlanDriver(const PlanDriverOptions &O) {
-  if (O.ModelFile.empty()) {
-    error() << "no model given; usage: autopar MODEL.onnx --gpus N\n";
-    return ExitBadOptions;
+namespace {
+
+/// A step's failure: the exit code, and the message to print (empty when a
+/// diagnostic already said it).
+class StepError : public ErrorInfo<StepError> {
+public:
+  static char ID;
+  StepError(int Code, std::string Message)
+      : Code(Code), Message(std::move(Message)) {}
+  void log(raw_ostream &OS) const override { OS << Message; }
+  std::error_code convertToErrorCode() const override {
+    return inconvertibleErrorCode();
   }
-  if (O.Format != "text" && O.Format != "json") {
-    error() << "--format " << O.Format << ": expected text or json\n";
-    return ExitBadOptions;
-  }
-  if (O.Threads > 1024) {
-    error() << "--threads " << O.Threads
-            << ": expected 0 (the cores) to 1024\n";
-    return ExitBadOptions;
-  }
+  int Code;
+  std::string Message;
+};
+char StepError::ID;
+
+Error fail(int Code, const Twine &Message = "") {
+  return make_error<StepError>(Code, Message.str());
+}
+
+/// The options that need checking or parsing before any work.
+struct CheckedOptions {
+  unsigned Threads;
+  PlanFixes Fixes;
+  Cluster Cl;
+};
+
+/// The imported model, canonicalized, with its inline weights moved to the
+/// plan's weight file.
+struct ImportedModel {
+  std::unique_ptr<Module> M;
+  std::string WeightsFile;
+  Graph &graph() const { return *M->getGraphs().front(); }
+};
+
+/// What the search starts from: a given plan (--plan) or none, and the
+/// global batch.
+struct GivenPlan {
+  std::optional<PlanConfig> Config;
+  int64_t GlobalBatch;
+};
+
+} // namespace
+
+static Expected<CheckedOptions> checkOptions(const PlanDriverOptions &O) {
+  if (O.ModelFile.empty())
+    return fail(ExitBadOptions, "no model given; usage: autopar MODEL.onnx "
+                                "--gpus N");
+  if (O.Format != "text" && O.Format != "json")
+    return fail(ExitBadOptions,
+                "--format " + O.Format + ": expected text or json");
+  if (O.Threads > 1024)
+    return fail(ExitBadOptions, "--threads " + Twine(O.Threads) +
+                                    ": expected 0 (the cores) to 1024");
   // 0: the machine's cores, at most 8 (each thread plans from its own copy
   // of the graph). The plan does not depend on it.
   unsigned Threads =
       O.Threads ? O.Threads
                 : std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  if (O.TopK < 1 || O.TopK > 100) {
-    error() << "--top " << O.TopK << ": expected 1 to 100\n";
-    return ExitBadOptions;
-  }
+  if (O.TopK < 1 || O.TopK > 100)
+    return fail(ExitBadOptions,
+                "--top " + Twine(O.TopK) + ": expected 1 to 100");
   Expected<PlanFixes> Fixes = PlanFixes::parse(O.Fix);
-  if (!Fixes) {
-    error() << toString(Fixes.takeError()) << "\n";
-    return ExitBadOptions;
-  }
-  if (O.ClusterFile.empty() && O.ClusterJSON.empty() && O.Gpus < 1) {
-    error() << "--gpus N is required (or --cluster FILE.json)\n";
-    return ExitBadOptions;
-  }
+  if (!Fixes)
+    return fail(ExitBadOptions, toString(Fixes.takeError()));
+  if (O.ClusterFile.empty() && O.ClusterJSON.empty() && O.Gpus < 1)
+    return fail(ExitBadOptions, "--gpus N is required (or --cluster "
+                                "FILE.json)");
   Expected<Cluster> Cl =
       !O.ClusterJSON.empty() ? parseClusterJSON(O.ClusterJSON, "plan.json")
       : O.ClusterFile.empty()
           ? makeCluster(O.Gpu, O.Gpus, O.GpusPerNode)
           : loadClusterFile(O.ClusterFile, O.Gpus, O.GpusPerNode);
-  if (!Cl) {
-    error() << toString(Cl.takeError()) << "\n";
-    return ExitBadOptions;
-  }
+  if (!Cl)
+    return fail(ExitBadOptions, toString(Cl.takeError()));
   // Measured curves replace the model's for the precisions they cover; the
   // plan records them with the cluster (plan.json).
   if (!O.CalibrationFile.empty())
-    if (Error E = loadCalibration(O.CalibrationFile, Cl->Device)) {
-      error() << "--calibration: " << toString(std::move(E)) << "\n";
-      return ExitBadOptions;
-    }
-  if (O.GlobalBatch < 0) {
-    error() << "--global-batch " << O.GlobalBatch << ": must be positive\n";
-    return ExitBadOptions;
-  }
-  if (Error E = O.Import.validate()) {
-    error() << toString(std::move(E)) << "\n";
-    return ExitBadOptions;
-  }
-  if (!sys::fs::exists(O.ModelFile)) {
-    error() << "cannot read '" << O.ModelFile
-            << "': no such file or directory\n";
-    return ExitIOError;
-  }
+    if (Error E = loadCalibration(O.CalibrationFile, Cl->Device))
+      return fail(ExitBadOptions, "--calibration: " + toString(std::move(E)));
+  if (O.GlobalBatch < 0)
+    return fail(ExitBadOptions, "--global-batch " + Twine(O.GlobalBatch) +
+                                    ": must be positive");
+  if (O.ScaleDp < 1 || O.ScaleDp > 1024)
+    return fail(ExitBadOptions,
+                "--scale-dp " + Twine(O.ScaleDp) + ": expected 1 to 1024");
+  if (Error E = O.Import.validate())
+    return fail(ExitBadOptions, toString(std::move(E)));
+  if (!sys::fs::exists(O.ModelFile))
+    return fail(ExitIOError,
+                "cannot read '" + O.ModelFile + "': no such file or directory");
+  return CheckedOptions{Threads, std::move(*Fixes), std::move(*Cl)};
+}
 
-  DiagnosticEngine Diag(nullptr, O.ModelFile);
+static Expected<ImportedModel> importModel(const PlanDriverOptions &O,
+                                           DiagnosticEngine &Diag) {
   // The model's inline weights are read (fusions prove rotary embeddings
   // from them) and then moved into the plan folder's own weight file, so
   // that the plan trains from the model's weights.
@@ -468,107 +503,246 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
   Import.LoadInlineWeights = true;
   std::unique_ptr<Module> M = importOnnxModel(O.ModelFile, Import, Diag);
   if (!M)
-    return ExitInvalidInput;
+    return fail(ExitInvalidInput);
   PassManager PM;
   cantFail(PM.addPipeline("import-canonical"));
   if (failed(PM.run(*M, Diag)))
-    return ExitPassFailure;
+    return fail(ExitPassFailure);
   std::string WeightsFile = externalizeInlineWeights(*M, WeightsFileName);
-  if (M->getGraphs().size() != 1) {
-    error() << O.ModelFile << ": expected one graph, found "
-            << M->getGraphs().size() << "\n";
-    return ExitInvalidInput;
-  }
-  Graph &G = *M->getGraphs().front();
-  // A given plan: its configuration and cut, on the cluster the options
-  // describe.
-  int64_t GlobalBatch = O.GlobalBatch;
-  std::optional<PlanConfig> Given;
-  if (!O.GivenPlan.empty()) {
-    Expected<std::pair<PlanConfig, int64_t>> GP = readGivenPlan(O.GivenPlan);
-    if (!GP) {
-      error() << toString(GP.takeError()) << "\n";
-      return ExitInvalidInput;
-    }
-    Given = GP->first;
-    if (!GlobalBatch)
-      GlobalBatch = GP->second;
-    if (!O.WhatIf.empty())
-      if (Error E = applyWhatIf(*Given, O.WhatIf, Cl->NumGpus, GlobalBatch)) {
-        error() << toString(std::move(E)) << "\n";
-        return ExitBadOptions;
-      }
-  }
-  // Pipeline stages inside a model without repeated blocks: its one unit is
-  // cut into as many as the pinned or given pipeline needs.
-  std::optional<unsigned> PinnedPP = Given ? Given->PP : Fixes->PP;
+  if (M->getGraphs().size() != 1)
+    return fail(ExitInvalidInput, O.ModelFile + ": expected one graph, found " +
+                                      Twine(M->getGraphs().size()));
+  return ImportedModel{std::move(M), std::move(WeightsFile)};
+}
+
+/// A given plan (--plan): its configuration and global batch, with --what-if
+/// applied, on the cluster the options describe.
+static Expected<GivenPlan> readGiven(const PlanDriverOptions &O,
+                                     const Cluster &Cl) {
+  GivenPlan Given{std::nullopt, O.GlobalBatch};
+  if (O.GivenPlan.empty())
+    return Given;
+  Expected<std::pair<PlanConfig, int64_t>> GP = readGivenPlan(O.GivenPlan);
+  if (!GP)
+    return fail(ExitInvalidInput, toString(GP.takeError()));
+  Given.Config = GP->first;
+  if (!Given.GlobalBatch)
+    Given.GlobalBatch = GP->second;
+  if (!O.WhatIf.empty())
+    if (Error E =
+            applyWhatIf(*Given.Config, O.WhatIf, Cl.NumGpus, Given.GlobalBatch))
+      return fail(ExitBadOptions, toString(std::move(E)));
+  return Given;
+}
+
+/// Pipeline stages inside a model without repeated blocks: its one unit is
+/// cut into as many as the pinned or given pipeline needs.
+static Error cutIntoUnits(const PlanDriverOptions &O, const PlanFixes &Fixes,
+                          const std::optional<PlanConfig> &Given, Module &M,
+                          DiagnosticEngine &Diag) {
+  std::optional<unsigned> PinnedPP = Given ? Given->PP : Fixes.PP;
   unsigned Chunks = !PinnedPP ? 1
                     : Given   ? Given->PP * Given->VPP
-                              : *Fixes->PP * Fixes->VPP.value_or(1);
-  if (Chunks > 1 && !hasRepeatedBlocks(G)) {
-    PassManager Cut;
-    cantFail(Cut.addPipeline(
-        "detect-layers{min-units=" + std::to_string(Chunks) + "}"));
-    if (failed(Cut.run(*M, Diag)))
-      return ExitPassFailure;
-    std::set<int64_t> Pieces;
-    for (const Node &N : G.getNodes())
-      if (const Attribute *A = N.getAttr("layer"))
-        Pieces.insert(A->getInt());
-    if (Pieces.size() < Chunks) {
-      unsigned PP = *PinnedPP, VPP = Chunks / PP;
-      error() << O.ModelFile << ": " << (Given ? "the plan's" : "--fix")
-              << " pp=" << PP << (VPP > 1 ? ",vpp=" + Twine(VPP) : Twine())
-              << " needs " << Chunks
-              << " layer units to cut between; the model has no repeated "
-                 "blocks and "
-              << Pieces.size() << " compute node"
-              << (Pieces.size() == 1 ? "" : "s") << " to cut it into; pin "
-              << (VPP > 1 ? "pp x vpp" : "pp") << " to at most "
-              << Pieces.size() << "\n";
-      return ExitBadOptions;
-    }
+                              : *Fixes.PP * Fixes.VPP.value_or(1);
+  Graph &G = *M.getGraphs().front();
+  if (Chunks <= 1 || hasRepeatedBlocks(G))
+    return Error::success();
+  PassManager Cut;
+  cantFail(Cut.addPipeline("detect-layers{min-units=" + std::to_string(Chunks) +
+                           "}"));
+  if (failed(Cut.run(M, Diag)))
+    return fail(ExitPassFailure);
+  std::set<int64_t> Pieces;
+  for (const Node &N : G.getNodes())
+    if (const Attribute *A = N.getAttr("layer"))
+      Pieces.insert(A->getInt());
+  if (Pieces.size() >= Chunks)
+    return Error::success();
+  unsigned PP = *PinnedPP, VPP = Chunks / PP;
+  return fail(ExitBadOptions,
+              O.ModelFile + ": " + (Given ? "the plan's" : "--fix") + " pp=" +
+                  Twine(PP) + (VPP > 1 ? ",vpp=" + Twine(VPP) : Twine()) +
+                  " needs " + Twine(Chunks) +
+                  " layer units to cut between; the model has no repeated "
+                  "blocks and " +
+                  Twine(Pieces.size()) + " compute node" +
+                  (Pieces.size() == 1 ? "" : "s") + " to cut it into; pin " +
+                  (VPP > 1 ? "pp x vpp" : "pp") + " to at most " +
+                  Twine(Pieces.size()));
+}
+
+/// What the search fixes before it starts: the batch, the pins, and the
+/// choices that are not searched (precision, attention kernel, overlap).
+static SearchOptions makeSearchOptions(const PlanDriverOptions &O,
+                                       const CheckedOptions &C,
+                                       const GivenPlan &Given) {
+  const std::optional<PlanConfig> &Plan = Given.Config;
+  const PlanFixes &Fixes = C.Fixes;
+  SearchOptions SO;
+  SO.GlobalBatch = Given.GlobalBatch ? Given.GlobalBatch : C.Cl.NumGpus;
+  SO.Fixed = Fixes;
+  // The precision is not searched: a given plan's, a pinned one, or the
+  // device's default. Per-op costs are priced in it.
+  SO.TrainPrecision = Plan ? Plan->TrainPrecision
+                      : Fixes.TrainPrecision
+                          ? *Fixes.TrainPrecision
+                          : defaultTrainingPrecision(C.Cl.Device);
+  // Nor is the attention kernel: the plan's, a pinned one, or flash where
+  // the device and precision have it.
+  SO.Attention = Plan ? Plan->Attention
+                 : Fixes.Attention
+                     ? *Fixes.Attention
+                     : defaultAttentionKernel(C.Cl.Device, SO.TrainPrecision);
+  SO.DpOverlap = Plan ? Plan->DpOverlap : Fixes.DpOverlap.value_or(true);
+  SO.TopK = O.TopK;
+  SO.TpAcrossNodes = O.TpAcrossNodes;
+  return SO;
+}
+
+/// Evaluates the given plan or searches (in threads, each from its own copy
+/// of the graph GraphText), then re-targets the best plan to --scale-dp
+/// times the GPUs by data parallelism (updating Cl and SO).
+static Expected<SearchResult>
+searchOrEvaluate(const PlanDriverOptions &O, ModelProfile &Profile,
+                 StringRef GraphText, unsigned Threads, Cluster &Cl,
+                 SearchOptions &SO, const CostSettings &Settings,
+                 const std::optional<PlanConfig> &Given) {
+  Expected<SearchResult> Result =
+      Given ? evaluateGiven(Profile, Cl, SO, *Given)
+      : Threads > 1
+          ? searchInThreads(Profile, GraphText, Cl, Settings, SO, Threads)
+          : searchPlans(Profile, Cl, SO);
+  if (!Result || O.ScaleDp <= 1 || Result->Plans.empty())
+    return Result;
+  Cluster Bigger = Cl;
+  Bigger.NumGpus *= O.ScaleDp;
+  SearchOptions More = SO;
+  More.GlobalBatch *= O.ScaleDp;
+  PlanConfig C = Result->Plans.front().Config;
+  C.DP *= O.ScaleDp;
+  Expected<Plan> Scaled = evaluatePlan(Profile, Bigger, More, C);
+  if (!Scaled)
+    return fail(ExitBadOptions, O.ModelFile + ": --scale-dp " +
+                                    Twine(O.ScaleDp) + ": " +
+                                    toString(Scaled.takeError()));
+  Cl = Bigger;
+  SO = More;
+  Result->Plans = {std::move(*Scaled)};
+  return Result;
+}
+
+/// The failure when no plan came out: what conflicts when no candidate
+/// exists at all (memory is not the question, so more GPUs or a smaller
+/// model are no answer), else how far the best one is from fitting.
+static Error explainNoPlan(const PlanDriverOptions &O, ModelProfile &Profile,
+                           const Cluster &Cl, const SearchOptions &SO,
+                           const SearchResult &Result) {
+  std::string Message;
+  raw_string_ostream OS(Message);
+  std::string Conflict = Result.LeastMemoryNeeded > 0
+                             ? ""
+                             : explainEmptySearchSpace(Profile, Cl, SO);
+  if (!Conflict.empty()) {
+    OS << O.ModelFile << ": no plan has the pinned choices"
+       << (O.Fix.empty() ? "" : " (--fix " + O.Fix + ")")
+       << " with --global-batch " << SO.GlobalBatch << " on " << Cl.NumGpus
+       << " GPUs: " << Conflict;
+    return fail(O.CheckOnly ? 1 : ExitBadOptions, OS.str());
   }
+  OS << O.ModelFile << ": no plan fits";
+  if (Result.LeastMemoryNeeded > 0)
+    OS << format(": the best candidate needs %.1f GiB per GPU, the %s has "
+                 "%.1f GiB",
+                 Result.LeastMemoryNeeded / GiB, Cl.Device.Name.c_str(),
+                 Cl.Device.MemoryBytes / GiB);
+  else
+    OS << " the pinned choices (--fix " << O.Fix << ") with --global-batch "
+       << SO.GlobalBatch << " on " << Cl.NumGpus << " GPUs";
+  if (O.CheckOnly) {
+    OS << "\n  the plan in " << O.OutputDir << " no longer fits; re-plan it";
+    return fail(1, OS.str());
+  }
+  OS << "\n  " << suggestGpus(Profile, Cl, SO);
+  std::string Smaller = suggestLayers(Profile, Cl, SO);
+  if (!Smaller.empty())
+    OS << "\n  " << Smaller;
+  return fail(ExitBadOptions, OS.str());
+}
+
+/// Prints the result as text or JSON (nothing for `autopar check`).
+static void printResult(const PlanDriverOptions &O, const Cluster &Cl,
+                        const SearchResult &Result, double SearchSeconds) {
+  const Plan &Best = Result.Plans.front();
+  if (O.CheckOnly) {
+    // Quiet: only the verdict.
+  } else if (O.Format == "json") {
+    json::Value SummaryValue = attributeToJSON(Attribute::getDict(
+        encodePlanConfig(Best.Config, getRecordedPrediction(Best.Prediction))));
+    json::Object &Summary = *SummaryValue.getAsObject();
+    Summary["configs_evaluated"] = int64_t(Result.ConfigsEvaluated);
+    Summary["search_time_s"] = roundToSignificant(SearchSeconds, 3);
+    outs() << formatv("{0:2}", SummaryValue) << "\n";
+  } else {
+    printSummary(outs(), O, Cl, Result, SearchSeconds);
+  }
+  outs().flush();
+}
+
+/// Writes the plan folder (or, for `autopar check`, compares it).
+static Error emitPlanFolder(const PlanDriverOptions &O, PlanFilesInput &In) {
+  Expected<OutputFileList> Files = renderPlanFiles(In);
+  if (!Files)
+    return fail(ExitPassFailure,
+                O.ModelFile + ": " + toString(Files.takeError()));
+  if (O.CheckOnly) {
+    if (int Code = compareFiles(*Files, O.OutputDir))
+      return fail(Code);
+    return Error::success();
+  }
+  SmallString<256> LaunchDir(O.OutputDir);
+  sys::path::append(LaunchDir, "launch");
+  if (std::error_code EC = sys::fs::create_directories(LaunchDir))
+    return fail(ExitIOError,
+                "cannot create '" + LaunchDir + "': " + EC.message());
+  if (Error E = writeOutputFiles(*Files))
+    return fail(ExitIOError, toString(std::move(E)));
+  return Error::success();
+}
+
+/// The steps of `autopar MODEL`: check the options, import, search,
+/// print, and write the plan folder.
+static Error planModel(const PlanDriverOptions &O) {
+  Expected<CheckedOptions> Checked = checkOptions(O);
+  if (!Checked)
+    return Checked.takeError();
+  Cluster &Cl = Checked->Cl;
+  DiagnosticEngine Diag(nullptr, O.ModelFile);
+  Expected<ImportedModel> Model = importModel(O, Diag);
+  if (!Model)
+    return Model.takeError();
+  Expected<GivenPlan> Given = readGiven(O, Cl);
+  if (!Given)
+    return Given.takeError();
+  if (Error E = cutIntoUnits(O, Checked->Fixes, Given->Config, *Model->M, Diag))
+    return E;
 
   auto Start = std::chrono::steady_clock::now();
   // Worker threads plan from their own copy of the graph (a profile rebinds
   // the graph's types as it goes).
   std::string GraphText;
-  if (Threads > 1) {
+  if (Checked->Threads > 1) {
     raw_string_ostream OS(GraphText);
-    printModule(OS, *M);
+    printModule(OS, *Model->M);
   }
-  if (O.ScaleDp < 1 || O.ScaleDp > 1024) {
-    error() << "--scale-dp " << O.ScaleDp << ": expected 1 to 1024\n";
-    return ExitBadOptions;
-  }
-  SearchOptions SO;
-  SO.GlobalBatch = GlobalBatch ? GlobalBatch : Cl->NumGpus;
-  SO.Fixed = *Fixes;
-  // The precision is not searched: a given plan's, a pinned one, or the
-  // device's default. Per-op costs are priced in it.
-  SO.TrainPrecision = Given ? Given->TrainPrecision
-                      : Fixes->TrainPrecision
-                          ? *Fixes->TrainPrecision
-                          : defaultTrainingPrecision(Cl->Device);
-  // Nor is the attention kernel: the plan's, a pinned one, or flash where
-  // the device and precision have it.
-  SO.Attention = Given ? Given->Attention
-                 : Fixes->Attention
-                     ? *Fixes->Attention
-                     : defaultAttentionKernel(Cl->Device, SO.TrainPrecision);
-  SO.DpOverlap = Given ? Given->DpOverlap : Fixes->DpOverlap.value_or(true);
+  SearchOptions SO = makeSearchOptions(O, *Checked, *Given);
   CostSettings Settings;
   Settings.Compute = SO.TrainPrecision;
   Settings.Attention = SO.Attention;
   Expected<std::unique_ptr<ModelProfile>> Profile =
-      ModelProfile::create(G, *Cl, Settings);
-  if (!Profile) {
-    error() << O.ModelFile << ": " << toString(Profile.takeError()) << "\n";
-    return ExitBadOptions;
-  }
-  SO.TopK = O.TopK;
-  SO.TpAcrossNodes = O.TpAcrossNodes;
+      ModelProfile::create(Model->graph(), Cl, Settings);
+  if (!Profile)
+    return fail(ExitBadOptions,
+                O.ModelFile + ": " + toString(Profile.takeError()));
   // A progress line on a terminal, at most a few times a second.
   bool ShowProgress = sys::Process::StandardErrIsDisplayed();
   auto LastShown = Start;
@@ -582,117 +756,45 @@ int autopar::runPlanDriver(const PlanDriverOptions &O) {
              << " configurations evaluated";
     };
   Expected<SearchResult> Result =
-      Given ? evaluateGiven(**Profile, *Cl, SO, *Given)
-      : Threads > 1
-          ? searchInThreads(**Profile, GraphText, *Cl, Settings, SO, Threads)
-          : searchPlans(**Profile, *Cl, SO);
-  // Re-target to K times the GPUs by data parallelism.
-  if (Result && O.ScaleDp > 1 && !Result->Plans.empty()) {
-    Cluster Bigger = *Cl;
-    Bigger.NumGpus *= O.ScaleDp;
-    SearchOptions More = SO;
-    More.GlobalBatch *= O.ScaleDp;
-    PlanConfig C = Result->Plans.front().Config;
-    C.DP *= O.ScaleDp;
-    Expected<Plan> Scaled = evaluatePlan(**Profile, Bigger, More, C);
-    if (!Scaled) {
-      error() << O.ModelFile << ": --scale-dp " << O.ScaleDp << ": "
-              << toString(Scaled.takeError()) << "\n";
-      return ExitBadOptions;
-    }
-    *Cl = Bigger;
-    SO = More;
-    Result->Plans = {std::move(*Scaled)};
-  }
+      searchOrEvaluate(O, **Profile, GraphText, Checked->Threads, Cl, SO,
+                       Settings, Given->Config);
   if (ShowProgress && LastShown != Start)
     errs() << "\r\x1b[K";
   if (!Result) {
-    error() << O.ModelFile << ": " << toString(Result.takeError()) << "\n";
-    return ExitBadOptions;
+    if (Result.errorIsA<StepError>())
+      return Result.takeError();
+    return fail(ExitBadOptions,
+                O.ModelFile + ": " + toString(Result.takeError()));
   }
   double SearchSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
           .count();
-  if (Result->Plans.empty()) {
-    // No candidate at all: the batch arithmetic conflicts; memory is not
-    // the question, so more GPUs or a smaller model are no answer.
-    std::string Conflict = Result->LeastMemoryNeeded > 0
-                               ? ""
-                               : explainEmptySearchSpace(**Profile, *Cl, SO);
-    if (!Conflict.empty()) {
-      error() << O.ModelFile << ": no plan has the pinned choices"
-              << (O.Fix.empty() ? "" : " (--fix " + O.Fix + ")")
-              << " with --global-batch " << SO.GlobalBatch << " on "
-              << Cl->NumGpus << " GPUs: " << Conflict << "\n";
-      return O.CheckOnly ? 1 : ExitBadOptions;
-    }
-    error() << O.ModelFile << ": no plan fits";
-    if (Result->LeastMemoryNeeded > 0)
-      errs() << format(": the best candidate needs %.1f GiB per GPU, the "
-                       "%s has %.1f GiB",
-                       Result->LeastMemoryNeeded / GiB, Cl->Device.Name.c_str(),
-                       Cl->Device.MemoryBytes / GiB);
-    else
-      errs() << " the pinned choices (--fix " << O.Fix
-             << ") with --global-batch " << SO.GlobalBatch << " on "
-             << Cl->NumGpus << " GPUs";
-    if (O.CheckOnly) {
-      errs() << "\n  the plan in " << O.OutputDir
-             << " no longer fits; re-plan it\n";
-      return 1;
-    }
-    errs() << "\n  " << suggestGpus(**Profile, *Cl, SO) << "\n";
-    std::string Smaller = suggestLayers(**Profile, *Cl, SO);
-    if (!Smaller.empty())
-      errs() << "  " << Smaller << "\n";
-    return ExitBadOptions;
-  }
-
-  const Plan &Best = Result->Plans.front();
+  if (Result->Plans.empty())
+    return explainNoPlan(O, **Profile, Cl, SO, *Result);
   if (O.Explain) {
-    printExplanation(outs(), Best, **Profile, *Cl);
-    return ExitSuccess;
+    printExplanation(outs(), Result->Plans.front(), **Profile, Cl);
+    return Error::success();
   }
-  if (O.CheckOnly) {
-    // Quiet: only the verdict.
-  } else if (O.Format == "json") {
-    json::Value SummaryValue = attributeToJSON(Attribute::getDict(
-        encodePlanConfig(Best.Config, getRecordedPrediction(Best.Prediction))));
-    json::Object &Summary = *SummaryValue.getAsObject();
-    Summary["configs_evaluated"] = int64_t(Result->ConfigsEvaluated);
-    Summary["search_time_s"] = roundToSignificant(SearchSeconds, 3);
-    outs() << formatv("{0:2}", SummaryValue) << "\n";
-  } else {
-    printSummary(outs(), O, *Cl, *Result, SearchSeconds);
-  }
-  outs().flush();
+  printResult(O, Cl, *Result, SearchSeconds);
   if (O.OutputDir.empty())
-    return ExitSuccess;
-
+    return Error::success();
   PlanFilesInput In;
   In.Options = &O;
-  In.Cl = &*Cl;
-  In.M = M.get();
+  In.Cl = &Cl;
+  In.M = Model->M.get();
   In.Profile = Profile->get();
   In.Plans = Result->Plans;
   In.GlobalBatch = SO.GlobalBatch;
-  In.WeightsFile = std::move(WeightsFile);
-  Expected<OutputFileList> Files = renderPlanFiles(In);
-  if (!Files) {
-    error() << O.ModelFile << ": " << toString(Files.takeError()) << "\n";
-    return ExitPassFailure;
-  }
-  SmallString<256> LaunchDir(O.OutputDir);
-  sys::path::append(LaunchDir, "launch");
-  if (O.CheckOnly)
-    return compareFiles(*Files, O.OutputDir);
-  if (std::error_code EC = sys::fs::create_directories(LaunchDir)) {
-    error() << "cannot create '" << LaunchDir << "': " << EC.message() << "\n";
-    return ExitIOError;
-  }
-  if (Error E = writeOutputFiles(*Files)) {
-    error() << toString(std::move(E)) << "\n";
-    return ExitIOError;
-  }
-  return ExitSuccess;
+  In.WeightsFile = std::move(Model->WeightsFile);
+  return emitPlanFolder(O, In);
+}
+
+int autopar::runPlanDriver(const PlanDriverOptions &O) {
+  int Code = ExitSuccess;
+  handleAllErrors(planModel(O), [&](const StepError &E) {
+    if (!E.Message.empty())
+      error() << E.Message << "\n";
+    Code = E.Code;
+  });
+  return Code;
 }

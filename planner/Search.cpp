@@ -114,6 +114,33 @@ private:
   rangesOf(const PlanConfig &C, const std::vector<unsigned> &StageUnits,
            unsigned Rank);
 
+  /// The steps of evaluate. The per-unit costs of C's tensor-parallel
+  /// degree and micro-batch (the first --keep-blocks repeated blocks).
+  Expected<const std::vector<UnitCost> *> getCosts(const PlanConfig &C);
+  /// One micro-batch's forward and backward per chunk under cut
+  /// StageUnits, with the sends between stages, and the pipeline's
+  /// simulation.
+  Expected<PipelineCandidate>
+  simulateCut(const PlanConfig &C, const std::vector<UnitCost> &Costs,
+              ArrayRef<double> Fwd, ArrayRef<double> Bwd,
+              const std::vector<unsigned> &StageUnits) const;
+  /// Each pipeline rank's memory under a cut.
+  std::vector<RankPrediction> getRankMemory(const PlanConfig &C,
+                                            const std::vector<UnitCost> &Costs,
+                                            const PipelineCandidate &P) const;
+  /// What follows the pipeline on the slowest rank: data-parallel
+  /// synchronization, ZeRO-3 gathers, offload and the optimizer step.
+  struct StepTail {
+    double Seconds = 0, Sync = 0, Optimizer = 0, Offload = 0, GradSync = 0;
+    double Kinds[NumCollectives] = {};
+  };
+  StepTail getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
+                       const PipelineCandidate &Pipe) const;
+  /// The prediction of C under Pipe with the ranks' memory and the tail.
+  Plan predict(const PlanConfig &C, const std::vector<UnitCost> &Costs,
+               PipelineCandidate Pipe, std::vector<RankPrediction> Ranks,
+               double PeakMemory, const StepTail &Tail) const;
+
   ModelProfile &Profile;
   const Cluster &Cl;
   const SearchOptions &O;
@@ -121,6 +148,8 @@ private:
                       unsigned, int64_t>,
            std::optional<PipelineCandidate>>
       PipeMemo;
+  /// getCosts' storage when --keep-blocks drops units.
+  std::vector<UnitCost> Kept;
 };
 
 std::vector<std::pair<unsigned, unsigned>>
@@ -179,25 +208,20 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   return R;
 }
 
+/// The largest of the ranks' memory.
+static double getPeakMemory(const std::vector<RankPrediction> &Ranks) {
+  double M = 0;
+  for (const RankPrediction &R : Ranks)
+    M = std::max(M, R.MemoryBytes);
+  return M;
+}
+
 Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
                                                   double Bound) {
-  Expected<const std::vector<UnitCost> *> CostsOr =
-      Profile.getUnitCosts(C.TP, C.SequenceParallel, C.MicroBatch);
+  Expected<const std::vector<UnitCost> *> CostsOr = getCosts(C);
   if (!CostsOr)
     return CostsOr.takeError();
-  const std::vector<UnitCost> *AllCosts = *CostsOr;
-  std::vector<UnitCost> Kept;
-  if (O.KeepBlocks) {
-    std::vector<unsigned> Repeated = Profile.getRepeatedUnits();
-    std::vector<bool> Drop(AllCosts->size());
-    for (unsigned I = *O.KeepBlocks; I < Repeated.size(); ++I)
-      Drop[Repeated[I]] = true;
-    for (unsigned U = 0; U != AllCosts->size(); ++U)
-      if (!Drop[U])
-        Kept.push_back((*AllCosts)[U]);
-    AllCosts = &Kept;
-  }
-  const std::vector<UnitCost> &Costs = *AllCosts;
+  const std::vector<UnitCost> &Costs = **CostsOr;
   unsigned NumUnits = Costs.size();
   unsigned Chunks = C.PP * C.VPP;
   if (NumUnits < Chunks)
@@ -217,71 +241,8 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
     return std::nullopt;
   ++Evaluated;
 
-  // Neighbouring stages are TP x DP ranks apart (tensor-parallel ranks
-  // innermost, then data-parallel, then pipeline, as Megatron-LM orders
-  // them).
-  bool StagesShareNode = C.TP * C.DP < Cl.GpusPerNode;
-  CommGroup P2P{2, StagesShareNode ? 2u : 1u};
-  CommGroup TpGroup = getRankGroup(C.TP, 1, Cl.GpusPerNode);
-  auto Simulate = [&](const std::vector<unsigned> &StageUnits)
-      -> Expected<PipelineCandidate> {
-    PipelineCandidate P;
-    P.StageUnits = StageUnits;
-    double P2PSeconds = 0;
-    unsigned First = 0;
-    for (unsigned J = 0; J != StageUnits.size(); ++J) {
-      unsigned Size = StageUnits[J];
-      double F = 0, B = 0;
-      for (unsigned U = First; U != First + Size; ++U) {
-        F += Fwd[U];
-        B += Bwd[U];
-      }
-      // Megatron-LM's sends and receives between stages block both ranks
-      // (send_forward_recv_backward and friends) unless
-      // --overlap-p2p-communication: each chunk's forward ends with sending
-      // its output, each backward with sending the input's gradient.
-      const UnitCost &Out = Costs[First + Size - 1];
-      double Send = 0;
-      if (C.PP > 1) {
-        Send =
-            collectiveSeconds(Cl, Collective::SendRecv, Out.OutputBytes, P2P);
-        // Megatron-LM's scatter/gather (Narayanan et al. 2021, section
-        // 4.1): a replicated activation goes as 1/tp per rank and is
-        // all-gathered over NVLink on arrival.
-        if (Out.OutputReplicated && C.TP > 1)
-          Send =
-              std::min(Send, collectiveSeconds(Cl, Collective::SendRecv,
-                                               Out.OutputBytes / C.TP, P2P) +
-                                 collectiveSeconds(Cl, Collective::AllGather,
-                                                   Out.OutputBytes, TpGroup));
-      }
-      if (!O.OverlapP2P) {
-        if (J + 1 != StageUnits.size())
-          F += Send;
-        if (J != 0)
-          B += Send;
-      }
-      P.Fwd.push_back(F);
-      P.Bwd.push_back(B);
-      P.Send.push_back(Send);
-      P2PSeconds = std::max(P2PSeconds, Send);
-      First += Size;
-    }
-    PipelineSpec Spec;
-    Spec.Kind = C.Schedule;
-    Spec.Stages = C.PP;
-    Spec.VirtualStages = C.VPP;
-    Spec.MicroBatches = C.MicroBatches;
-    Spec.Forward = P.Fwd;
-    Spec.Backward = P.Bwd;
-    // Overlapped sends still delay their receiver.
-    Spec.P2PSeconds = O.OverlapP2P ? P2PSeconds : 0;
-    P.P2PSeconds = Spec.P2PSeconds;
-    Expected<PipelineResult> Sim = simulatePipeline(Spec);
-    if (!Sim)
-      return Sim.takeError();
-    P.Sim = std::move(*Sim);
-    return P;
+  auto Simulate = [&](const std::vector<unsigned> &StageUnits) {
+    return simulateCut(C, Costs, Fwd, Bwd, StageUnits);
   };
 
   // The pipeline does not depend on ZeRO or offload: the balanced cut and
@@ -322,21 +283,8 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
     return Pipe.takeError();
 
   double Capacity = double(Cl.Device.MemoryBytes);
-  auto MemoryOf = [&](const PipelineCandidate &P) {
-    std::vector<RankPrediction> Ranks;
-    for (unsigned R = 0; R != C.PP; ++R)
-      Ranks.push_back(rankMemory(C, Costs, rangesOf(C, P.StageUnits, R),
-                                 P.Sim.PeakInFlight[R]));
-    return Ranks;
-  };
-  std::vector<RankPrediction> Ranks = MemoryOf(*Pipe);
-  auto Peak = [](const std::vector<RankPrediction> &Rs) {
-    double M = 0;
-    for (const RankPrediction &R : Rs)
-      M = std::max(M, R.MemoryBytes);
-    return M;
-  };
-  if (Peak(Ranks) > Capacity && C.StageUnits.empty() && C.PP > 1) {
+  std::vector<RankPrediction> Ranks = getRankMemory(C, Costs, *Pipe);
+  if (getPeakMemory(Ranks) > Capacity && C.StageUnits.empty() && C.PP > 1) {
     // Cut again under each rank's memory, with the in-flight counts of the
     // balanced schedule.
     std::vector<unsigned> InFlight = Pipe->Sim.PeakInFlight;
@@ -353,19 +301,123 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
       Expected<PipelineCandidate> Again = Simulate(*Tight);
       if (!Again)
         return Again.takeError();
-      std::vector<RankPrediction> AgainRanks = MemoryOf(*Again);
-      if (Peak(AgainRanks) <= Capacity) {
+      std::vector<RankPrediction> AgainRanks = getRankMemory(C, Costs, *Again);
+      if (getPeakMemory(AgainRanks) <= Capacity) {
         Pipe = std::move(Again);
         Ranks = std::move(AgainRanks);
       }
     }
   }
-  double PeakMemory = Peak(Ranks);
+  double PeakMemory = getPeakMemory(Ranks);
   if (PeakMemory > Capacity) {
     LeastMemory = std::min(LeastMemory, PeakMemory);
     return std::nullopt;
   }
 
+  StepTail Tail = getStepTail(C, Costs, *Pipe);
+  return std::optional<Plan>(
+      predict(C, Costs, std::move(*Pipe), std::move(Ranks), PeakMemory, Tail));
+}
+
+Expected<const std::vector<UnitCost> *>
+Evaluator::getCosts(const PlanConfig &C) {
+  Expected<const std::vector<UnitCost> *> CostsOr =
+      Profile.getUnitCosts(C.TP, C.SequenceParallel, C.MicroBatch);
+  if (!CostsOr || !O.KeepBlocks)
+    return CostsOr;
+  const std::vector<UnitCost> *AllCosts = *CostsOr;
+  std::vector<unsigned> Repeated = Profile.getRepeatedUnits();
+  std::vector<bool> Drop(AllCosts->size());
+  for (unsigned I = *O.KeepBlocks; I < Repeated.size(); ++I)
+    Drop[Repeated[I]] = true;
+  Kept.clear();
+  for (unsigned U = 0; U != AllCosts->size(); ++U)
+    if (!Drop[U])
+      Kept.push_back((*AllCosts)[U]);
+  return &Kept;
+}
+
+Expected<PipelineCandidate>
+Evaluator::simulateCut(const PlanConfig &C, const std::vector<UnitCost> &Costs,
+                       ArrayRef<double> Fwd, ArrayRef<double> Bwd,
+                       const std::vector<unsigned> &StageUnits) const {
+  // Neighbouring stages are TP x DP ranks apart (tensor-parallel ranks
+  // innermost, then data-parallel, then pipeline, as Megatron-LM orders
+  // them).
+  bool StagesShareNode = C.TP * C.DP < Cl.GpusPerNode;
+  CommGroup P2P{2, StagesShareNode ? 2u : 1u};
+  CommGroup TpGroup = getRankGroup(C.TP, 1, Cl.GpusPerNode);
+  PipelineCandidate P;
+  P.StageUnits = StageUnits;
+  double P2PSeconds = 0;
+  unsigned First = 0;
+  for (unsigned J = 0; J != StageUnits.size(); ++J) {
+    unsigned Size = StageUnits[J];
+    double F = 0, B = 0;
+    for (unsigned U = First; U != First + Size; ++U) {
+      F += Fwd[U];
+      B += Bwd[U];
+    }
+    // Megatron-LM's sends and receives between stages block both ranks
+    // (send_forward_recv_backward and friends) unless
+    // --overlap-p2p-communication: each chunk's forward ends with sending
+    // its output, each backward with sending the input's gradient.
+    const UnitCost &Out = Costs[First + Size - 1];
+    double Send = 0;
+    if (C.PP > 1) {
+      Send = collectiveSeconds(Cl, Collective::SendRecv, Out.OutputBytes, P2P);
+      // Megatron-LM's scatter/gather (Narayanan et al. 2021, section
+      // 4.1): a replicated activation goes as 1/tp per rank and is
+      // all-gathered over NVLink on arrival.
+      if (Out.OutputReplicated && C.TP > 1)
+        Send = std::min(Send, collectiveSeconds(Cl, Collective::SendRecv,
+                                                Out.OutputBytes / C.TP, P2P) +
+                                  collectiveSeconds(Cl, Collective::AllGather,
+                                                    Out.OutputBytes, TpGroup));
+    }
+    if (!O.OverlapP2P) {
+      if (J + 1 != StageUnits.size())
+        F += Send;
+      if (J != 0)
+        B += Send;
+    }
+    P.Fwd.push_back(F);
+    P.Bwd.push_back(B);
+    P.Send.push_back(Send);
+    P2PSeconds = std::max(P2PSeconds, Send);
+    First += Size;
+  }
+  PipelineSpec Spec;
+  Spec.Kind = C.Schedule;
+  Spec.Stages = C.PP;
+  Spec.VirtualStages = C.VPP;
+  Spec.MicroBatches = C.MicroBatches;
+  Spec.Forward = P.Fwd;
+  Spec.Backward = P.Bwd;
+  // Overlapped sends still delay their receiver.
+  Spec.P2PSeconds = O.OverlapP2P ? P2PSeconds : 0;
+  P.P2PSeconds = Spec.P2PSeconds;
+  Expected<PipelineResult> Sim = simulatePipeline(Spec);
+  if (!Sim)
+    return Sim.takeError();
+  P.Sim = std::move(*Sim);
+  return P;
+}
+
+std::vector<RankPrediction>
+Evaluator::getRankMemory(const PlanConfig &C,
+                         const std::vector<UnitCost> &Costs,
+                         const PipelineCandidate &P) const {
+  std::vector<RankPrediction> Ranks;
+  for (unsigned R = 0; R != C.PP; ++R)
+    Ranks.push_back(rankMemory(C, Costs, rangesOf(C, P.StageUnits, R),
+                               P.Sim.PeakInFlight[R]));
+  return Ranks;
+}
+
+Evaluator::StepTail
+Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
+                       const PipelineCandidate &Pipe) const {
   // Data-parallel synchronization, ZeRO gathers, offload and optimizer per
   // rank; the slowest rank finishes the step.
   CommGroup DpGroup = getRankGroup(C.DP, C.TP, Cl.GpusPerNode);
@@ -380,8 +432,8 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   std::vector<double> RankGathers(C.PP, 0), RankScatters(C.PP, 0);
   // Weights and gradients travel in the compute precision.
   double ElemBytes = getPrecisionBytes(C.TrainPrecision);
-  for (unsigned J = 0; J != Pipe->StageUnits.size(); ++J) {
-    for (unsigned U = First; U != First + Pipe->StageUnits[J]; ++U) {
+  for (unsigned J = 0; J != Pipe.StageUnits.size(); ++J) {
+    for (unsigned U = First; U != First + Pipe.StageUnits[J]; ++U) {
       RankParams[J % C.PP] += Costs[U].ParamElements;
       RankGradSync[J % C.PP] += Costs[U].GradSyncSeconds;
       if (C.Zero == 3 && C.DP > 1 && Costs[U].ParamElements > 0) {
@@ -393,7 +445,7 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
                               Costs[U].ParamElements * ElemBytes, DpGroup);
       }
     }
-    First += Pipe->StageUnits[J];
+    First += Pipe.StageUnits[J];
   }
   for (unsigned R = 0; R != C.PP; ++R) {
     double GradBytes = RankParams[R] * ElemBytes,
@@ -401,9 +453,9 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
     // The rank's compute per micro-batch, forward and backward: what
     // per-micro-batch transfers can hide behind.
     double RankFwd = 0, RankBwd = 0;
-    for (unsigned J = R; J < Pipe->Fwd.size(); J += C.PP) {
-      RankFwd += Pipe->Fwd[J];
-      RankBwd += Pipe->Bwd[J];
+    for (unsigned J = R; J < Pipe.Fwd.size(); J += C.PP) {
+      RankFwd += Pipe.Fwd[J];
+      RankBwd += Pipe.Bwd[J];
     }
     double Exposed = 0;
     std::fill(std::begin(Kinds), std::end(Kinds), 0.0);
@@ -473,19 +525,35 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
     }
   }
 
+  StepTail T;
+  T.Seconds = After;
+  T.Sync = WorstSync;
+  T.Optimizer = WorstOpt;
+  T.Offload = WorstOffload;
+  T.GradSync = GradSync;
+  std::copy(std::begin(WorstKinds), std::end(WorstKinds), T.Kinds);
+  return T;
+}
+
+Plan Evaluator::predict(const PlanConfig &C, const std::vector<UnitCost> &Costs,
+                        PipelineCandidate Pipe,
+                        std::vector<RankPrediction> Ranks, double PeakMemory,
+                        const StepTail &Tail) const {
+  unsigned NumUnits = Costs.size();
+  double Capacity = double(Cl.Device.MemoryBytes);
   Plan Out;
   Out.Config = C;
-  Out.Config.StageUnits = Pipe->StageUnits;
+  Out.Config.StageUnits = Pipe.StageUnits;
   PlanPrediction &P = Out.Prediction;
-  P.PipelineSeconds = Pipe->Sim.StepSeconds;
-  P.BubbleFraction = Pipe->Sim.BubbleFraction;
-  P.StepSeconds = P.PipelineSeconds + After;
-  P.DpSyncSeconds = WorstSync + GradSync;
-  std::copy(std::begin(WorstKinds), std::end(WorstKinds),
+  P.PipelineSeconds = Pipe.Sim.StepSeconds;
+  P.BubbleFraction = Pipe.Sim.BubbleFraction;
+  P.StepSeconds = P.PipelineSeconds + Tail.Seconds;
+  P.DpSyncSeconds = Tail.Sync + Tail.GradSync;
+  std::copy(std::begin(Tail.Kinds), std::end(Tail.Kinds),
             P.DpCollectiveSeconds);
-  P.TpGradSyncSeconds = GradSync;
-  P.OptimizerSeconds = WorstOpt;
-  P.OffloadSeconds = WorstOffload;
+  P.TpGradSyncSeconds = Tail.GradSync;
+  P.OptimizerSeconds = Tail.Optimizer;
+  P.OffloadSeconds = Tail.Offload;
   double ModelFlops = 0, Extra = 0;
   for (unsigned U = 0; U != NumUnits; ++U) {
     ModelFlops += Costs[U].FwdFlops + Costs[U].BwdFlops;
@@ -510,13 +578,13 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   P.PeakMemoryBytes = PeakMemory;
   P.MemoryCapacityBytes = Capacity;
   for (unsigned R = 0; R != C.PP; ++R)
-    Ranks[R].BusySeconds = Pipe->Sim.BusySeconds[R];
+    Ranks[R].BusySeconds = Pipe.Sim.BusySeconds[R];
   P.Ranks = std::move(Ranks);
-  P.StageForward = Pipe->Fwd;
-  P.StageBackward = Pipe->Bwd;
-  P.P2PSeconds = Pipe->P2PSeconds;
-  P.StageSendSeconds = Pipe->Send;
-  return std::optional<Plan>(std::move(Out));
+  P.StageForward = Pipe.Fwd;
+  P.StageBackward = Pipe.Bwd;
+  P.P2PSeconds = Pipe.P2PSeconds;
+  P.StageSendSeconds = Pipe.Send;
+  return Out;
 }
 
 /// Strict order of plans: faster first, then the configuration tuple.
@@ -553,25 +621,26 @@ Expected<Plan> autopar::evaluatePlan(ModelProfile &Profile, const Cluster &Cl,
   return std::move(**P);
 }
 
-Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
-                                            const Cluster &Cl,
-                                            const SearchOptions &O) {
+/// The units the search cuts between: the model's, without the repeated
+/// blocks beyond --keep-blocks.
+static unsigned getNumUnits(const ModelProfile &Profile,
+                            const SearchOptions &O) {
+  unsigned NumUnits = Profile.getUnits().size();
+  if (O.KeepBlocks) {
+    size_t Repeated = Profile.getRepeatedUnits().size();
+    NumUnits -= Repeated - std::min<size_t>(Repeated, *O.KeepBlocks);
+  }
+  return NumUnits;
+}
+
+/// An error when a pinned choice (--fix) cannot hold on this cluster and
+/// model, saying which values could.
+static Error checkPins(const ModelProfile &Profile, const Cluster &Cl,
+                       const SearchOptions &O, unsigned MaxTP) {
   const PlanFixes &F = O.Fixed;
   unsigned N = Cl.NumGpus;
-  if (O.GlobalBatch < 1)
-    return error("--global-batch must be at least 1");
-  SearchResult Result;
-  Evaluator E(Profile, Cl, O);
-  std::vector<Plan> Best;
-  unsigned K = std::max(1u, O.TopK);
-  auto Bound = [&]() {
-    return Best.size() < K ? std::numeric_limits<double>::infinity()
-                           : Best.back().Prediction.StepSeconds;
-  };
-  unsigned MaxTP = O.TpAcrossNodes ? N : std::min(N, Cl.GpusPerNode);
   int64_t Heads = Profile.getAttentionHeads();
-  uint64_t Tried = 0;
-  unsigned PairIndex = 0;
+  unsigned NumUnits = getNumUnits(Profile, O);
   if (F.TP) {
     std::string Valid;
     for (unsigned TP : divisorsOf(N))
@@ -597,11 +666,6 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                  Twine(*Profile.getFixedBatch()) +
                  " (its batch dimension is static); pin mbs=" +
                  Twine(*Profile.getFixedBatch()) + " or leave it free");
-  unsigned NumUnits = Profile.getUnits().size();
-  if (O.KeepBlocks) {
-    size_t Repeated = Profile.getRepeatedUnits().size();
-    NumUnits -= Repeated - std::min<size_t>(Repeated, *O.KeepBlocks);
-  }
   if (F.PP && *F.PP * F.VPP.value_or(1) > NumUnits)
     return error("--fix pp=" + Twine(*F.PP) +
                  (F.VPP ? ",vpp=" + Twine(*F.VPP) : Twine()) + " needs " +
@@ -610,6 +674,31 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                  Twine(NumUnits) +
                  (NumUnits == 1 ? " (no repeated blocks were found)" : "") +
                  "; pin pp to at most " + Twine(NumUnits));
+  return Error::success();
+}
+
+Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
+                                            const Cluster &Cl,
+                                            const SearchOptions &O) {
+  const PlanFixes &F = O.Fixed;
+  unsigned N = Cl.NumGpus;
+  if (O.GlobalBatch < 1)
+    return error("--global-batch must be at least 1");
+  SearchResult Result;
+  Evaluator E(Profile, Cl, O);
+  std::vector<Plan> Best;
+  unsigned K = std::max(1u, O.TopK);
+  auto Bound = [&]() {
+    return Best.size() < K ? std::numeric_limits<double>::infinity()
+                           : Best.back().Prediction.StepSeconds;
+  };
+  unsigned MaxTP = O.TpAcrossNodes ? N : std::min(N, Cl.GpusPerNode);
+  int64_t Heads = Profile.getAttentionHeads();
+  uint64_t Tried = 0;
+  unsigned PairIndex = 0;
+  if (Error Pinned = checkPins(Profile, Cl, O, MaxTP))
+    return Pinned;
+  unsigned NumUnits = getNumUnits(Profile, O);
   for (unsigned TP : divisorsOf(N)) {
     if (TP > MaxTP || (F.TP && TP != *F.TP) || (Heads && Heads % TP))
       continue;

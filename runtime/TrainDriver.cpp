@@ -46,9 +46,28 @@
 using namespace autopar;
 using namespace llvm;
 
-static int fail(int Code, const Twine &Message) {
-  WithColor::error(errs(), "autopar-run") << Message << '\n';
-  return Code;
+namespace {
+
+/// Why a run stops: its exit code (TrainDriver.h) and the message to print
+/// (empty when a diagnostic already said it).
+class RunError : public ErrorInfo<RunError> {
+public:
+  static char ID;
+  RunError(int Code, std::string Message)
+      : Code(Code), Message(std::move(Message)) {}
+  void log(raw_ostream &OS) const override { OS << Message; }
+  std::error_code convertToErrorCode() const override {
+    return inconvertibleErrorCode();
+  }
+  int Code;
+  std::string Message;
+};
+char RunError::ID;
+
+} // namespace
+
+static Error fail(int Code, const Twine &Message = "") {
+  return make_error<RunError>(Code, Message.str());
 }
 
 Error TrainOptions::validate() const {
@@ -161,9 +180,9 @@ static HostTensor scalarTensor(float V) {
 }
 
 /// Parses and verifies the program in Path into M (kept with its SM);
-/// returns an exit code, having printed what is wrong.
-static int parseProgram(StringRef Path, SourceMgr &SM,
-                        std::unique_ptr<Module> &M) {
+/// a RunError says what is wrong.
+static Error parseProgram(StringRef Path, SourceMgr &SM,
+                          std::unique_ptr<Module> &M) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
       MemoryBuffer::getFile(Path, /*IsText=*/true);
   if (!Buffer)
@@ -173,10 +192,10 @@ static int parseProgram(StringRef Path, SourceMgr &SM,
   DiagnosticEngine Diag(&SM, Path);
   M = parseModule(SM, Diag);
   if (!M || failed(verifyModule(*M, Diag)))
-    return RunInvalidInput;
+    return fail(RunInvalidInput);
   if (M->getGraphs().empty())
     return fail(RunInvalidInput, Path + ": no graph");
-  return RunSuccess;
+  return Error::success();
 }
 
 /// How many ranks a node's vocabulary is split over (`mesh`, `mesh_axis`:
@@ -311,8 +330,8 @@ struct TrainState {
     return Specs;
   }
 
-  /// Writes the checkpoint of Step; returns an exit code.
-  int save(int64_t Step, CheckpointCrash Crash) {
+  /// Writes the checkpoint of Step.
+  Error save(int64_t Step, CheckpointCrash Crash) {
     CheckpointIndex Meta;
     Meta.Step = Step;
     Meta.Rank = Rank;
@@ -348,15 +367,14 @@ struct TrainState {
     }
     if (Error E = barrier())
       return fail(RunFailure, Where + toString(std::move(E)));
-    return RunSuccess;
+    return Error::success();
   }
 
   /// Loads checkpoint Step written under another layout (another plan or
   /// rank count): every rank's shard of it is read, and each parameter's
   /// block on this rank is assembled from the blocks of its logical tensor
-  /// that cover it (`logical_shape` and `origin` in the indexes). Returns an
-  /// exit code.
-  int loadResharded(int64_t Step, ArrayRef<CheckpointTensorSpec> Specs) {
+  /// that cover it (`logical_shape` and `origin` in the indexes).
+  Error loadResharded(int64_t Step, ArrayRef<CheckpointTensorSpec> Specs) {
     StringRef Dir = O.CheckpointDir;
     std::string Where =
         "checkpoint '" + (Dir + "/" + getCheckpointName(Step)).str() + "'";
@@ -435,12 +453,12 @@ struct TrainState {
       if (Error E = X.writeParam(*T.Param, T.Bytes))
         return fail(RunInvalidInput, toString(std::move(E)));
     }
-    return RunSuccess;
+    return Error::success();
   }
 
   /// Loads O.CheckpointDir/latest, if any, setting Step to its step (0
-  /// when there is none); returns an exit code.
-  int load(int64_t &Step) {
+  /// when there is none).
+  Error load(int64_t &Step) {
     Step = 0;
     StringRef Dir = O.CheckpointDir;
     Expected<std::optional<int64_t>> Latest = readLatestCheckpoint(Dir);
@@ -450,7 +468,7 @@ struct TrainState {
       WithColor::note(errs(), "autopar-run")
           << "no checkpoint in '" << Dir << "' (no 'latest'); starting from "
           << "step 1\n";
-      return RunSuccess;
+      return Error::success();
     }
     // Rank 0's index says how many ranks wrote the checkpoint.
     Expected<CheckpointIndex> First = readCheckpointIndex(Dir, **Latest, 0);
@@ -498,8 +516,8 @@ struct TrainState {
               }))
         return fail(RunInvalidInput, toString(std::move(E)));
     } else {
-      if (int Code = loadResharded(**Latest, Specs))
-        return Code;
+      if (Error E = loadResharded(**Latest, Specs))
+        return E;
       Expected<CheckpointIndex> Zero = readCheckpointIndex(Dir, **Latest, 0);
       if (!Zero)
         return fail(RunInvalidInput, toString(Zero.takeError()));
@@ -518,7 +536,7 @@ struct TrainState {
     WithColor::note(errs(), "autopar-run")
         << "resumed from '" << sys::path::parent_path(IndexPath)
         << "': continuing after step " << Step << '\n';
-    return RunSuccess;
+    return Error::success();
   }
 };
 
@@ -527,8 +545,8 @@ struct TrainState {
 /// --memory-report: every rank's measured bytes, gathered on rank 0 and
 /// printed next to the plan's prediction for the rank's pipeline stage
 /// (from the plan the program records).
-static int reportMemory(const Module &Program, Backend &B, const Mesh *Cluster,
-                        MeasuredMemory Mine) {
+static Error reportMemory(const Module &Program, Backend &B,
+                          const Mesh *Cluster, MeasuredMemory Mine) {
   Communicator &Comm = B.getCommunicator();
   Expected<std::vector<std::string>> All =
       gatherTexts(B, std::to_string(Mine.ParamBytes) + " " +
@@ -537,7 +555,7 @@ static int reportMemory(const Module &Program, Backend &B, const Mesh *Cluster,
   if (!All)
     return fail(RunFailure, "--memory-report: " + toString(All.takeError()));
   if (Comm.getRank() != 0)
-    return RunSuccess;
+    return Error::success();
   // The plan the program was lowered from (its module attributes) holds
   // every stage's prediction.
   std::optional<PlanRecord> Plan;
@@ -565,17 +583,16 @@ static int reportMemory(const Module &Program, Backend &B, const Mesh *Cluster,
     Stages.push_back(Stage);
   }
   printMemoryReport(outs(), Measured, Plan ? &*Plan : nullptr, Stages);
-  return RunSuccess;
+  return Error::success();
 }
 
 /// Loads the program this rank runs into SM and M, setting ProgramPath:
 /// Path itself, or, for a folder that `autopar -o` wrote, its
 /// `stage<S>.air` for this rank's pipeline stage S (the `pp` coordinate on
-/// stage0.air's first mesh; stage0.air is parsed once). Returns an exit
-/// code, having printed what is wrong.
-static int loadRankProgram(StringRef Path, const Communicator &Comm,
-                           std::string &ProgramPath, SourceMgr &SM,
-                           std::unique_ptr<Module> &M) {
+/// stage0.air's first mesh; stage0.air is parsed once).
+static Error loadRankProgram(StringRef Path, const Communicator &Comm,
+                             std::string &ProgramPath, SourceMgr &SM,
+                             std::unique_ptr<Module> &M) {
   ProgramPath = Path.str();
   if (!sys::fs::is_directory(Path))
     return parseProgram(Path, SM, M);
@@ -587,19 +604,19 @@ static int loadRankProgram(StringRef Path, const Communicator &Comm,
                                 "`autopar MODEL -o DIR` writes them when the "
                                 "plan lowers");
   ProgramPath = First.str().str();
-  if (int Code = parseProgram(First, SM, M))
-    return Code;
+  if (Error E = parseProgram(First, SM, M))
+    return E;
   const Graph &G = *M->getGraphs().front();
   // A mesh of another size: the caller names the mismatch.
   if (G.getMeshes().empty() ||
       G.getMeshes()[0].getNumDevices() != Comm.getNumRanks())
-    return RunSuccess;
+    return Error::success();
   const Mesh &Cluster = G.getMeshes()[0];
   for (unsigned I = 0; I != Cluster.Axes.size(); ++I)
     if (Cluster.Axes[I].first == "pp") {
       int64_t Stage = getMeshCoordinates(Cluster, Comm.getRank())[I];
       if (Stage == 0)
-        return RunSuccess;
+        return Error::success();
       SmallString<256> Mine(Path);
       sys::path::append(Mine, "stage" + std::to_string(Stage) + ".air");
       ProgramPath = Mine.str().str();
@@ -608,10 +625,196 @@ static int loadRankProgram(StringRef Path, const Communicator &Comm,
       SM = SourceMgr();
       return parseProgram(ProgramPath, SM, M);
     }
-  return RunSuccess;
+  return Error::success();
 }
 
-int autopar::runTraining(const TrainOptions &O) {
+namespace {
+
+/// The program this rank trains, parsed and checked against the job.
+struct RankProgram {
+  std::string Path;
+  SourceMgr SM;
+  std::unique_ptr<Module> M;
+  const Graph *G = nullptr;
+  /// The graph's first mesh (the job's ranks), if any.
+  const Mesh *Cluster = nullptr;
+  /// This rank's data-parallel replica among DataParallel of them.
+  int64_t DataParallel = 1, Replica = 0;
+};
+
+} // namespace
+
+/// Loads this rank's program (RankProgram), checks its shapes, its mesh
+/// against the job's ranks and its optimizer against --optimizer.
+static Error openRankProgram(const TrainOptions &O, const Communicator &Comm,
+                             RankProgram &P) {
+  if (Error E = loadRankProgram(O.ProgramFile, Comm, P.Path, P.SM, P.M))
+    return E;
+  P.G = O.GraphName.empty() && P.M->getGraphs().size() == 1
+            ? P.M->getGraphs().front().get()
+            : P.M->lookupGraph(O.GraphName);
+  if (!P.G)
+    return fail(RunBadOptions, "name the graph to train with --graph");
+  const Graph &G = *P.G;
+  if (Error E = Executor::checkStaticShapes(G))
+    return fail(RunInvalidInput, toString(std::move(E)));
+  // A program for several ranks runs on exactly that many.
+  P.Cluster = G.getMeshes().empty() ? nullptr : &G.getMeshes()[0];
+  if (Comm.getNumRanks() > 1 || (P.Cluster && P.Cluster->getNumDevices() > 1)) {
+    if (!P.Cluster)
+      return fail(RunInvalidInput, P.Path + ": a job of " +
+                                       Twine(Comm.getNumRanks()) +
+                                       " ranks needs a program with a mesh");
+    if (Error E = checkMeshSize(*P.Cluster, Comm.getNumRanks()))
+      return fail(RunBadOptions, P.Path + ": " + toString(std::move(E)));
+  }
+  // Data parallelism: every rank draws the global batch, in the same order
+  // on every run, and keeps its replica's rows.
+  if (P.Cluster)
+    for (unsigned I = 0; I != P.Cluster->Axes.size(); ++I)
+      if (P.Cluster->Axes[I].first == "dp") {
+        P.DataParallel = P.Cluster->Axes[I].second;
+        P.Replica = getMeshCoordinates(*P.Cluster, Comm.getRank())[I];
+      }
+  // The program's optimizer must be the one asked for.
+  bool HasAdam = false, HasSgd = false;
+  for (const Node &N : G.getNodes()) {
+    HasAdam |= N.getOp() == OpId::AdamW;
+    HasSgd |= N.getOp() == OpId::Sgd;
+  }
+  if (!HasAdam && !HasSgd)
+    return fail(RunInvalidInput, O.ProgramFile +
+                                     ": the program has no optimizer step; "
+                                     "compile it with insert-optimizer");
+  if ((O.Optimizer == "adamw") != HasAdam)
+    return fail(RunBadOptions, "--optimizer " + O.Optimizer + ": " +
+                                   O.ProgramFile + " was compiled for " +
+                                   (HasAdam ? "adamw" : "sgd"));
+  return Error::success();
+}
+
+/// The program's one token input [batch, seq] (null on a pipeline stage
+/// between the first and the last, which reads none); every other input is
+/// an optimizer scalar.
+static Expected<const Value *> findTokenInput(const TrainOptions &O,
+                                              const Graph &G) {
+  const Value *TokensIn = nullptr;
+  for (const std::unique_ptr<Value> &In : G.getInputs()) {
+    StringRef Name = In->getName();
+    if (Name.startswith("optimizer."))
+      continue;
+    if (TokensIn || isFloatElementType(In->getType().getElementType()) ||
+        In->getType().getRank() != 2)
+      return fail(RunInvalidInput,
+                  O.ProgramFile + ": input %" + Name +
+                      " is not the one token input [batch, seq] a "
+                      "training program takes");
+    TokensIn = In.get();
+  }
+  return TokensIn;
+}
+
+/// The step the run continues after: a checkpoint's with --resume, else 0
+/// (and then --checkpoint-dir must hold none).
+static Expected<int64_t> getResumedStep(const TrainOptions &O,
+                                        TrainState &State) {
+  int64_t Resumed = 0;
+  if (O.Resume) {
+    if (Error E = State.load(Resumed))
+      return E;
+    return Resumed;
+  }
+  if (O.CheckpointDir.empty())
+    return Resumed;
+  Expected<std::optional<int64_t>> Latest =
+      readLatestCheckpoint(O.CheckpointDir);
+  if (!Latest)
+    return fail(RunInvalidInput, toString(Latest.takeError()));
+  if (*Latest)
+    return fail(RunBadOptions,
+                "'" + O.CheckpointDir + "' holds checkpoints already " +
+                    "(latest: " + getCheckpointName(**Latest) +
+                    "); pass --resume to continue from it, or use another "
+                    "folder");
+  return Resumed;
+}
+
+/// The inputs of step Step: this replica's rows of the global batch's
+/// tokens (TokensPerRank of them, shaped as TokensIn) and the optimizer's
+/// scalars.
+static Expected<std::vector<HostTensor>>
+getStepInputs(const TrainOptions &O, const RankProgram &P,
+              const Value *TokensIn, TokenSource &Source, int64_t Step) {
+  std::vector<HostTensor> Inputs;
+  for (const std::unique_ptr<Value> &In : P.G->getInputs()) {
+    StringRef Name = In->getName();
+    if (In.get() == TokensIn) {
+      SmallVector<int64_t, 2> Sizes = TokensIn->getType().getStaticSizes();
+      int64_t TokensPerRank = Sizes[0] * Sizes[1];
+      std::vector<int64_t> Global = Source.next(TokensPerRank * P.DataParallel);
+      std::vector<int64_t> Ids(Global.begin() + P.Replica * TokensPerRank,
+                               Global.begin() +
+                                   (P.Replica + 1) * TokensPerRank);
+      HostTensor H;
+      H.Elem = In->getType().getElementType();
+      H.Shape.assign(Sizes.begin(), Sizes.end());
+      if (H.Elem == ElementType::I64) {
+        H.Bytes.resize(Ids.size() * 8);
+        std::memcpy(H.Bytes.data(), Ids.data(), H.Bytes.size());
+      } else {
+        std::vector<int32_t> Narrow(Ids.begin(), Ids.end());
+        H.Bytes.resize(Narrow.size() * 4);
+        std::memcpy(H.Bytes.data(), Narrow.data(), H.Bytes.size());
+      }
+      Inputs.push_back(std::move(H));
+      continue;
+    }
+    double V = Name == "optimizer.lr"             ? O.Lr
+               : Name == "optimizer.beta1"        ? O.Beta1
+               : Name == "optimizer.beta2"        ? O.Beta2
+               : Name == "optimizer.eps"          ? O.Eps
+               : Name == "optimizer.weight_decay" ? O.WeightDecay
+               : Name == "optimizer.step"         ? double(Step)
+                                                  : -1;
+    if (V < 0)
+      return fail(RunInvalidInput,
+                  O.ProgramFile + ": unknown optimizer input %" + Name);
+    Inputs.push_back(scalarTensor(float(V)));
+  }
+  return Inputs;
+}
+
+/// What --trace and --memory-report write once the steps are done.
+static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
+                       Executor &X, const TraceRecorder &Trace,
+                       uint64_t PeakActivations) {
+  Communicator &Comm = B.getCommunicator();
+  if (!O.TracePath.empty()) {
+    Expected<std::vector<std::string>> All = gatherTexts(B, Trace.toJSON());
+    if (!All)
+      return fail(RunFailure, "--trace: " + toString(All.takeError()));
+    if (Comm.getRank() == 0)
+      if (Error E = writeChromeTrace(O.TracePath, *All))
+        return fail(RunIOError, toString(std::move(E)));
+  }
+  if (!O.MemoryReport)
+    return Error::success();
+  auto Offloaded = [](const Value &V) {
+    const Attribute *A = V.getAttrs().get("placement");
+    return A && A->isa(Attribute::Kind::String) && A->getString() != "device";
+  };
+  MeasuredMemory Mine;
+  Mine.ParamBytes =
+      X.getParamBytes([&](const Value &V) { return !Offloaded(V); });
+  Mine.OffloadedBytes = X.getParamBytes(Offloaded);
+  Mine.PeakActivationBytes = PeakActivations;
+  return reportMemory(*P.M, B, P.Cluster, Mine);
+}
+
+/// The steps of autopar-run: open the backend and this rank's program, the
+/// token source and the executor, resume, then train step by step,
+/// checkpointing as asked and stopping after a step on SIGTERM.
+static Error train(const TrainOptions &O) {
   if (Error E = O.validate())
     return fail(RunBadOptions, toString(std::move(E)));
   Expected<TestHooks> Hooks = TestHooks::read();
@@ -628,71 +831,15 @@ int autopar::runTraining(const TrainOptions &O) {
     return fail(RunFailure, toString(Made.takeError()));
   Backend &Backend = **Made;
   Communicator &Comm = Backend.getCommunicator();
-  std::string ProgramPath;
-  SourceMgr SM;
-  std::unique_ptr<Module> M;
-  if (int Code = loadRankProgram(O.ProgramFile, Comm, ProgramPath, SM, M))
-    return Code;
-  const Graph *G = O.GraphName.empty() && M->getGraphs().size() == 1
-                       ? M->getGraphs().front().get()
-                       : M->lookupGraph(O.GraphName);
-  if (!G)
-    return fail(RunBadOptions, "name the graph to train with --graph");
-  if (Error E = Executor::checkStaticShapes(*G))
-    return fail(RunInvalidInput, toString(std::move(E)));
-  // A program for several ranks runs on exactly that many.
-  const Mesh *Cluster = G->getMeshes().empty() ? nullptr : &G->getMeshes()[0];
-  if (Comm.getNumRanks() > 1 || (Cluster && Cluster->getNumDevices() > 1)) {
-    if (!Cluster)
-      return fail(RunInvalidInput, ProgramPath + ": a job of " +
-                                       Twine(Comm.getNumRanks()) +
-                                       " ranks needs a program with a mesh");
-    if (Error E = checkMeshSize(*Cluster, Comm.getNumRanks()))
-      return fail(RunBadOptions, ProgramPath + ": " + toString(std::move(E)));
-  }
-  // Data parallelism: every rank draws the global batch, in the same order
-  // on every run, and keeps its replica's rows.
-  int64_t DataParallel = 1, Replica = 0;
-  if (Cluster)
-    for (unsigned I = 0; I != Cluster->Axes.size(); ++I)
-      if (Cluster->Axes[I].first == "dp") {
-        DataParallel = Cluster->Axes[I].second;
-        Replica = getMeshCoordinates(*Cluster, Comm.getRank())[I];
-      }
-
-  // The program's optimizer must be the one asked for.
-  bool HasAdam = false, HasSgd = false;
-  for (const Node &N : G->getNodes()) {
-    HasAdam |= N.getOp() == OpId::AdamW;
-    HasSgd |= N.getOp() == OpId::Sgd;
-  }
-  if (!HasAdam && !HasSgd)
-    return fail(RunInvalidInput, O.ProgramFile +
-                                     ": the program has no optimizer step; "
-                                     "compile it with insert-optimizer");
-  if ((O.Optimizer == "adamw") != HasAdam)
-    return fail(RunBadOptions, "--optimizer " + O.Optimizer + ": " +
-                                   O.ProgramFile + " was compiled for " +
-                                   (HasAdam ? "adamw" : "sgd"));
-
-  // Inputs: one token input (none on a middle pipeline stage), the
-  // optimizer's scalars.
-  const Value *TokensIn = nullptr;
-  for (const std::unique_ptr<Value> &In : G->getInputs()) {
-    StringRef Name = In->getName();
-    if (Name.startswith("optimizer."))
-      continue;
-    if (TokensIn || isFloatElementType(In->getType().getElementType()) ||
-        In->getType().getRank() != 2)
-      return fail(RunInvalidInput,
-                  O.ProgramFile + ": input %" + Name +
-                      " is not the one token input [batch, seq] a "
-                      "training program takes");
-    TokensIn = In.get();
-  }
-  // (A pipeline stage between the first and the last reads no tokens.)
-  int64_t Vocab = findVocabulary(*G);
-  if (TokensIn && O.Data == "random" && Vocab <= 0)
+  RankProgram P;
+  if (Error E = openRankProgram(O, Comm, P))
+    return E;
+  const Graph &G = *P.G;
+  Expected<const Value *> TokensIn = findTokenInput(O, G);
+  if (!TokensIn)
+    return TokensIn.takeError();
+  int64_t Vocab = findVocabulary(G);
+  if (*TokensIn && O.Data == "random" && Vocab <= 0)
     return fail(RunBadOptions, "--data random needs a cross-entropy loss to "
                                "know the vocabulary; give --data FILE");
   Expected<TokenSource> Source = TokenSource::open(O, Vocab);
@@ -700,10 +847,10 @@ int autopar::runTraining(const TrainOptions &O) {
     return fail(RunIOError, toString(Source.takeError()));
 
   ExecutorOptions EO =
-      ExecutorOptions::forProgram(ProgramPath, O.WeightsDir, O.Seed);
+      ExecutorOptions::forProgram(P.Path, O.WeightsDir, O.Seed);
   EO.RandomInit = O.RandomInit;
   EO.RequireData = true;
-  Expected<std::unique_ptr<Executor>> Exec = Executor::create(*G, Backend, EO);
+  Expected<std::unique_ptr<Executor>> Exec = Executor::create(G, Backend, EO);
   if (!Exec)
     return fail(RunIOError, toString(Exec.takeError()));
   TraceRecorder Trace(Comm.getRank());
@@ -713,107 +860,36 @@ int autopar::runTraining(const TrainOptions &O) {
                                  std::chrono::steady_clock::time_point End) {
       Trace.record(N, Start, End);
     });
-  uint64_t PeakActivations = 0;
-  // What --trace and --memory-report write once the steps are done.
-  auto Finish = [&]() -> int {
-    if (!O.TracePath.empty()) {
-      Expected<std::vector<std::string>> All =
-          gatherTexts(Backend, Trace.toJSON());
-      if (!All)
-        return fail(RunFailure, "--trace: " + toString(All.takeError()));
-      if (Comm.getRank() == 0)
-        if (Error E = writeChromeTrace(O.TracePath, *All))
-          return fail(RunIOError, toString(std::move(E)));
-    }
-    if (O.MemoryReport) {
-      auto Offloaded = [](const Value &P) {
-        const Attribute *A = P.getAttrs().get("placement");
-        return A && A->isa(Attribute::Kind::String) &&
-               A->getString() != "device";
-      };
-      MeasuredMemory Mine;
-      Mine.ParamBytes =
-          (*Exec)->getParamBytes([&](const Value &P) { return !Offloaded(P); });
-      Mine.OffloadedBytes = (*Exec)->getParamBytes(Offloaded);
-      Mine.PeakActivationBytes = PeakActivations;
-      return reportMemory(*M, Backend, Cluster, Mine);
-    }
-    return RunSuccess;
-  };
 
-  // The state to continue from.
   TrainState State{
-      O, *G, **Exec, *Source, Backend, Comm.getRank(), Comm.getNumRanks()};
-  int64_t Resumed = 0;
-  if (O.Resume) {
-    if (int Code = State.load(Resumed))
-      return Code;
-  } else if (!O.CheckpointDir.empty()) {
-    Expected<std::optional<int64_t>> Latest =
-        readLatestCheckpoint(O.CheckpointDir);
-    if (!Latest)
-      return fail(RunInvalidInput, toString(Latest.takeError()));
-    if (*Latest)
-      return fail(RunBadOptions,
-                  "'" + O.CheckpointDir + "' holds checkpoints already " +
-                      "(latest: " + getCheckpointName(**Latest) +
-                      "); pass --resume to continue from it, or use another "
-                      "folder");
-  }
-  if (Resumed >= O.Steps) {
+      O, G, **Exec, *Source, Backend, Comm.getRank(), Comm.getNumRanks()};
+  Expected<int64_t> Resumed = getResumedStep(O, State);
+  if (!Resumed)
+    return Resumed.takeError();
+  if (*Resumed >= O.Steps) {
     WithColor::note(errs(), "autopar-run")
-        << "the checkpoint is at step " << Resumed << "; --steps " << O.Steps
+        << "the checkpoint is at step " << *Resumed << "; --steps " << O.Steps
         << " leaves nothing to run\n";
-    return RunSuccess;
+    return Error::success();
   }
 
-  SmallVector<int64_t, 2> Sizes{0, 0};
-  if (TokensIn)
-    Sizes = TokensIn->getType().getStaticSizes();
-  int64_t TokensPerRank = Sizes[0] * Sizes[1];
-  int64_t TokensPerStep = TokensPerRank * DataParallel;
+  int64_t TokensPerStep = 0;
+  if (*TokensIn)
+    TokensPerStep = (*TokensIn)->getType().getStaticNumElements().value_or(0) *
+                    P.DataParallel;
+  uint64_t PeakActivations = 0;
   CheckpointCrash Crash = Hooks->Crash;
-  for (int64_t Step = Resumed + 1; Step <= O.Steps; ++Step) {
+  for (int64_t Step = *Resumed + 1; Step <= O.Steps; ++Step) {
     if (Hooks->StepDelayMs)
       std::this_thread::sleep_for(
           std::chrono::milliseconds(Hooks->StepDelayMs));
     Trace.setStep(Step);
-    std::vector<HostTensor> Inputs;
-    for (const std::unique_ptr<Value> &In : G->getInputs()) {
-      StringRef Name = In->getName();
-      if (In.get() == TokensIn) {
-        std::vector<int64_t> Global = Source->next(TokensPerStep);
-        std::vector<int64_t> Ids(Global.begin() + Replica * TokensPerRank,
-                                 Global.begin() +
-                                     (Replica + 1) * TokensPerRank);
-        HostTensor H;
-        H.Elem = In->getType().getElementType();
-        H.Shape.assign(Sizes.begin(), Sizes.end());
-        if (H.Elem == ElementType::I64) {
-          H.Bytes.resize(Ids.size() * 8);
-          std::memcpy(H.Bytes.data(), Ids.data(), H.Bytes.size());
-        } else {
-          std::vector<int32_t> Narrow(Ids.begin(), Ids.end());
-          H.Bytes.resize(Narrow.size() * 4);
-          std::memcpy(H.Bytes.data(), Narrow.data(), H.Bytes.size());
-        }
-        Inputs.push_back(std::move(H));
-        continue;
-      }
-      double V = Name == "optimizer.lr"             ? O.Lr
-                 : Name == "optimizer.beta1"        ? O.Beta1
-                 : Name == "optimizer.beta2"        ? O.Beta2
-                 : Name == "optimizer.eps"          ? O.Eps
-                 : Name == "optimizer.weight_decay" ? O.WeightDecay
-                 : Name == "optimizer.step"         ? double(Step)
-                                                    : -1;
-      if (V < 0)
-        return fail(RunInvalidInput,
-                    O.ProgramFile + ": unknown optimizer input %" + Name);
-      Inputs.push_back(scalarTensor(float(V)));
-    }
+    Expected<std::vector<HostTensor>> Inputs =
+        getStepInputs(O, P, *TokensIn, *Source, Step);
+    if (!Inputs)
+      return Inputs.takeError();
     auto Start = std::chrono::steady_clock::now();
-    Expected<std::vector<HostTensor>> Out = (*Exec)->run(Inputs);
+    Expected<std::vector<HostTensor>> Out = (*Exec)->run(*Inputs);
     if (!Out)
       return fail(RunFailure,
                   "step " + Twine(Step) + ": " + toString(Out.takeError()));
@@ -838,8 +914,8 @@ int autopar::runTraining(const TrainOptions &O) {
     if (!O.CheckpointDir.empty() &&
         (Stop || Step == O.Steps ||
          (O.CheckpointEvery > 0 && Step % O.CheckpointEvery == 0))) {
-      if (int Code = State.save(Step, Crash))
-        return Code;
+      if (Error E = State.save(Step, Crash))
+        return E;
       Crash = CheckpointCrash::None;
     }
     if (Stop) {
@@ -852,8 +928,18 @@ int autopar::runTraining(const TrainOptions &O) {
         sys::path::append(Path, getCheckpointName(Step));
         errs() << "; saved checkpoint '" << Path << "'\n";
       }
-      return Finish();
+      break;
     }
   }
-  return Finish();
+  return finishRun(O, P, Backend, **Exec, Trace, PeakActivations);
+}
+
+int autopar::runTraining(const TrainOptions &O) {
+  int Code = RunSuccess;
+  handleAllErrors(train(O), [&](const RunError &E) {
+    if (!E.Message.empty())
+      WithColor::error(errs(), "autopar-run") << E.Message << '\n';
+    Code = E.Code;
+  });
+  return Code;
 }
