@@ -104,15 +104,16 @@ static PlanRecord makeRecord(const PlanFilesInput &In) {
   return R;
 }
 
-/// Lays the plan out in the module: the layout and stages as annotations,
-/// the communication they imply as nodes.
-static Error materializePlan(const PlanFilesInput &In) {
-  const PlanConfig &C = In.Plans.front().Config;
-  if (Error E = In.Profile->annotatePlan(C.TP, C.SequenceParallel, C.MicroBatch,
-                                         C.PP, C.DP, C.StageUnits))
+/// Lays the plan out in the module: records R as its attributes, binds the
+/// batch to the micro-batch and runs the plan pipeline (PlanPipelines.h),
+/// which reads the plan from there: the batch split, the layout and stages
+/// as annotations, the communication they imply as nodes.
+static Error materializePlan(const PlanFilesInput &In, const PlanRecord &R) {
+  if (Error E = In.Profile->bindMicroBatch(R.Config.MicroBatch))
     return E;
+  In.M->getAttrs() = encodePlan(R);
   PassManager Lower;
-  cantFail(Lower.addPipeline("insert-collectives"));
+  cantFail(Lower.addPipeline(buildPlanPipeline()));
   std::string Messages;
   raw_string_ostream MOS(Messages);
   DiagnosticEngine Diag(nullptr, In.Options->ModelFile, MOS);
@@ -153,9 +154,9 @@ static Error addPrograms(const PlanFilesInput &In, StringRef PlanText,
 Expected<OutputFileList> autopar::renderPlanFiles(const PlanFilesInput &In) {
   const PlanDriverOptions &O = *In.Options;
   const PlanConfig &C = In.Plans.front().Config;
-  if (Error E = materializePlan(In))
-    return E;
   PlanRecord R = makeRecord(In);
+  if (Error E = materializePlan(In, R))
+    return E;
   // A plan that does not lower stands without programs: a note (a kind
   // of plan not lowered yet) or a warning (a lowering that failed), and
   // plan.air records no pipelines.

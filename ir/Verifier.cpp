@@ -171,6 +171,27 @@ autopar::inferNodeResultTypes(const Node &N,
 static void verifySharding(const Graph &G, const Sharding &S, const Value &V,
                            function_ref<void(const Twine &)> Report);
 
+/// A data-parallel split: on one value with a batch_dim, over mesh axes of
+/// the graph, splitting that dimension only.
+static void verifyBatchSplit(const Graph &G, const AttrDict &Attrs,
+                             const Sharding &S,
+                             ArrayRef<const Value *> Annotated,
+                             function_ref<void(const Twine &)> Report) {
+  const Attribute *BatchDim = Attrs.get("batch_dim");
+  if (Annotated.size() != 1 || !BatchDim ||
+      !BatchDim->isa(Attribute::Kind::Int)) {
+    Report("annotation 'batch_split' needs a graph input with a 'batch_dim'");
+    return;
+  }
+  verifySharding(G, S, *Annotated[0], Report);
+  bool OnlyBatch = S.PartialAxes.empty();
+  for (unsigned D = 0; D != S.DimAxes.size(); ++D)
+    OnlyBatch &= S.DimAxes[D].empty() || int64_t(D) == BatchDim->getInt();
+  if (!OnlyBatch)
+    Report("annotation 'batch_split' may split the batch dimension (" +
+           Twine(BatchDim->getInt()) + ") only");
+}
+
 /// Checks attributes against Op's schema (or none, for inputs and
 /// parameters) and annotations against Annotations.def. Report is called
 /// with each message.
@@ -208,6 +229,10 @@ static void verifyAttrs(const Graph &G, const AttrDict &Attrs, const OpInfo *Op,
         (Annotated.size() != 1 || A.getInt() < 0 ||
          A.getInt() >= int64_t(Annotated[0]->getType().getRank())))
       Report("annotation 'batch_dim' must be a dimension of the value");
+    if (Name == "batch_split") {
+      verifyBatchSplit(G, Attrs, A.getSharding(), Annotated, Report);
+      continue;
+    }
     if (Name != "sharding")
       continue;
     if (A.isa(Attribute::Kind::Sharding)) {

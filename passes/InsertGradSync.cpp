@@ -5,9 +5,11 @@
 // named `grad.<param>`) are packed, in the order the backward pass produces
 // them, into buckets of at most `bucket-mib` MiB (PyTorch DDP's
 // `bucket_cap_mb`, 25 by default; a larger gradient is a bucket of its own),
-// and each bucket is reduced over the `axis` of `mesh` with one collective
-// placed right after the node that produces its last gradient, so that it
-// overlaps the rest of the backward pass.
+// and each bucket is reduced over the data-parallel axis with one
+// collective placed right after the node that produces its last gradient,
+// so that it overlaps the rest of the backward pass. The axis is the one
+// the graph's batch inputs are split over (`batch_split`, from
+// split-batch), or `axis` of `mesh` when given.
 //   - zero=0: each bucket is flattened (Reshape + Concat), all-reduced
 //     (sum) and split back into the gradients.
 //   - zero=1, 2, 3: the optimizer works on shards (Rajbhandari et al. 2020;
@@ -76,9 +78,9 @@ struct InsertGradSyncOptions {
   double BucketMiB = 25;
   /// ZeRO stage: 0 all-reduce; 1-3 shard parameters (3 gathers per use).
   int64_t Zero = 0;
-  /// The mesh and its data-parallel axis.
-  std::string Mesh = "cluster";
-  std::string Axis = "dp";
+  /// The mesh and its data-parallel axis: the options, or else the split
+  /// of the graph's batch inputs (split-batch), resolved per graph.
+  std::string Mesh, Axis;
 
   Error validate() const {
     if (BucketMiB <= 0)
@@ -99,8 +101,11 @@ public:
     Options.bind("zero", &Opts.Zero,
                  "ZeRO stage: 0 all-reduce; 1-3 sharded parameters, "
                  "reduce-scattered gradients");
-    Options.bind("mesh", &Opts.Mesh, "Mesh of the collectives");
-    Options.bind("axis", &Opts.Axis, "Data-parallel axis of the mesh");
+    Options.bind("mesh", &GivenMesh,
+                 "Mesh of the collectives (default: the batch split's)");
+    Options.bind("axis", &GivenAxis,
+                 "Data-parallel axis of the mesh (default: the batch "
+                 "split's)");
   }
 
   StringRef getArgument() const override { return "insert-grad-sync"; }
@@ -118,6 +123,10 @@ public:
 
 private:
   Error runOnGraph(Graph &G);
+  /// Sets Opts.Mesh and Opts.Axis for G.
+  Error resolveAxis(const Graph &G);
+
+  std::string GivenMesh, GivenAxis;
   Error syncBucket(Graph &G, ArrayRef<Value *> Grads, bool Scatter,
                    int64_t Ranks, DenseMap<Value *, Value *> &Replacement);
   Error shardParams(Graph &G, ArrayRef<Value *> Params, int64_t Ranks);
@@ -436,7 +445,40 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
   return Error::success();
 }
 
+Error InsertGradSyncPass::resolveAxis(const Graph &G) {
+  Opts.Mesh = GivenMesh;
+  Opts.Axis = GivenAxis;
+  if (!Opts.Mesh.empty() && !Opts.Axis.empty())
+    return Error::success();
+  // The data-parallel split of the batch inputs (split-batch): one axis.
+  for (const std::unique_ptr<Value> &In : G.getInputs()) {
+    const Attribute *Split = In->getAttrs().get("batch_split");
+    if (!Split)
+      continue;
+    const Sharding &S = Split->getSharding();
+    std::vector<std::string> Axes;
+    for (const std::vector<std::string> &D : S.DimAxes)
+      Axes.insert(Axes.end(), D.begin(), D.end());
+    if (Axes.size() != 1)
+      return createStringError(
+          inconvertibleErrorCode(),
+          "input %" + In->getName() + " splits its batch over " +
+              Twine(Axes.size()) + " axes; name one with axis=");
+    if (Opts.Mesh.empty())
+      Opts.Mesh = S.Mesh;
+    if (Opts.Axis.empty())
+      Opts.Axis = Axes.front();
+    return Error::success();
+  }
+  return createStringError(inconvertibleErrorCode(),
+                           "finds no data-parallel split (a batch input's "
+                           "batch_split, from split-batch); name mesh= and "
+                           "axis=");
+}
+
 Error InsertGradSyncPass::runOnGraph(Graph &G) {
+  if (Error E = resolveAxis(G))
+    return E;
   const autopar::Mesh *M = G.lookupMesh(Opts.Mesh);
   if (!M || !M->getAxisSize(Opts.Axis))
     return createStringError(inconvertibleErrorCode(),

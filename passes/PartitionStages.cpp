@@ -11,12 +11,16 @@
 // for the micro-batches a 1F1B schedule keeps in flight (stages - rank;
 // with vpp > 1 each virtual stage gets 1/vpp of the memory). The search
 // (planner/Search.cpp) uses the same cut (passes/StageCut.h) with its full
-// memory model. Assumes static shapes and detect-layers' annotations.
+// memory model. With `from-plan`, the cut is the one the module's plan
+// records (its stage_layers: units per virtual stage, PlanContext.h)
+// rather than searched. Assumes static shapes and detect-layers'
+// annotations.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/LayerUnits.h"
 #include "passes/Passes.h"
+#include "passes/PlanContext.h"
 #include "passes/ShardGraph.h"
 #include "passes/StageCut.h"
 
@@ -44,6 +48,8 @@ public:
     Options.bind("axis", &Axis, "Mesh axis of the tensor-parallel group");
     Options.bind("print-summary", &PrintSummary,
                  "Print each stage's units and time to stdout");
+    Options.bind("from-plan", &FromPlan,
+                 "Cut where the module's plan says (its stage_layers)");
   }
   StringRef getArgument() const override { return "partition-stages"; }
 
@@ -61,20 +67,35 @@ public:
   }
 
   LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
+    std::vector<unsigned> PlanCut;
+    if (FromPlan) {
+      Expected<PlanContext> P = getPlanContext(M, "partition-stages");
+      if (!P) {
+        Diag.error(M.getAttrsLoc(), toString(P.takeError()));
+        return failure();
+      }
+      PlanCut = P->config().StageUnits;
+    }
     for (const std::unique_ptr<Graph> &G : M.getGraphs())
-      if (failed(partition(*G, Diag)))
+      if (failed(FromPlan ? annotateCut(*G, PlanCut, Diag)
+                          : partition(*G, Diag)))
         return failure();
     return success();
   }
 
 private:
   LogicalResult partition(Graph &G, DiagnosticEngine &Diag);
+  /// Annotates the units of G with the virtual stages of Cut (units per
+  /// virtual stage, in order).
+  LogicalResult annotateCut(Graph &G, ArrayRef<unsigned> Cut,
+                            DiagnosticEngine &Diag);
 
   int64_t Stages = 1, Vpp = 1;
   std::string Gpu = "a100-80gb";
   double MemoryGiB = 0;
   std::string Axis = "tp";
   bool PrintSummary = false;
+  bool FromPlan = false;
 };
 
 /// One unit's time and memory on one rank, for one micro-batch.
@@ -163,6 +184,35 @@ LogicalResult PartitionStagesPass::partition(Graph &G, DiagnosticEngine &Diag) {
              << Units[First].Layer << ".." << Units[First + (*Cut)[J] - 1].Layer
              << format(" time=%.3es\n", Seconds);
     First += (*Cut)[J];
+  }
+  return success();
+}
+
+LogicalResult PartitionStagesPass::annotateCut(Graph &G, ArrayRef<unsigned> Cut,
+                                               DiagnosticEngine &Diag) {
+  GradientFlow Flow(G);
+  std::vector<LayerUnit> Units = getLayerUnits(G, Flow);
+  unsigned Total = 0;
+  for (unsigned Size : Cut)
+    Total += Size;
+  if (Cut.empty() || Total != Units.size()) {
+    Diag.error(SMLoc(), "partition-stages: the plan's cut has " +
+                            Twine(Cut.size()) + " stages over " + Twine(Total) +
+                            " units; '@" + G.getName() + "' has " +
+                            Twine(Units.size()) +
+                            " (run detect-layers as the plan did)");
+    return failure();
+  }
+  DenseMap<const Node *, unsigned> StageOf;
+  unsigned Unit = 0;
+  for (unsigned Stage = 0; Stage != Cut.size(); ++Stage)
+    for (unsigned I = 0; I != Cut[Stage]; ++I, ++Unit)
+      for (const Node *N : Units[Unit].Nodes)
+        StageOf[N] = Stage;
+  for (Node &N : G.getNodes()) {
+    auto It = StageOf.find(&N);
+    if (It != StageOf.end())
+      N.getAttrs().set("stage", Attribute::getInt(It->second));
   }
   return success();
 }

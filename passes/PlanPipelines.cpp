@@ -65,6 +65,11 @@ Expected<std::string> autopar::runPipelineOnText(StringRef PlanText,
   return OS.str();
 }
 
+std::string autopar::buildPlanPipeline() {
+  return "split-batch{from-plan=1},shard-tp{from-plan=1},"
+         "partition-stages{from-plan=1},insert-collectives";
+}
+
 /// What follows the backward in every stage: the data-parallel gradient
 /// reduction and the optimizer step, with the plan's offload.
 static std::string getUpdateTail(const PlanConfig &C) {

@@ -22,6 +22,14 @@ namespace autopar {
 
 class Module;
 
+/// The pipeline that lays the plan a module records out on its graph (the
+/// imported model with the batch bound to the micro-batch): the batch
+/// split over the data-parallel axis (split-batch), the tensor-parallel
+/// layout the search priced (shard-tp), the pipeline cut (partition-stages),
+/// each from the plan, then the communication they imply
+/// (insert-collectives). What `autopar -o` runs to write plan.air's graph.
+std::string buildPlanPipeline();
+
 /// Why a plan cannot be lowered to training programs yet, or "" when it
 /// can.
 std::string getUnloweredReason(const Module &Plan, const PlanConfig &C);

@@ -10,14 +10,18 @@
 // dimension when that is faster; the first unit reads replicated graph
 // inputs and the last unit returns replicated outputs (or logits split over
 // the vocabulary for a parallel cross-entropy, with `loss`). Nodes that read
-// no activation are computed once, replicated, and not annotated. Assumes
-// static
-// shapes (require-static-shapes) and verified input.
+// no activation are computed once, replicated, and not annotated. With
+// `from-plan`, the degree, `sp`, the cluster (with its calibration) and the
+// precision and attention kernel the costs are priced in are the plan's
+// that the module records (PlanContext.h), and the annotations are over the
+// plan's mesh @cluster = [pp, dp, tp]: the layout the search chose. Assumes
+// static shapes (require-static-shapes) and verified input.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/LayerUnits.h"
 #include "passes/Passes.h"
+#include "passes/PlanContext.h"
 #include "passes/ShardGraph.h"
 
 #include "cost/Cluster.h"
@@ -46,6 +50,7 @@ struct ShardOptions {
   bool PrintSummary = false;
   bool Loss = true;
   bool Exhaustive = false;
+  bool FromPlan = false;
 };
 
 class ShardTensorParallelPass : public Pass {
@@ -67,6 +72,9 @@ public:
                  "same solution, which tests check)");
     Options.bind("print-summary", &Opts.PrintSummary,
                  "Print each unit's time and collectives to stdout");
+    Options.bind("from-plan", &Opts.FromPlan,
+                 "Lay the graph out as the module's plan says (its tp, sp, "
+                 "cluster and precision), over the plan's mesh");
   }
 
   StringRef getArgument() const override { return "shard-tp"; }
@@ -90,20 +98,56 @@ public:
   }
 
   LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
-    for (const std::unique_ptr<Graph> &G : M.getGraphs())
-      if (failed(shard(*G, Diag)))
+    Layout L{&Cl,
+             CostSettings(),
+             {unsigned(Opts.Degree),
+              unsigned(std::min<int64_t>(Opts.Degree, Cl.GpusPerNode))},
+             Opts.SequenceParallel,
+             "tp",
+             "tp"};
+    std::optional<PlanContext> Plan;
+    if (Opts.FromPlan) {
+      Expected<PlanContext> P = getPlanContext(M, "shard-tp");
+      if (!P) {
+        Diag.error(M.getAttrsLoc(), toString(P.takeError()));
         return failure();
+      }
+      Plan = std::move(*P);
+      const PlanConfig &C = Plan->config();
+      L.Cl = &Plan->Cl;
+      L.Settings.Compute = C.TrainPrecision;
+      L.Settings.Attention = C.Attention;
+      L.Group = getRankGroup(C.TP, 1, Plan->Cl.GpusPerNode);
+      L.SequenceParallel = C.SequenceParallel && C.TP > 1;
+      L.Mesh = PlanMeshName;
+      L.Axis = TensorParallelAxis;
+    }
+    for (const std::unique_ptr<Graph> &G : M.getGraphs()) {
+      if (Plan)
+        addPlanMesh(*G, Plan->config());
+      if (failed(shard(*G, L, Diag)))
+        return failure();
+    }
     return success();
   }
 
 private:
-  LogicalResult shard(Graph &G, DiagnosticEngine &Diag);
+  /// What the layout is priced on and annotated over.
+  struct Layout {
+    const Cluster *Cl;
+    CostSettings Settings;
+    CommGroup Group;
+    bool SequenceParallel;
+    std::string Mesh, Axis;
+  };
+  LogicalResult shard(Graph &G, const Layout &L, DiagnosticEngine &Diag);
 
   ShardOptions Opts;
   Cluster Cl;
 };
 
-LogicalResult ShardTensorParallelPass::shard(Graph &G, DiagnosticEngine &Diag) {
+LogicalResult ShardTensorParallelPass::shard(Graph &G, const Layout &L,
+                                             DiagnosticEngine &Diag) {
   for (const Node &N : G.getNodes())
     for (unsigned R = 0, E = N.getNumResults(); R != E; ++R)
       if (N.getResult(R) && !N.getResult(R)->getType().hasStaticShape()) {
@@ -114,16 +158,14 @@ LogicalResult ShardTensorParallelPass::shard(Graph &G, DiagnosticEngine &Diag) {
       }
   GradientFlow Flow(G);
   std::vector<LayerUnit> Units = getLayerUnits(G, Flow);
-  CostSettings Settings;
   GraphShardingOptions Options;
-  Options.Group = {unsigned(Opts.Degree),
-                   unsigned(std::min<int64_t>(Opts.Degree, Cl.GpusPerNode))};
-  Options.SplitTokens = Opts.SequenceParallel;
+  Options.Group = L.Group;
+  Options.SplitTokens = L.SequenceParallel;
   Options.OutputsFeedLoss = Opts.Loss;
   Options.MicroBatches = Opts.MicroBatches;
   Options.Exhaustive = Opts.Exhaustive;
-  Options.Cl = &Cl;
-  Options.Settings = &Settings;
+  Options.Cl = L.Cl;
+  Options.Settings = &L.Settings;
   Options.Flow = &Flow;
   Expected<std::unique_ptr<GraphSharding>> Sharding =
       shardGraph(G, Units, Options);
@@ -134,10 +176,10 @@ LogicalResult ShardTensorParallelPass::shard(Graph &G, DiagnosticEngine &Diag) {
   StringMap<unsigned> ClassCount;
   for (const LayerUnit &U : Units)
     ++ClassCount[U.Signature];
-  if (!G.lookupMesh("tp")) {
+  if (!G.lookupMesh(L.Mesh)) {
     Mesh TP;
-    TP.Name = "tp";
-    TP.Axes = {{"tp", Opts.Degree}};
+    TP.Name = L.Mesh;
+    TP.Axes = {{L.Axis, int64_t(L.Group.Size)}};
     G.addMesh(std::move(TP));
   }
   std::set<std::string> Printed;
@@ -155,7 +197,7 @@ LogicalResult ShardTensorParallelPass::shard(Graph &G, DiagnosticEngine &Diag) {
                        Sol.FwdCommSeconds + Sol.BwdCommSeconds)
              << '\n';
   }
-  annotateSharding(G, Units, **Sharding, "tp", "tp");
+  annotateSharding(G, Units, **Sharding, L.Mesh, L.Axis);
   return success();
 }
 

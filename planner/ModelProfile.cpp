@@ -281,28 +281,10 @@ ModelProfile::computeOps(unsigned Unit, unsigned TP, bool SP) {
   return Out;
 }
 
-Error ModelProfile::annotatePlan(unsigned TP, bool SP, int64_t MicroBatch,
-                                 unsigned PP, unsigned DP,
-                                 ArrayRef<unsigned> StageUnits) {
+Error ModelProfile::bindMicroBatch(int64_t MicroBatch) {
   if (FixedBatch && MicroBatch != *FixedBatch)
     return error("the model fixes the batch size to " + Twine(*FixedBatch));
   bindBatch(MicroBatch);
-  Expected<std::unique_ptr<GraphSharding>> Sharding = shard(TP, SP);
-  if (!Sharding)
-    return Sharding.takeError();
-  Mesh M;
-  M.Name = "cluster";
-  M.Axes = {{"pp", PP}, {"dp", DP}, {"tp", TP}};
-  if (!G.lookupMesh("cluster"))
-    G.addMesh(std::move(M));
-  annotateSharding(G, Units, **Sharding, "cluster", "tp");
-  unsigned Unit = 0;
-  for (unsigned Stage = 0; Stage != StageUnits.size(); ++Stage)
-    for (unsigned I = 0; I != StageUnits[Stage] && Unit < Units.size();
-         ++I, ++Unit)
-      for (const Node *N : Units[Unit].Nodes)
-        const_cast<Node *>(N)->getAttrs().set("stage",
-                                              Attribute::getInt(Stage));
   return Error::success();
 }
 

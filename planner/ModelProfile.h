@@ -106,13 +106,9 @@ public:
   llvm::Expected<std::vector<OpCostDetail>>
   getOpCosts(unsigned Unit, unsigned TP, bool SP, int64_t MicroBatch);
 
-  /// Leaves the graph as the plan runs it: the batch bound to MicroBatch,
-  /// `sharding` annotations over a mesh @cluster = [pp, dp, tp] for the
-  /// tensor-parallel layout, and each unit's nodes annotated with their
-  /// virtual pipeline stage (StageUnits: units per virtual stage).
-  llvm::Error annotatePlan(unsigned TP, bool SP, int64_t MicroBatch,
-                           unsigned PP, unsigned DP,
-                           llvm::ArrayRef<unsigned> StageUnits);
+  /// Leaves the graph's batch bound to MicroBatch, as the plan runs it
+  /// (the plan pipeline of passes/PlanPipelines.h then lays it out).
+  llvm::Error bindMicroBatch(int64_t MicroBatch);
 
 private:
   ModelProfile(Graph &G, const Cluster &Cl, const CostSettings &Settings);

@@ -638,7 +638,8 @@ struct RankProgram {
   const Graph *G = nullptr;
   /// The graph's first mesh (the job's ranks), if any.
   const Mesh *Cluster = nullptr;
-  /// This rank's data-parallel replica among DataParallel of them.
+  /// This rank's data-parallel replica among DataParallel of them (the
+  /// token input's batch_split).
   int64_t DataParallel = 1, Replica = 0;
 };
 
@@ -668,14 +669,6 @@ static Error openRankProgram(const TrainOptions &O, const Communicator &Comm,
     if (Error E = checkMeshSize(*P.Cluster, Comm.getNumRanks()))
       return fail(RunBadOptions, P.Path + ": " + toString(std::move(E)));
   }
-  // Data parallelism: every rank draws the global batch, in the same order
-  // on every run, and keeps its replica's rows.
-  if (P.Cluster)
-    for (unsigned I = 0; I != P.Cluster->Axes.size(); ++I)
-      if (P.Cluster->Axes[I].first == "dp") {
-        P.DataParallel = P.Cluster->Axes[I].second;
-        P.Replica = getMeshCoordinates(*P.Cluster, Comm.getRank())[I];
-      }
   // The program's optimizer must be the one asked for.
   bool HasAdam = false, HasSgd = false;
   for (const Node &N : G.getNodes()) {
@@ -737,6 +730,28 @@ static Expected<int64_t> getResumedStep(const TrainOptions &O,
                     "); pass --resume to continue from it, or use another "
                     "folder");
   return Resumed;
+}
+
+/// Data parallelism is the token input's `batch_split` (split-batch): every
+/// rank draws the global batch, in the same order on every run, and keeps
+/// the rows of its replica, numbered row-major over the split's axes.
+static void findReplica(const Value *TokensIn, int Rank, RankProgram &P) {
+  const Attribute *Split =
+      TokensIn ? TokensIn->getAttrs().get("batch_split") : nullptr;
+  if (!Split)
+    return;
+  const Sharding &S = Split->getSharding();
+  const Mesh *M = P.G->lookupMesh(S.Mesh);
+  if (!M)
+    return;
+  SmallVector<int64_t, 4> Coords = getMeshCoordinates(*M, Rank);
+  for (const std::vector<std::string> &Axes : S.DimAxes)
+    for (const std::string &Axis : Axes)
+      for (unsigned I = 0; I != M->Axes.size(); ++I)
+        if (M->Axes[I].first == Axis) {
+          P.DataParallel *= M->Axes[I].second;
+          P.Replica = P.Replica * M->Axes[I].second + Coords[I];
+        }
 }
 
 /// The inputs of step Step: this replica's rows of the global batch's
@@ -838,6 +853,7 @@ static Error train(const TrainOptions &O) {
   Expected<const Value *> TokensIn = findTokenInput(O, G);
   if (!TokensIn)
     return TokensIn.takeError();
+  findReplica(*TokensIn, Comm.getRank(), P);
   int64_t Vocab = findVocabulary(G);
   if (*TokensIn && O.Data == "random" && Vocab <= 0)
     return fail(RunBadOptions, "--data random needs a cross-entropy loss to "
