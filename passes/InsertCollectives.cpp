@@ -7,7 +7,8 @@
 //     it: AllReduce (partial -> replicated), ReduceScatter (partial ->
 //     split), AllGather (split -> replicated), AllToAll (split on one
 //     dimension -> split on another); reading a part of a replicated value
-//     needs no communication;
+//     needs no communication. The rule is getReshardCollective
+//     (ShardingSolver.h), the one the sharding solver prices;
 //   - where a node of one stage reads a value of another: SendRecv, one per
 //     stage boundary crossed (the stages between hand the value on);
 //   - a graph output that is a partial sum: AllReduce.
@@ -133,26 +134,34 @@ LogicalResult InsertCollectivesPass::runOnGraph(Graph &G,
         if (Pos != L->Operands[I].end())
           Want = int(Pos - L->Operands[I].begin());
       }
-      if (Have == Want || Have == Replicated)
+      std::optional<Collective> Kind = getReshardCollective(Have, Want);
+      if (!Kind)
         continue;
       auto [It, New] = Converted.insert({{O, Want}, nullptr});
       if (New) {
-        OpId Op;
+        OpId Op = OpId::AllReduce;
         AttrDict Attrs;
         Attrs.set("mesh", Attribute::getString(Mesh));
         Attrs.set("axis", Attribute::getString(Axis));
-        if (Have == Partial && Want == Replicated) {
-          Op = OpId::AllReduce;
-        } else if (Have == Partial) {
+        switch (*Kind) {
+        case Collective::AllReduce:
+          break;
+        case Collective::ReduceScatter:
           Op = OpId::ReduceScatter;
           Attrs.set("dim", Attribute::getInt(Want));
-        } else if (Want == Replicated) {
+          break;
+        case Collective::AllGather:
           Op = OpId::AllGather;
           Attrs.set("dim", Attribute::getInt(Have));
-        } else {
+          break;
+        case Collective::AllToAll:
           Op = OpId::AllToAll;
           Attrs.set("src_dim", Attribute::getInt(Have));
           Attrs.set("dst_dim", Attribute::getInt(Want));
+          break;
+        case Collective::SendRecv:
+        case Collective::Broadcast:
+          llvm_unreachable("not a layout change");
         }
         Attrs.set("sharding",
                   makeSharding(Want, O->getType().getRank(), Mesh, Axis));

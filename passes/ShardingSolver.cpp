@@ -368,14 +368,10 @@ int Solver::boundaryFor(const Value *V, int B) const {
 /// value Val from layout From to layout To.
 std::pair<double, int> Solver::reshardCost(unsigned Val, int From,
                                            int To) const {
-  if (From == To || To == LayoutPartial || From == LayoutReplicated)
+  std::optional<Collective> Kind = getReshardCollective(From, To);
+  if (!Kind)
     return {0, -1};
-  Collective Kind = From == LayoutPartial && To == LayoutReplicated
-                        ? Collective::AllReduce
-                    : From == LayoutPartial  ? Collective::ReduceScatter
-                    : To == LayoutReplicated ? Collective::AllGather
-                                             : Collective::AllToAll;
-  return {ReshardSeconds[Val][unsigned(Kind)], int(Kind)};
+  return {ReshardSeconds[Val][unsigned(*Kind)], int(*Kind)};
 }
 
 double Solver::reshard(unsigned Val, int From, int To, Breakdown &B,
@@ -931,4 +927,13 @@ std::vector<int> autopar::getBoundaryLayouts(ArrayRef<const Node *> Nodes,
       return Out;
     }
   return Out;
+}
+
+std::optional<Collective> autopar::getReshardCollective(int From, int To) {
+  if (From == To || To == LayoutPartial || From == LayoutReplicated)
+    return std::nullopt;
+  if (From == LayoutPartial)
+    return To == LayoutReplicated ? Collective::AllReduce
+                                  : Collective::ReduceScatter;
+  return To == LayoutReplicated ? Collective::AllGather : Collective::AllToAll;
 }

@@ -24,6 +24,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <vector>
 
 namespace autopar {
@@ -32,6 +33,15 @@ namespace autopar {
 /// sum on every rank, or split along one dimension (Layout >= 0).
 constexpr int LayoutReplicated = -1;
 constexpr int LayoutPartial = -2;
+
+/// The layout-to-collective rule, the one the solver prices and
+/// insert-collectives emits: the collective that brings a value from
+/// layout From to layout To (partial to replicated: AllReduce; partial to
+/// split: ReduceScatter; split to replicated: AllGather; split to another
+/// dimension: AllToAll), or none where To reads From as it is (the same
+/// layout; a replicated value, of which each rank reads its part; a
+/// partial sum wanted as one).
+std::optional<Collective> getReshardCollective(int From, int To);
 
 struct ShardingProblem {
   /// The nodes of the layer, in graph order.
