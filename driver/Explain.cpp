@@ -36,30 +36,14 @@ Error autopar::applyWhatIf(PlanConfig &C, StringRef WhatIf, unsigned NumGpus,
   Expected<PlanFixes> F = PlanFixes::parse(WhatIf);
   if (!F)
     return F.takeError();
-  bool Recut = false;
-  auto Set = [&](auto &Field, const auto &Value) {
-    if (Value) {
-      Recut |= Field != *Value;
-      Field = *Value;
-    }
-  };
-  Set(C.TP, F->TP);
-  Set(C.PP, F->PP);
-  Set(C.VPP, F->VPP);
-  Set(C.MicroBatch, F->MicroBatch);
-  Set(C.Schedule, F->Schedule);
-  Set(C.Recomputation, F->Recomputation);
-  Set(C.SequenceParallel, F->SequenceParallel);
-  if (F->Zero)
-    C.Zero = *F->Zero;
-  if (F->Offload)
-    C.Offload = *F->Offload;
-  if (F->TrainPrecision)
-    C.TrainPrecision = *F->TrainPrecision;
-  if (F->Attention)
-    C.Attention = *F->Attention;
-  if (F->DpOverlap)
-    C.DpOverlap = *F->DpOverlap;
+  PlanConfig Before = C;
+  F->applyTo(C);
+  // What moves layers between stages: the stage cut is found again.
+  bool Recut = C.TP != Before.TP || C.PP != Before.PP || C.VPP != Before.VPP ||
+               C.MicroBatch != Before.MicroBatch ||
+               C.Schedule != Before.Schedule ||
+               C.Recomputation != Before.Recomputation ||
+               C.SequenceParallel != Before.SequenceParallel;
   if (F->Schedule && *F->Schedule != ScheduleKind::Interleaved)
     C.VPP = 1;
   if (C.TP * C.PP == 0 || NumGpus % (C.TP * C.PP))

@@ -9,6 +9,7 @@
 
 #include "driver/OptDriver.h"
 #include "driver/PlanDriver.h"
+#include "ir/Plan.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -48,12 +49,13 @@ static cl::opt<int64_t>
     GlobalBatch("global-batch",
                 cl::desc("Samples per training step (default: one per GPU)"),
                 cl::value_desc("N"), cl::init(0), cl::cat(Category));
-static cl::opt<std::string>
-    Fix("fix",
-        cl::desc("Pin choices, e.g. tp=8,pp=4,mbs=1,schedule=interleaved,"
-                 "vpp=2,zero=1,recompute=full,sp=on,offload=none (also "
-                 "dp, precision, attention, dp-overlap)"),
-        cl::value_desc("key=value,..."), cl::cat(Category));
+// The keys come from the knob table (ir/PlanKnobs.def).
+static const std::string FixHelp =
+    "Pin choices, e.g. tp=8,pp=4,mbs=1,schedule=interleaved; keys: " +
+    autopar::getPlanKnobKeys();
+static cl::opt<std::string> Fix("fix", cl::desc(FixHelp),
+                                cl::value_desc("key=value,..."),
+                                cl::cat(Category));
 static cl::opt<unsigned> Top("top",
                              cl::desc("Show the K best plans (default 1)"),
                              cl::value_desc("K"), cl::init(1),
