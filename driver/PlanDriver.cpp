@@ -400,24 +400,8 @@ int autopar::runExplainDriver(StringRef ModelFile, StringRef PlanDir,
 
 namespace {
 
-/// A step's failure: the exit code, and the message to print (empty when a
-/// diagnostic already said it).
-class StepError : public ErrorInfo<StepError> {
-public:
-  static char ID;
-  StepError(int Code, std::string Message)
-      : Code(Code), Message(std::move(Message)) {}
-  void log(raw_ostream &OS) const override { OS << Message; }
-  std::error_code convertToErrorCode() const override {
-    return inconvertibleErrorCode();
-  }
-  int Code;
-  std::string Message;
-};
-char StepError::ID;
-
 Error fail(int Code, const Twine &Message = "") {
-  return make_error<StepError>(Code, Message.str());
+  return makeExitError(Code, Message);
 }
 
 /// The options that need checking or parsing before any work.
@@ -761,7 +745,7 @@ static Error planModel(const PlanDriverOptions &O) {
   if (ShowProgress && LastShown != Start)
     errs() << "\r\x1b[K";
   if (!Result) {
-    if (Result.errorIsA<StepError>())
+    if (Result.errorIsA<ExitError>())
       return Result.takeError();
     return fail(ExitBadOptions,
                 O.ModelFile + ": " + toString(Result.takeError()));
@@ -790,11 +774,5 @@ static Error planModel(const PlanDriverOptions &O) {
 }
 
 int autopar::runPlanDriver(const PlanDriverOptions &O) {
-  int Code = ExitSuccess;
-  handleAllErrors(planModel(O), [&](const StepError &E) {
-    if (!E.Message.empty())
-      error() << E.Message << "\n";
-    Code = E.Code;
-  });
-  return Code;
+  return reportExitError(planModel(O), "autopar", ExitPassFailure);
 }

@@ -3,6 +3,8 @@
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 
+#include "llvm/Support/WithColor.h"
+
 using namespace autopar;
 using namespace llvm;
 
@@ -59,4 +61,27 @@ void DiagnosticEngine::nodeError(StringRef NodeName, StringRef OpType,
 void DiagnosticEngine::nodeWarning(StringRef NodeName, StringRef OpType,
                                    const Twine &Message) {
   emitNode(NodeName, OpType, "warning", Message);
+}
+
+char ExitError::ID;
+
+llvm::Error autopar::makeExitError(int Code, const llvm::Twine &Message) {
+  return llvm::make_error<ExitError>(Code, Message.str());
+}
+
+int autopar::reportExitError(llvm::Error E, llvm::StringRef Tool,
+                             int OtherCode) {
+  int Code = 0;
+  llvm::handleAllErrors(
+      std::move(E),
+      [&](const ExitError &X) {
+        if (!X.message().empty())
+          llvm::WithColor::error(llvm::errs(), Tool) << X.message() << '\n';
+        Code = X.getCode();
+      },
+      [&](const llvm::ErrorInfoBase &X) {
+        llvm::WithColor::error(llvm::errs(), Tool) << X.message() << '\n';
+        Code = OtherCode;
+      });
+  return Code;
 }

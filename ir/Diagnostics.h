@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/SMLoc.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -80,6 +81,32 @@ private:
   llvm::raw_ostream &OS;
   unsigned NumErrors = 0;
 };
+
+/// Why a tool stops: the exit code it returns and the message it prints
+/// (empty when a diagnostic already said it). The drivers' steps return it
+/// as an llvm::Error.
+class ExitError : public llvm::ErrorInfo<ExitError> {
+public:
+  static char ID;
+  ExitError(int Code, std::string Message)
+      : Code(Code), Message(std::move(Message)) {}
+  void log(llvm::raw_ostream &OS) const override { OS << Message; }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+  int getCode() const { return Code; }
+
+private:
+  int Code;
+  std::string Message;
+};
+
+/// An ExitError.
+llvm::Error makeExitError(int Code, const llvm::Twine &Message = "");
+
+/// 0 for success; else prints E's message as Tool's error and returns its
+/// code (OtherCode for an error that is not an ExitError).
+int reportExitError(llvm::Error E, llvm::StringRef Tool, int OtherCode);
 
 } // namespace autopar
 

@@ -89,50 +89,11 @@ FoldResult autopar::foldIntBinary(const Node &N,
   do {
     int64_t A = (*Ints)[0]->getInts()[broadcastIndex(Index, OutSizes, ASizes)];
     int64_t B = (*Ints)[1]->getInts()[broadcastIndex(Index, OutSizes, BSizes)];
-    int64_t R;
-    switch (getOpFacts(N.getOp()).Element) {
-    case ElementFn::Add:
-      if (AddOverflow(A, B, R))
-        return std::nullopt;
-      break;
-    case ElementFn::Sub:
-      if (SubOverflow(A, B, R))
-        return std::nullopt;
-      break;
-    case ElementFn::Mul:
-      if (MulOverflow(A, B, R))
-        return std::nullopt;
-      break;
-    case ElementFn::Div:
-      // ONNX integer division truncates toward zero.
-      if (B == 0 || (A == INT64_MIN && B == -1))
-        return std::nullopt;
-      R = A / B;
-      break;
-    case ElementFn::None:
-    case ElementFn::Pow:
-    case ElementFn::Equal:
-    case ElementFn::Less:
-    case ElementFn::Greater:
-    case ElementFn::And:
-    case ElementFn::Or:
-    case ElementFn::Neg:
-    case ElementFn::Abs:
-    case ElementFn::Sqrt:
-    case ElementFn::Reciprocal:
-    case ElementFn::Exp:
-    case ElementFn::Log:
-    case ElementFn::Tanh:
-    case ElementFn::Erf:
-    case ElementFn::Sigmoid:
-    case ElementFn::Relu:
-    case ElementFn::LeakyRelu:
-    case ElementFn::Not:
-    case ElementFn::Gelu:
-    case ElementFn::Silu:
+    std::optional<int64_t> R =
+        applyIntElementFn(getOpFacts(N.getOp()).Element, A, B);
+    if (!R)
       return std::nullopt;
-    }
-    Values.push_back(R);
+    Values.push_back(*R);
   } while (nextRowMajorIndex(Index, OutSizes));
   return makeIntResult(*Type, std::move(Values));
 }
@@ -251,41 +212,11 @@ FoldResult autopar::foldIntCompare(const Node &N,
     return std::nullopt;
   std::vector<int64_t> Values;
   for (size_t I = 0, E = A->size(); I != E; ++I) {
-    int64_t X = (*A)[I], Y = (*B)[I];
-    switch (getOpFacts(N.getOp()).Element) {
-    case ElementFn::Equal:
-      Values.push_back(X == Y);
-      break;
-    case ElementFn::Less:
-      Values.push_back(X < Y);
-      break;
-    case ElementFn::Greater:
-      Values.push_back(X > Y);
-      break;
-    case ElementFn::None:
-    case ElementFn::Add:
-    case ElementFn::Sub:
-    case ElementFn::Mul:
-    case ElementFn::Div:
-    case ElementFn::Pow:
-    case ElementFn::And:
-    case ElementFn::Or:
-    case ElementFn::Neg:
-    case ElementFn::Abs:
-    case ElementFn::Sqrt:
-    case ElementFn::Reciprocal:
-    case ElementFn::Exp:
-    case ElementFn::Log:
-    case ElementFn::Tanh:
-    case ElementFn::Erf:
-    case ElementFn::Sigmoid:
-    case ElementFn::Relu:
-    case ElementFn::LeakyRelu:
-    case ElementFn::Not:
-    case ElementFn::Gelu:
-    case ElementFn::Silu:
+    std::optional<int64_t> R =
+        applyIntElementFn(getOpFacts(N.getOp()).Element, (*A)[I], (*B)[I]);
+    if (!R)
       return std::nullopt;
-    }
+    Values.push_back(*R);
   }
   return makeIntResult(*Type, std::move(Values));
 }

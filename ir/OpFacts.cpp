@@ -2,6 +2,8 @@
 
 #include "ir/OpFacts.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <array>
 #include <iterator>
 
@@ -40,4 +42,47 @@ bool autopar::isCommunicationOp(OpId Op) {
          K == KernelFamily::ReduceScatter || K == KernelFamily::AllToAll ||
          K == KernelFamily::SendRecv || K == KernelFamily::Send ||
          K == KernelFamily::Recv;
+}
+
+std::optional<int64_t> autopar::applyIntElementFn(ElementFn Fn, int64_t A,
+                                                  int64_t B) {
+  int64_t R;
+  switch (Fn) {
+  case ElementFn::Add:
+    return llvm::AddOverflow(A, B, R) ? std::nullopt : std::optional(R);
+  case ElementFn::Sub:
+    return llvm::SubOverflow(A, B, R) ? std::nullopt : std::optional(R);
+  case ElementFn::Mul:
+    return llvm::MulOverflow(A, B, R) ? std::nullopt : std::optional(R);
+  case ElementFn::Div:
+    if (B == 0 || (A == INT64_MIN && B == -1))
+      return std::nullopt;
+    return A / B;
+  case ElementFn::Equal:
+    return int64_t(A == B);
+  case ElementFn::Less:
+    return int64_t(A < B);
+  case ElementFn::Greater:
+    return int64_t(A > B);
+  case ElementFn::None:
+  case ElementFn::Pow:
+  case ElementFn::And:
+  case ElementFn::Or:
+  case ElementFn::Neg:
+  case ElementFn::Abs:
+  case ElementFn::Sqrt:
+  case ElementFn::Reciprocal:
+  case ElementFn::Exp:
+  case ElementFn::Log:
+  case ElementFn::Tanh:
+  case ElementFn::Erf:
+  case ElementFn::Sigmoid:
+  case ElementFn::Relu:
+  case ElementFn::LeakyRelu:
+  case ElementFn::Not:
+  case ElementFn::Gelu:
+  case ElementFn::Silu:
+    return std::nullopt;
+  }
+  return std::nullopt;
 }

@@ -17,6 +17,7 @@
 #include "ir/OpRegistry.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace autopar {
 
@@ -247,6 +248,12 @@ struct OpFacts {
 const OpFacts &getOpFacts(OpId Op);
 
 inline KernelFamily getKernelFamily(OpId Op) { return getOpFacts(Op).Kernel; }
+
+/// Fn on two integers as ONNX defines it for them (Add, Sub and Mul
+/// checked for overflow, Div truncating toward zero; Equal, Less and
+/// Greater 0 or 1); nullopt for the other functions, on overflow and for a
+/// division by zero. The integer folders and shape values compute with it.
+std::optional<int64_t> applyIntElementFn(ElementFn Fn, int64_t A, int64_t B);
 
 /// True for the collectives and point-to-point transfers, which run with
 /// the backend's communicator (ShardSlice, which moves nothing, is not one).

@@ -36,47 +36,12 @@ static std::optional<std::vector<int64_t>> getConstantInts(const Value *V) {
 /// quotients, anything else becomes unknown.
 static ShapeEntry combine(OpId Op, const ShapeEntry &A, const ShapeEntry &B) {
   if (A.Int && B.Int) {
-    int64_t R;
-    switch (getOpFacts(Op).Element) {
-    case ElementFn::Add:
-      if (!AddOverflow(*A.Int, *B.Int, R))
-        return ShapeEntry::get(R);
-      break;
-    case ElementFn::Sub:
-      if (!SubOverflow(*A.Int, *B.Int, R))
-        return ShapeEntry::get(R);
-      break;
-    case ElementFn::Mul:
-      if (!MulOverflow(*A.Int, *B.Int, R))
-        return ShapeEntry::get(R);
-      break;
-    case ElementFn::Div:
-      if (*B.Int != 0 && !(*A.Int == INT64_MIN && *B.Int == -1))
-        return ShapeEntry::get(*A.Int / *B.Int);
-      break;
-    case ElementFn::None:
-    case ElementFn::Pow:
-    case ElementFn::Equal:
-    case ElementFn::Less:
-    case ElementFn::Greater:
-    case ElementFn::And:
-    case ElementFn::Or:
-    case ElementFn::Neg:
-    case ElementFn::Abs:
-    case ElementFn::Sqrt:
-    case ElementFn::Reciprocal:
-    case ElementFn::Exp:
-    case ElementFn::Log:
-    case ElementFn::Tanh:
-    case ElementFn::Erf:
-    case ElementFn::Sigmoid:
-    case ElementFn::Relu:
-    case ElementFn::LeakyRelu:
-    case ElementFn::Not:
-    case ElementFn::Gelu:
-    case ElementFn::Silu:
-      break;
-    }
+    ElementFn Fn = getOpFacts(Op).Element;
+    bool Arithmetic = Fn == ElementFn::Add || Fn == ElementFn::Sub ||
+                      Fn == ElementFn::Mul || Fn == ElementFn::Div;
+    if (std::optional<int64_t> R =
+            Arithmetic ? applyIntElementFn(Fn, *A.Int, *B.Int) : std::nullopt)
+      return ShapeEntry::get(*R);
     return ShapeEntry::get(Dim());
   }
   Dim DA = A.toDim(), DB = B.toDim();

@@ -69,11 +69,10 @@ public:
   LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
     std::vector<unsigned> PlanCut;
     if (FromPlan) {
-      Expected<PlanContext> P = getPlanContext(M, "partition-stages");
-      if (!P) {
-        Diag.error(M.getAttrsLoc(), toString(P.takeError()));
+      std::optional<PlanContext> P =
+          readPlanContext(M, "partition-stages", Diag);
+      if (!P)
         return failure();
-      }
       PlanCut = P->config().StageUnits;
     }
     for (const std::unique_ptr<Graph> &G : M.getGraphs())

@@ -2,6 +2,7 @@
 
 #include "passes/PlanContext.h"
 
+#include "ir/Diagnostics.h"
 #include "ir/Graph.h"
 
 using namespace autopar;
@@ -24,6 +25,16 @@ Expected<PlanContext> autopar::getPlanContext(const Module &M, StringRef Pass) {
     return createStringError(inconvertibleErrorCode(),
                              Pass + ": " + toString(Cl.takeError()));
   return PlanContext{std::move(*R), std::move(*Cl)};
+}
+
+std::optional<PlanContext> autopar::readPlanContext(const Module &M,
+                                                    StringRef Pass,
+                                                    DiagnosticEngine &Diag) {
+  Expected<PlanContext> P = getPlanContext(M, Pass);
+  if (P)
+    return std::move(*P);
+  Diag.error(M.getAttrsLoc(), toString(P.takeError()));
+  return std::nullopt;
 }
 
 void autopar::addPlanMesh(Graph &G, const PlanConfig &C) {

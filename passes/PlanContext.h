@@ -17,8 +17,11 @@
 
 #include "llvm/Support/Error.h"
 
+#include <optional>
+
 namespace autopar {
 
+class DiagnosticEngine;
 class Graph;
 class Module;
 
@@ -32,6 +35,9 @@ struct PlanContext {
 /// none.
 llvm::Expected<PlanContext> getPlanContext(const Module &M,
                                            llvm::StringRef Pass);
+/// The same, the error reported through Diag at M's attributes.
+std::optional<PlanContext>
+readPlanContext(const Module &M, llvm::StringRef Pass, DiagnosticEngine &Diag);
 
 /// The mesh a plan lays a graph out over, and its axes: @cluster =
 /// [pp, dp, tp] (tensor-parallel ranks innermost, then data-parallel, then

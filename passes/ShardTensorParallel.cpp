@@ -107,12 +107,9 @@ public:
              "tp"};
     std::optional<PlanContext> Plan;
     if (Opts.FromPlan) {
-      Expected<PlanContext> P = getPlanContext(M, "shard-tp");
-      if (!P) {
-        Diag.error(M.getAttrsLoc(), toString(P.takeError()));
+      Plan = readPlanContext(M, "shard-tp", Diag);
+      if (!Plan)
         return failure();
-      }
-      Plan = std::move(*P);
       const PlanConfig &C = Plan->config();
       L.Cl = &Plan->Cl;
       L.Settings.Compute = C.TrainPrecision;

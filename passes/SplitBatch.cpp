@@ -43,12 +43,9 @@ public:
   LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
     std::optional<PlanContext> Plan;
     if (FromPlan) {
-      Expected<PlanContext> P = getPlanContext(M, "split-batch");
-      if (!P) {
-        Diag.error(M.getAttrsLoc(), toString(P.takeError()));
+      Plan = readPlanContext(M, "split-batch", Diag);
+      if (!Plan)
         return failure();
-      }
-      Plan = std::move(*P);
     }
     for (const std::unique_ptr<Graph> &G : M.getGraphs()) {
       if (Plan)

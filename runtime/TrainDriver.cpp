@@ -46,28 +46,9 @@
 using namespace autopar;
 using namespace llvm;
 
-namespace {
-
-/// Why a run stops: its exit code (TrainDriver.h) and the message to print
-/// (empty when a diagnostic already said it).
-class RunError : public ErrorInfo<RunError> {
-public:
-  static char ID;
-  RunError(int Code, std::string Message)
-      : Code(Code), Message(std::move(Message)) {}
-  void log(raw_ostream &OS) const override { OS << Message; }
-  std::error_code convertToErrorCode() const override {
-    return inconvertibleErrorCode();
-  }
-  int Code;
-  std::string Message;
-};
-char RunError::ID;
-
-} // namespace
-
+/// Why a run stops: its exit code (TrainDriver.h) and what to print.
 static Error fail(int Code, const Twine &Message = "") {
-  return make_error<RunError>(Code, Message.str());
+  return makeExitError(Code, Message);
 }
 
 Error TrainOptions::validate() const {
@@ -180,7 +161,7 @@ static HostTensor scalarTensor(float V) {
 }
 
 /// Parses and verifies the program in Path into M (kept with its SM);
-/// a RunError says what is wrong.
+/// an ExitError says what is wrong.
 static Error parseProgram(StringRef Path, SourceMgr &SM,
                           std::unique_ptr<Module> &M) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buffer =
@@ -951,11 +932,5 @@ static Error train(const TrainOptions &O) {
 }
 
 int autopar::runTraining(const TrainOptions &O) {
-  int Code = RunSuccess;
-  handleAllErrors(train(O), [&](const RunError &E) {
-    if (!E.Message.empty())
-      WithColor::error(errs(), "autopar-run") << E.Message << '\n';
-    Code = E.Code;
-  });
-  return Code;
+  return reportExitError(train(O), "autopar-run", RunFailure);
 }
