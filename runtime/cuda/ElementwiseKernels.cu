@@ -73,9 +73,10 @@ __device__ float applyUnary(UnaryOp Op, float V, float Alpha) {
            (1.0f + tanhf(0.7978845608028654f * (V + 0.044715f * V * V * V)));
   case UnaryOp::Silu:
     return V * sigmoidF(V);
-  default:
+  case UnaryOp::Not: // On bools, before any float (unaryKernel).
     return V;
   }
+  return V;
 }
 
 __global__ void unaryKernel(UnaryOp Op, float Alpha, DType XT, const void *X,
@@ -129,8 +130,11 @@ __global__ void binaryKernel(BinaryOp Op, DType XT, const void *X, Strides XS,
     case BinaryOp::Less:
       static_cast<uint8_t *>(Z)[I] = P < Q;
       break;
-    default:
+    case BinaryOp::Greater:
       static_cast<uint8_t *>(Z)[I] = P > Q;
+      break;
+    case BinaryOp::And: // On bools, before any float (above).
+    case BinaryOp::Or:
       break;
     }
   }
@@ -151,8 +155,16 @@ __global__ void binaryContiguousKernel(BinaryOp Op, DType T, const void *X,
     case BinaryOp::Mul:
       R = P * Q;
       break;
-    default:
+    case BinaryOp::Div:
       R = P / Q;
+      break;
+    case BinaryOp::Pow: // binary() runs only Add to Div here.
+    case BinaryOp::Equal:
+    case BinaryOp::Less:
+    case BinaryOp::Greater:
+    case BinaryOp::And:
+    case BinaryOp::Or:
+      R = 0;
       break;
     }
     storeF(T, Z, I, R);
