@@ -2,9 +2,16 @@
 //
 // The job scripts: one task per GPU, whole nodes (or one partial node), the
 // head node as the rendezvous address, and autopar-run started on every
-// task with the plan folder (the folder above launch/). Only the system
-// NCCL variables a site may have to set (NCCL_SOCKET_IFNAME, NCCL_IB_HCA)
-// appear, as commented placeholders; no debug variables are set.
+// task with the plan folder (the folder above launch/). The run's settings
+// are variables at the top, each with a default that an environment
+// variable overrides: the backend the plan's device needs (cuda, or cpu for
+// the cpu device), steps, token data, checkpoint folder and interval, the
+// communication timeout and extra autopar-run arguments. The run always
+// resumes from the folder's latest checkpoint when there is one, so that a
+// requeued Slurm job (--requeue) or a rerun continues where it stopped.
+// Only the system NCCL variables a site may have to set (NCCL_SOCKET_IFNAME,
+// NCCL_IB_HCA) appear, as commented placeholders; no debug variables are
+// set.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +30,35 @@ static void writeHeader(raw_ostream &OS, const PlanRecord &R) {
      << R.ClusterName << ")\n";
 }
 
+/// The backend autopar-run needs for the plan's device.
+static StringRef getBackend(const PlanRecord &R) {
+  return R.ClusterName == "cpu" ? "cpu" : "cuda";
+}
+
+/// The run's settings, each overridable by an AUTOPAR_* variable.
+static void writeRunSettings(raw_ostream &OS, const PlanRecord &R) {
+  OS << "# The run (override in the environment, e.g. AUTOPAR_STEPS=100):\n"
+     << "BACKEND=${AUTOPAR_BACKEND:-" << getBackend(R) << "}\n"
+     << "STEPS=${AUTOPAR_STEPS:-1000}\n"
+     << "# Little-endian int32 tokens; \"random\" draws seeded random ones.\n"
+     << "DATA=${AUTOPAR_DATA:-random}\n"
+     << "CHECKPOINT_DIR=${AUTOPAR_CHECKPOINT_DIR:-$PLAN_DIR/checkpoints}\n"
+     << "CHECKPOINT_EVERY=${AUTOPAR_CHECKPOINT_EVERY:-100}\n"
+     << "# Seconds a rank waits on a peer before the job stops.\n"
+     << "export AUTOPAR_COMM_TIMEOUT=${AUTOPAR_COMM_TIMEOUT:-300}\n"
+     << "# Anything else for autopar-run (--lr, --optimizer, ...).\n"
+     << "RUN_ARGS=${AUTOPAR_RUN_ARGS:-}\n";
+}
+
+/// autopar-run with the settings; --resume continues from the latest
+/// checkpoint (a fresh folder starts at step 1).
+static void writeRunCommand(raw_ostream &OS) {
+  OS << "  autopar-run \"$PLAN_DIR\" --backend \"$BACKEND\" --steps "
+        "\"$STEPS\" \\\n"
+     << "    --data \"$DATA\" --checkpoint-dir \"$CHECKPOINT_DIR\" \\\n"
+     << "    --checkpoint-every \"$CHECKPOINT_EVERY\" --resume $RUN_ARGS\n";
+}
+
 static void writeNcclPlaceholders(raw_ostream &OS) {
   OS << "# Site network settings for NCCL, if this cluster needs them:\n"
      << "# export NCCL_SOCKET_IFNAME=<interface>\n"
@@ -36,22 +72,33 @@ std::string autopar::renderSlurm(const PlanRecord &R) {
   OS << "#!/bin/bash\n"
      << "#SBATCH --job-name=autopar\n"
      << "#SBATCH --nodes=" << Nodes << "\n"
-     << "#SBATCH --ntasks-per-node=" << Tasks << "\n"
-     << "#SBATCH --gpus-per-node=" << Tasks << "\n"
-     << "#SBATCH --exclusive\n";
+     << "#SBATCH --ntasks-per-node=" << Tasks << "\n";
+  // The cpu device's ranks are processes on CPU nodes.
+  std::string Gpus =
+      R.ClusterName == "cpu" ? "" : " --gpus-per-node=" + std::to_string(Tasks);
+  if (!Gpus.empty())
+    OS << "#SBATCH" << Gpus << "\n";
+  OS << "#SBATCH --exclusive\n"
+     << "# Requeued on node failure; the run resumes from its latest "
+        "checkpoint.\n"
+     << "#SBATCH --requeue\n"
+     << "#SBATCH --open-mode=append\n";
   writeHeader(OS, R);
   OS << "# Submit from the plan folder: sbatch launch/slurm.sbatch\n"
      << "set -euo pipefail\n\n";
   writeNcclPlaceholders(OS);
   OS << "\n"
-     << "PLAN_DIR=${AUTOPAR_PLAN_DIR:-$SLURM_SUBMIT_DIR}\n"
+     << "PLAN_DIR=${AUTOPAR_PLAN_DIR:-$SLURM_SUBMIT_DIR}\n";
+  writeRunSettings(OS, R);
+  OS << "\n"
      << "HEAD_NODE=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head "
         "-n 1)\n"
      << "export MASTER_ADDR=$HEAD_NODE\n"
      << "export MASTER_PORT=${MASTER_PORT:-29500}\n"
      << "export WORLD_SIZE=" << R.NumGpus << "\n\n"
-     << "srun --nodes=" << Nodes << " --ntasks-per-node=" << Tasks
-     << " --gpus-per-node=" << Tasks << " autopar-run \"$PLAN_DIR\"\n";
+     << "srun --nodes=" << Nodes << " --ntasks-per-node=" << Tasks << Gpus
+     << " \\\n";
+  writeRunCommand(OS);
   return OS.str();
 }
 
@@ -61,23 +108,33 @@ std::string autopar::renderMpirun(const PlanRecord &R) {
   raw_string_ostream OS(S);
   OS << "#!/bin/bash\n";
   writeHeader(OS, R);
-  OS << "# Usage: launch/mpirun.sh HOSTFILE, with " << getNumNodes(R)
-     << " node(s), one per line (\"host slots=" << Tasks << "\").\n"
+  OS << "# Usage: launch/mpirun.sh [HOSTFILE], with " << getNumNodes(R)
+     << " node(s), one per line (\"host slots=" << Tasks << "\");\n"
+     << "# without one, every rank runs on this machine.\n"
      << "set -euo pipefail\n\n";
   writeNcclPlaceholders(OS);
   OS << "# (and add -x NCCL_SOCKET_IFNAME -x NCCL_IB_HCA to mpirun below)\n"
      << "\n"
-     << "HOSTFILE=${1:?usage: $0 HOSTFILE}\n"
+     << "HOSTFILE=${1:-}\n"
      << "PLAN_DIR=${AUTOPAR_PLAN_DIR:-$(cd \"$(dirname \"$0\")/..\" && "
-        "pwd)}\n"
-     << "HEAD_NODE=$(awk 'NF && $1 !~ /^#/ { print $1; exit }' "
+        "pwd)}\n";
+  writeRunSettings(OS, R);
+  OS << "# Extra mpirun arguments (e.g. --oversubscribe).\n"
+     << "MPIRUN_ARGS=${AUTOPAR_MPIRUN_ARGS:-}\n"
+     << "\n"
+     << "PLACEMENT=\"\"\n"
+     << "HEAD_NODE=localhost\n"
+     << "if [ -n \"$HOSTFILE\" ]; then\n"
+     << "  PLACEMENT=\"--hostfile $HOSTFILE -npernode " << Tasks << "\"\n"
+     << "  HEAD_NODE=$(awk 'NF && $1 !~ /^#/ { print $1; exit }' "
         "\"$HOSTFILE\")\n"
+     << "fi\n"
      << "export MASTER_ADDR=$HEAD_NODE\n"
      << "export MASTER_PORT=${MASTER_PORT:-29500}\n"
      << "export WORLD_SIZE=" << R.NumGpus << "\n\n"
-     << "mpirun -np " << R.NumGpus << " --hostfile \"$HOSTFILE\" "
-     << "-npernode " << Tasks << " \\\n"
-     << "  -x MASTER_ADDR -x MASTER_PORT -x WORLD_SIZE \\\n"
-     << "  autopar-run \"$PLAN_DIR\"\n";
+     << "mpirun -np " << R.NumGpus << " $PLACEMENT $MPIRUN_ARGS \\\n"
+     << "  -x MASTER_ADDR -x MASTER_PORT -x WORLD_SIZE -x "
+        "AUTOPAR_COMM_TIMEOUT \\\n";
+  writeRunCommand(OS);
   return OS.str();
 }
