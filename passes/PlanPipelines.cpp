@@ -10,8 +10,10 @@
 #include "passes/PassManager.h"
 
 #include "llvm/ADT/StringMap.h"
+
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
+#include <set>
 
 using namespace autopar;
 using namespace llvm;
@@ -162,6 +164,30 @@ static Expected<std::string> getTiedParameters(StringRef PlanText,
   return Tied;
 }
 
+/// Full recomputation (recompute, after autodiff) of the layers the planner
+/// prices it for: every unit but the first and the last (the embedding and
+/// the head) when there are more than two, as planner/Search.cpp's
+/// `recomputes`. Selective recomputation needs no pass: the attention core
+/// is one Attention node whose backward (AttentionGrad) recomputes the
+/// scores and probabilities from Q, K and V, so they are never kept.
+static std::string getRecompute(const Graph &G, const PlanConfig &C) {
+  if (C.Recomputation != Recompute::Full)
+    return "";
+  std::set<int64_t> Layers;
+  for (const Node &N : G.getNodes())
+    if (const Attribute *A = N.getAttr("layer"))
+      Layers.insert(A->getInt());
+  if (Layers.empty())
+    return "";
+  int64_t First = *Layers.begin(), Last = *Layers.rbegin();
+  if (Layers.size() > 2) {
+    First = *std::next(Layers.begin());
+    Last = *std::next(Layers.rbegin());
+  }
+  return ",recompute{first=" + std::to_string(First) +
+         " last=" + std::to_string(Last) + "}";
+}
+
 Expected<std::vector<std::string>>
 autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
   std::string Why = getUnloweredReason(Plan, C);
@@ -179,10 +205,11 @@ autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
   std::string Localize = getLocalize(C);
   std::string TPGrads = C.TP > 1 ? " tensor-parallel=tp" : "";
   std::string Tail = getUpdateTail(C);
+  std::string Recompute = getRecompute(G, C);
   if (C.PP == 1)
     return std::vector<std::string>{
-        Localize + "autodiff{loss-tokens=" + LossTokens + TPGrads +
-        "},accumulate-micro-batches{micro-batches=" +
+        Localize + "autodiff{loss-tokens=" + LossTokens + TPGrads + "}" +
+        Recompute + ",accumulate-micro-batches{micro-batches=" +
         std::to_string(C.MicroBatches) + "}" + Tail};
 
   std::string Text;
@@ -207,8 +234,8 @@ autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
         Last ? "autodiff{loss-tokens=" + LossTokens + TPGrads + Grads + "}"
              : "autodiff{seed=1" + TPGrads + Grads + "}";
     Pipelines.push_back(getExtractStage(C, S) + "," + Localize + Autodiff +
-                        ",schedule-pipeline{stage=" + std::to_string(S) +
-                        " stages=" + std::to_string(C.PP) +
+                        Recompute + ",schedule-pipeline{stage=" +
+                        std::to_string(S) + " stages=" + std::to_string(C.PP) +
                         " micro-batches=" + std::to_string(C.MicroBatches) +
                         " schedule=" + getScheduleOption(C) +
                         (Tied->empty() ? "" : " tied=" + *Tied) + "}" + Tail);
