@@ -189,6 +189,20 @@ void Executor::planFrees() {
       if (!getUpdatedParam(*Nodes[I]->getResult(R)))
         LastUse.try_emplace(Nodes[I]->getResult(R), I);
   }
+  // Gradients: what optimizer steps read, and the sums over micro-batches
+  // (trees of Adds) that build it.
+  SmallVector<const Value *, 32> Work;
+  for (const Node *N : Nodes)
+    if (N->getOp() == OpId::AdamW || N->getOp() == OpId::Sgd)
+      Work.push_back(N->getOperand(1));
+  while (!Work.empty()) {
+    const Value *V = Work.pop_back_val();
+    if (!V || V->isParam() || !Gradients.insert(V).second)
+      continue;
+    if (const Node *D = V->getDefiningNode())
+      if (D->getOp() == OpId::Add)
+        Work.append(D->getOperands().begin(), D->getOperands().end());
+  }
   FreeAfter.assign(Nodes.size(), {});
   // Visit values in a fixed order (inputs, then results by node) so that
   // frees happen in the same order every run.
@@ -214,7 +228,8 @@ namespace {
 /// The tensors of one run; whatever is left is freed at the end.
 class RunState {
 public:
-  explicit RunState(Backend &B) : B(B) {}
+  RunState(Backend &B, const DenseSet<const Value *> &Gradients)
+      : B(B), Gradients(Gradients) {}
   ~RunState() {
     for (auto &Entry : Live)
       B.deallocate(Entry.second);
@@ -227,13 +242,20 @@ public:
       return valueError(V, toString(T.takeError()));
     Live[&V] = *T;
     Bytes += T->getSizeInBytes();
-    Peak = std::max(Peak, Bytes);
+    if (Gradients.count(&V))
+      GradientBytes += T->getSizeInBytes();
+    if (Bytes > Peak) {
+      Peak = Bytes;
+      PeakGradients = GradientBytes;
+    }
     return T;
   }
   void free(const Value *V) {
     auto It = Live.find(V);
     assert(It != Live.end() && "freeing a value that is not live");
     Bytes -= It->second.getSizeInBytes();
+    if (Gradients.count(V))
+      GradientBytes -= It->second.getSizeInBytes();
     B.deallocate(It->second);
     Live.erase(It);
   }
@@ -242,11 +264,14 @@ public:
     return It == Live.end() ? nullptr : &It->second;
   }
   uint64_t getPeak() const { return Peak; }
+  /// The gradients' bytes at the peak.
+  uint64_t getPeakGradients() const { return PeakGradients; }
 
 private:
   Backend &B;
+  const DenseSet<const Value *> &Gradients;
   DenseMap<const Value *, Tensor> Live;
-  uint64_t Bytes = 0, Peak = 0;
+  uint64_t Bytes = 0, Peak = 0, GradientBytes = 0, PeakGradients = 0;
 };
 
 } // namespace
@@ -258,7 +283,7 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
                              "the graph takes " + Twine(GraphInputs.size()) +
                                  " inputs; " + Twine(Inputs.size()) +
                                  " were given");
-  RunState State(B);
+  RunState State(B, Gradients);
   for (unsigned I = 0; I != Inputs.size(); ++I) {
     const Value &V = *GraphInputs[I];
     const TensorType &Ty = V.getType();
@@ -327,5 +352,6 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
     Results.push_back(std::move(H));
   }
   PeakBytes = State.getPeak();
+  PeakGradientBytes = State.getPeakGradients();
   return Results;
 }

@@ -19,6 +19,7 @@
 #include "runtime/Backend.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
@@ -89,9 +90,12 @@ public:
   uint64_t
   getParamBytes(llvm::function_ref<bool(const Value &)> Take = nullptr) const;
 
-  /// The peak of the bytes the last run held in activations and outputs
-  /// (parameters excluded).
+  /// The peak of the bytes the last run held in activations, gradients and
+  /// outputs (parameters excluded).
   uint64_t getPeakActivationBytes() const { return PeakBytes; }
+  /// Of those, at the peak, the gradients: values an optimizer step reads as
+  /// its gradient (what a plan predicts as gradient memory).
+  uint64_t getPeakGradientBytes() const { return PeakGradientBytes; }
 
 private:
   Executor(const Graph &G, Backend &B) : G(G), B(B) {}
@@ -106,7 +110,9 @@ private:
   std::vector<std::vector<const Value *>> FreeAfter;
   /// Inputs that no node or output uses.
   std::vector<const Value *> UnusedInputs;
-  uint64_t PeakBytes = 0;
+  /// The values optimizer steps read as gradients.
+  llvm::DenseSet<const Value *> Gradients;
+  uint64_t PeakBytes = 0, PeakGradientBytes = 0;
   NodeObserver Observer;
 };
 

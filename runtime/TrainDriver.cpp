@@ -532,7 +532,8 @@ static Error reportMemory(const Module &Program, Backend &B,
   Expected<std::vector<std::string>> All =
       gatherTexts(B, std::to_string(Mine.ParamBytes) + " " +
                          std::to_string(Mine.PeakActivationBytes) + " " +
-                         std::to_string(Mine.OffloadedBytes));
+                         std::to_string(Mine.OffloadedBytes) + " " +
+                         std::to_string(Mine.PeakGradientBytes));
   if (!All)
     return fail(RunFailure, "--memory-report: " + toString(All.takeError()));
   if (Comm.getRank() != 0)
@@ -548,12 +549,13 @@ static Error reportMemory(const Module &Program, Backend &B,
   std::vector<unsigned> Stages;
   for (int R = 0; R != int(All->size()); ++R) {
     MeasuredMemory M;
-    SmallVector<StringRef, 3> Fields;
+    SmallVector<StringRef, 4> Fields;
     StringRef((*All)[R]).split(Fields, ' ');
-    if (Fields.size() == 3) {
+    if (Fields.size() == 4) {
       Fields[0].getAsInteger(10, M.ParamBytes);
       Fields[1].getAsInteger(10, M.PeakActivationBytes);
       Fields[2].getAsInteger(10, M.OffloadedBytes);
+      Fields[3].getAsInteger(10, M.PeakGradientBytes);
     }
     Measured.push_back(M);
     unsigned Stage = 0;
@@ -783,7 +785,7 @@ getStepInputs(const TrainOptions &O, const RankProgram &P,
 /// What --trace and --memory-report write once the steps are done.
 static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
                        Executor &X, const TraceRecorder &Trace,
-                       uint64_t PeakActivations) {
+                       uint64_t PeakActivations, uint64_t PeakGradients) {
   Communicator &Comm = B.getCommunicator();
   if (!O.TracePath.empty()) {
     Expected<std::vector<std::string>> All = gatherTexts(B, Trace.toJSON());
@@ -804,6 +806,7 @@ static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
       X.getParamBytes([&](const Value &V) { return !Offloaded(V); });
   Mine.OffloadedBytes = X.getParamBytes(Offloaded);
   Mine.PeakActivationBytes = PeakActivations;
+  Mine.PeakGradientBytes = PeakGradients;
   return reportMemory(*P.M, B, P.Cluster, Mine);
 }
 
@@ -874,7 +877,8 @@ static Error train(const TrainOptions &O) {
   if (*TokensIn)
     TokensPerStep = (*TokensIn)->getType().getStaticNumElements().value_or(0) *
                     P.DataParallel;
-  uint64_t PeakActivations = 0;
+  // The step with the highest peak, and its gradients at that peak.
+  uint64_t PeakActivations = 0, PeakGradients = 0;
   CheckpointCrash Crash = Hooks->Crash;
   for (int64_t Step = *Resumed + 1; Step <= O.Steps; ++Step) {
     if (Hooks->StepDelayMs)
@@ -893,8 +897,10 @@ static Error train(const TrainOptions &O) {
     double Seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
             .count();
-    PeakActivations =
-        std::max(PeakActivations, (*Exec)->getPeakActivationBytes());
+    if ((*Exec)->getPeakActivationBytes() > PeakActivations) {
+      PeakActivations = (*Exec)->getPeakActivationBytes();
+      PeakGradients = (*Exec)->getPeakGradientBytes();
+    }
     float Loss = 0;
     if (Out->empty() || Out->front().Bytes.size() != 4)
       return fail(RunInvalidInput,
@@ -928,7 +934,8 @@ static Error train(const TrainOptions &O) {
       break;
     }
   }
-  return finishRun(O, P, Backend, **Exec, Trace, PeakActivations);
+  return finishRun(O, P, Backend, **Exec, Trace, PeakActivations,
+                   PeakGradients);
 }
 
 int autopar::runTraining(const TrainOptions &O) {

@@ -191,6 +191,31 @@ graph @g() {
             "parameter 'positions': unknown init \"ones\" (zeros or normal)");
 }
 
+TEST_F(ExecutorTest, CountsGradientsAtThePeak) {
+  // %g0 + %g1 (the micro-batches' gradients of %w) is what Sgd reads: at the
+  // peak (%h, %g0, %g1 and the sum live, and the two scalars) the three
+  // are gradients; %h, which %y reads at the end, is not.
+  const Graph &G = parse(R"(
+graph @g(%x: f32[256], %lr: f32[], %wd: f32[]) {
+  param %w: f32[256]
+  %h = Neg(%x) : f32[256]
+  %g0 = Mul(%h, %x) : f32[256]
+  %g1 = Exp(%h) : f32[256]
+  %g = Add(%g0, %g1) : f32[256]
+  %w.next = Sgd(%w, %g, %lr, %wd) : f32[256]
+  %y = Neg(%h) : f32[256]
+  return %w.next, %y
+})");
+  std::unique_ptr<Executor> X = create(G);
+  ASSERT_TRUE(X);
+  Random Gen(3);
+  Expected<std::vector<HostTensor>> R =
+      X->run({f32({256}, Gen.vector(256)), f32({}, {0.1f}), f32({}, {0.0f})});
+  ASSERT_TRUE(bool(R)) << toString(R.takeError());
+  EXPECT_EQ(X->getPeakActivationBytes(), 4u * 1024 + 8);
+  EXPECT_EQ(X->getPeakGradientBytes(), 3u * 1024);
+}
+
 TEST_F(ExecutorTest, FreesAfterLastUseAndRepeats) {
   // A chain holds at most two [1024] buffers at a time; %x is still needed
   // by the last node, so three.
