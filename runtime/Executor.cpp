@@ -244,10 +244,9 @@ public:
     Bytes += T->getSizeInBytes();
     if (Gradients.count(&V))
       GradientBytes += T->getSizeInBytes();
-    if (Bytes > Peak) {
-      Peak = Bytes;
-      PeakGradients = GradientBytes;
-    }
+    Peak = std::max(Peak, Bytes);
+    PeakGradients = std::max(PeakGradients, GradientBytes);
+    PeakActivations = std::max(PeakActivations, Bytes - GradientBytes);
     return T;
   }
   void free(const Value *V) {
@@ -264,14 +263,16 @@ public:
     return It == Live.end() ? nullptr : &It->second;
   }
   uint64_t getPeak() const { return Peak; }
-  /// The gradients' bytes at the peak.
+  /// The largest bytes held in gradients, and in everything else.
   uint64_t getPeakGradients() const { return PeakGradients; }
+  uint64_t getPeakActivations() const { return PeakActivations; }
 
 private:
   Backend &B;
   const DenseSet<const Value *> &Gradients;
   DenseMap<const Value *, Tensor> Live;
-  uint64_t Bytes = 0, Peak = 0, GradientBytes = 0, PeakGradients = 0;
+  uint64_t Bytes = 0, Peak = 0, GradientBytes = 0, PeakGradients = 0,
+           PeakActivations = 0;
 };
 
 } // namespace
@@ -353,5 +354,6 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
   }
   PeakBytes = State.getPeak();
   PeakGradientBytes = State.getPeakGradients();
+  PeakNonGradientBytes = State.getPeakActivations();
   return Results;
 }

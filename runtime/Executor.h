@@ -90,12 +90,14 @@ public:
   uint64_t
   getParamBytes(llvm::function_ref<bool(const Value &)> Take = nullptr) const;
 
-  /// The peak of the bytes the last run held in activations, gradients and
-  /// outputs (parameters excluded).
+  /// The peak of the bytes the last run held in computed values:
+  /// activations, gradients and outputs (parameters excluded).
   uint64_t getPeakActivationBytes() const { return PeakBytes; }
-  /// Of those, at the peak, the gradients: values an optimizer step reads as
-  /// its gradient (what a plan predicts as gradient memory).
+  /// The peaks of its two parts, each on its own (as a plan predicts them):
+  /// gradients (values an optimizer step reads as its gradient, and the
+  /// micro-batch sums that build them) and every other computed value.
   uint64_t getPeakGradientBytes() const { return PeakGradientBytes; }
+  uint64_t getPeakNonGradientBytes() const { return PeakNonGradientBytes; }
 
 private:
   Executor(const Graph &G, Backend &B) : G(G), B(B) {}
@@ -112,7 +114,7 @@ private:
   std::vector<const Value *> UnusedInputs;
   /// The values optimizer steps read as gradients.
   llvm::DenseSet<const Value *> Gradients;
-  uint64_t PeakBytes = 0, PeakGradientBytes = 0;
+  uint64_t PeakBytes = 0, PeakGradientBytes = 0, PeakNonGradientBytes = 0;
   NodeObserver Observer;
 };
 

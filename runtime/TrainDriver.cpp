@@ -533,7 +533,8 @@ static Error reportMemory(const Module &Program, Backend &B,
       gatherTexts(B, std::to_string(Mine.ParamBytes) + " " +
                          std::to_string(Mine.PeakActivationBytes) + " " +
                          std::to_string(Mine.OffloadedBytes) + " " +
-                         std::to_string(Mine.PeakGradientBytes));
+                         std::to_string(Mine.PeakGradientBytes) + " " +
+                         std::to_string(Mine.PeakNonGradientBytes));
   if (!All)
     return fail(RunFailure, "--memory-report: " + toString(All.takeError()));
   if (Comm.getRank() != 0)
@@ -549,13 +550,14 @@ static Error reportMemory(const Module &Program, Backend &B,
   std::vector<unsigned> Stages;
   for (int R = 0; R != int(All->size()); ++R) {
     MeasuredMemory M;
-    SmallVector<StringRef, 4> Fields;
+    SmallVector<StringRef, 5> Fields;
     StringRef((*All)[R]).split(Fields, ' ');
-    if (Fields.size() == 4) {
+    if (Fields.size() == 5) {
       Fields[0].getAsInteger(10, M.ParamBytes);
       Fields[1].getAsInteger(10, M.PeakActivationBytes);
       Fields[2].getAsInteger(10, M.OffloadedBytes);
       Fields[3].getAsInteger(10, M.PeakGradientBytes);
+      Fields[4].getAsInteger(10, M.PeakNonGradientBytes);
     }
     Measured.push_back(M);
     unsigned Stage = 0;
@@ -785,7 +787,7 @@ getStepInputs(const TrainOptions &O, const RankProgram &P,
 /// What --trace and --memory-report write once the steps are done.
 static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
                        Executor &X, const TraceRecorder &Trace,
-                       uint64_t PeakActivations, uint64_t PeakGradients) {
+                       const MeasuredMemory &Peaks) {
   Communicator &Comm = B.getCommunicator();
   if (!O.TracePath.empty()) {
     Expected<std::vector<std::string>> All = gatherTexts(B, Trace.toJSON());
@@ -805,8 +807,9 @@ static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
   Mine.ParamBytes =
       X.getParamBytes([&](const Value &V) { return !Offloaded(V); });
   Mine.OffloadedBytes = X.getParamBytes(Offloaded);
-  Mine.PeakActivationBytes = PeakActivations;
-  Mine.PeakGradientBytes = PeakGradients;
+  Mine.PeakActivationBytes = Peaks.PeakActivationBytes;
+  Mine.PeakGradientBytes = Peaks.PeakGradientBytes;
+  Mine.PeakNonGradientBytes = Peaks.PeakNonGradientBytes;
   return reportMemory(*P.M, B, P.Cluster, Mine);
 }
 
@@ -877,8 +880,8 @@ static Error train(const TrainOptions &O) {
   if (*TokensIn)
     TokensPerStep = (*TokensIn)->getType().getStaticNumElements().value_or(0) *
                     P.DataParallel;
-  // The step with the highest peak, and its gradients at that peak.
-  uint64_t PeakActivations = 0, PeakGradients = 0;
+  // The steps' largest computed-value footprints (--memory-report).
+  MeasuredMemory Peaks;
   CheckpointCrash Crash = Hooks->Crash;
   for (int64_t Step = *Resumed + 1; Step <= O.Steps; ++Step) {
     if (Hooks->StepDelayMs)
@@ -897,10 +900,12 @@ static Error train(const TrainOptions &O) {
     double Seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
             .count();
-    if ((*Exec)->getPeakActivationBytes() > PeakActivations) {
-      PeakActivations = (*Exec)->getPeakActivationBytes();
-      PeakGradients = (*Exec)->getPeakGradientBytes();
-    }
+    Peaks.PeakActivationBytes =
+        std::max(Peaks.PeakActivationBytes, (*Exec)->getPeakActivationBytes());
+    Peaks.PeakGradientBytes =
+        std::max(Peaks.PeakGradientBytes, (*Exec)->getPeakGradientBytes());
+    Peaks.PeakNonGradientBytes = std::max(Peaks.PeakNonGradientBytes,
+                                          (*Exec)->getPeakNonGradientBytes());
     float Loss = 0;
     if (Out->empty() || Out->front().Bytes.size() != 4)
       return fail(RunInvalidInput,
@@ -934,8 +939,7 @@ static Error train(const TrainOptions &O) {
       break;
     }
   }
-  return finishRun(O, P, Backend, **Exec, Trace, PeakActivations,
-                   PeakGradients);
+  return finishRun(O, P, Backend, **Exec, Trace, Peaks);
 }
 
 int autopar::runTraining(const TrainOptions &O) {

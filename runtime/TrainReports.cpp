@@ -174,12 +174,11 @@ void autopar::printMemoryReport(raw_ostream &OS,
   for (size_t R = 0; R != Measured.size(); ++R) {
     const MeasuredMemory &M = Measured[R];
     double Total = double(M.ParamBytes + M.PeakActivationBytes);
-    uint64_t Gradients = std::min(M.PeakGradientBytes, M.PeakActivationBytes);
     OS << format("memory rank %zu (stage %u): measured peak %.3f MiB "
                  "(parameters and optimizer state %.3f, gradients %.3f, "
                  "activations %.3f)",
-                 R, Stages[R], Total / MiB, M.ParamBytes / MiB, Gradients / MiB,
-                 (M.PeakActivationBytes - Gradients) / MiB);
+                 R, Stages[R], Total / MiB, M.ParamBytes / MiB,
+                 M.PeakGradientBytes / MiB, M.PeakNonGradientBytes / MiB);
     if (M.OffloadedBytes)
       OS << format(" and %.3f MiB offloaded", M.OffloadedBytes / MiB);
     if (Plan && Stages[R] < Plan->Memory.size()) {

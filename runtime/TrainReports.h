@@ -78,8 +78,9 @@ struct MeasuredMemory {
   /// `placement` offloads them (host memory or NVMe; on the CPU backend
   /// these are the same memory, told apart for the comparison).
   uint64_t ParamBytes = 0, PeakActivationBytes = 0, OffloadedBytes = 0;
-  /// The gradients' part of PeakActivationBytes (Executor.h).
-  uint64_t PeakGradientBytes = 0;
+  /// The peaks of PeakActivationBytes' two parts, each on its own
+  /// (Executor.h): gradients and the other computed values (activations).
+  uint64_t PeakGradientBytes = 0, PeakNonGradientBytes = 0;
 };
 
 /// Rank 0's report: one line per rank with its measured bytes and, when

@@ -194,7 +194,8 @@ graph @g() {
 TEST_F(ExecutorTest, CountsGradientsAtThePeak) {
   // %g0 + %g1 (the micro-batches' gradients of %w) is what Sgd reads: at the
   // peak (%h, %g0, %g1 and the sum live, and the two scalars) the three
-  // are gradients; %h, which %y reads at the end, is not.
+  // are gradients; %h, which %y reads at the end, is not. The other values
+  // peak on their own at %x, %h and the scalars: 2 x 1024 + 8 bytes.
   const Graph &G = parse(R"(
 graph @g(%x: f32[256], %lr: f32[], %wd: f32[]) {
   param %w: f32[256]
@@ -214,6 +215,7 @@ graph @g(%x: f32[256], %lr: f32[], %wd: f32[]) {
   ASSERT_TRUE(bool(R)) << toString(R.takeError());
   EXPECT_EQ(X->getPeakActivationBytes(), 4u * 1024 + 8);
   EXPECT_EQ(X->getPeakGradientBytes(), 3u * 1024);
+  EXPECT_EQ(X->getPeakNonGradientBytes(), 2u * 1024 + 8);
 }
 
 TEST_F(ExecutorTest, FreesAfterLastUseAndRepeats) {
