@@ -585,7 +585,8 @@ static SearchOptions makeSearchOptions(const PlanDriverOptions &O,
 
 /// Evaluates the given plan or searches (in threads, each from its own copy
 /// of the graph GraphText), then re-targets the best plan to --scale-dp
-/// times the GPUs by data parallelism (updating Cl and SO).
+/// times the GPUs by data parallelism (updating Cl and SO). Failures name
+/// the model.
 static Expected<SearchResult>
 searchOrEvaluate(const PlanDriverOptions &O, ModelProfile &Profile,
                  StringRef GraphText, unsigned Threads, Cluster &Cl,
@@ -596,7 +597,10 @@ searchOrEvaluate(const PlanDriverOptions &O, ModelProfile &Profile,
       : Threads > 1
           ? searchInThreads(Profile, GraphText, Cl, Settings, SO, Threads)
           : searchPlans(Profile, Cl, SO);
-  if (!Result || O.ScaleDp <= 1 || Result->Plans.empty())
+  if (!Result)
+    return fail(ExitBadOptions,
+                O.ModelFile + ": " + toString(Result.takeError()));
+  if (O.ScaleDp <= 1 || Result->Plans.empty())
     return Result;
   Cluster Bigger = Cl;
   Bigger.NumGpus *= O.ScaleDp;
@@ -744,12 +748,8 @@ static Error planModel(const PlanDriverOptions &O) {
                        Settings, Given->Config);
   if (ShowProgress && LastShown != Start)
     errs() << "\r\x1b[K";
-  if (!Result) {
-    if (Result.errorIsA<ExitError>())
-      return Result.takeError();
-    return fail(ExitBadOptions,
-                O.ModelFile + ": " + toString(Result.takeError()));
-  }
+  if (!Result)
+    return Result.takeError();
   double SearchSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
           .count();

@@ -6,7 +6,6 @@
 #include "ir/ShapeFunctions.h"
 
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <climits>

@@ -4,7 +4,6 @@
 
 #include "llvm/Support/MathExtras.h"
 
-#include <array>
 #include <iterator>
 
 using namespace autopar;

@@ -235,8 +235,8 @@ struct OpFacts {
   OpId Op;
   LoopRule Loops;
   FlopRule Flops;
-  /// FLOPs per result element for FlopRule::PerOutput (sources in
-  /// OpFacts.def); 0 otherwise.
+  /// FLOPs per result element for FlopRule::PerOutput (the convention is
+  /// ir/OpFlops.cpp's); 0 otherwise.
   uint8_t FlopsPerElement;
   GradientRule Gradient;
   SavedRule Saved;

@@ -12,11 +12,8 @@
 //                         attention as above
 //   per output element    FlopsPerElement of the op's row in OpFacts.def:
 //                         the scalar operations of its formula (1 for
-//                         arithmetic, comparisons, logic, Where, CumSum,
-//                         Dropout; Gelu 8, Silu 4, SwiGLU 5, Softmax 5,
-//                         LayerNormalization 8, RMSNormalization 5, ...);
-//                         Sum: operands - 1; pools: kernel size; LRN
-//                         2*size+3
+//                         arithmetic); Sum: operands - 1; pools: kernel
+//                         size; LRN 2*size+3
 //   per input element     1: reductions, TopK, GlobalAveragePool
 //   data movement         0: layouts, gathers, constants, shape ops, Cast;
 //                         communication (its cost is the collective model's)

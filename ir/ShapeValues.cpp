@@ -5,8 +5,6 @@
 #include "ir/OpFacts.h"
 #include "ir/ShapeFunctions.h"
 
-#include "llvm/Support/MathExtras.h"
-
 using namespace autopar;
 using namespace llvm;
 

@@ -104,6 +104,23 @@ struct UnitFigures {
   double ActivationBytes = 0;
 };
 
+/// Annotates each node of Units with its virtual stage under Cut (units per
+/// virtual stage, in order; they sum to Units.size()).
+static void annotateStages(Graph &G, ArrayRef<LayerUnit> Units,
+                           ArrayRef<unsigned> Cut) {
+  DenseMap<const Node *, unsigned> StageOf;
+  unsigned Unit = 0;
+  for (unsigned Stage = 0; Stage != Cut.size(); ++Stage)
+    for (unsigned I = 0; I != Cut[Stage]; ++I, ++Unit)
+      for (const Node *N : Units[Unit].Nodes)
+        StageOf[N] = Stage;
+  for (Node &N : G.getNodes()) {
+    auto It = StageOf.find(&N);
+    if (It != StageOf.end())
+      N.getAttrs().set("stage", Attribute::getInt(It->second));
+  }
+}
+
 LogicalResult PartitionStagesPass::partition(Graph &G, DiagnosticEngine &Diag) {
   for (const Node &N : G.getNodes())
     for (unsigned R = 0, E = N.getNumResults(); R != E; ++R)
@@ -170,18 +187,17 @@ LogicalResult PartitionStagesPass::partition(Graph &G, DiagnosticEngine &Diag) {
                    " per rank; add stages or memory");
     return failure();
   }
+  annotateStages(G, Units, *Cut);
+  if (!PrintSummary)
+    return success();
   unsigned First = 0;
   for (unsigned J = 0; J != Cut->size(); ++J) {
     double Seconds = 0;
-    for (unsigned U = First; U != First + (*Cut)[J]; ++U) {
+    for (unsigned U = First; U != First + (*Cut)[J]; ++U)
       Seconds += Time[U];
-      for (const Node *N : Units[U].Nodes)
-        const_cast<Node *>(N)->getAttrs().set("stage", Attribute::getInt(J));
-    }
-    if (PrintSummary)
-      outs() << "stage " << J << " (rank " << J % Stages << "): layers "
-             << Units[First].Layer << ".." << Units[First + (*Cut)[J] - 1].Layer
-             << format(" time=%.3es\n", Seconds);
+    outs() << "stage " << J << " (rank " << J % Stages << "): layers "
+           << Units[First].Layer << ".." << Units[First + (*Cut)[J] - 1].Layer
+           << format(" time=%.3es\n", Seconds);
     First += (*Cut)[J];
   }
   return success();
@@ -202,17 +218,7 @@ LogicalResult PartitionStagesPass::annotateCut(Graph &G, ArrayRef<unsigned> Cut,
                             " (run detect-layers as the plan did)");
     return failure();
   }
-  DenseMap<const Node *, unsigned> StageOf;
-  unsigned Unit = 0;
-  for (unsigned Stage = 0; Stage != Cut.size(); ++Stage)
-    for (unsigned I = 0; I != Cut[Stage]; ++I, ++Unit)
-      for (const Node *N : Units[Unit].Nodes)
-        StageOf[N] = Stage;
-  for (Node &N : G.getNodes()) {
-    auto It = StageOf.find(&N);
-    if (It != StageOf.end())
-      N.getAttrs().set("stage", Attribute::getInt(It->second));
-  }
+  annotateStages(G, Units, Cut);
   return success();
 }
 

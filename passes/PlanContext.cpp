@@ -8,33 +8,26 @@
 using namespace autopar;
 using namespace llvm;
 
-Expected<PlanContext> autopar::getPlanContext(const Module &M, StringRef Pass) {
+std::optional<PlanContext> autopar::readPlanContext(const Module &M,
+                                                    StringRef Pass,
+                                                    DiagnosticEngine &Diag) {
+  auto Fail = [&](const Twine &Why) -> std::optional<PlanContext> {
+    Diag.error(M.getAttrsLoc(), Pass + ": " + Why);
+    return std::nullopt;
+  };
   Expected<PlanRecord> R = getModulePlan(M);
   if (!R)
-    return createStringError(inconvertibleErrorCode(),
-                             Pass +
-                                 ": from-plan needs the plan the module "
-                                 "records (its attributes, as plan.air "
-                                 "has): " +
-                                 toString(R.takeError()));
+    return Fail("from-plan needs the plan the module records (its "
+                "attributes, as plan.air has): " +
+                toString(R.takeError()));
+  // The record holds the cluster as clusterToJSON wrote it.
   std::string Text;
   raw_string_ostream OS(Text);
   OS << attributeToJSON(R->Cluster);
   Expected<Cluster> Cl = parseClusterJSON(OS.str(), "the plan's 'cluster'");
   if (!Cl)
-    return createStringError(inconvertibleErrorCode(),
-                             Pass + ": " + toString(Cl.takeError()));
+    return Fail(toString(Cl.takeError()));
   return PlanContext{std::move(*R), std::move(*Cl)};
-}
-
-std::optional<PlanContext> autopar::readPlanContext(const Module &M,
-                                                    StringRef Pass,
-                                                    DiagnosticEngine &Diag) {
-  Expected<PlanContext> P = getPlanContext(M, Pass);
-  if (P)
-    return std::move(*P);
-  Diag.error(M.getAttrsLoc(), toString(P.takeError()));
-  return std::nullopt;
 }
 
 void autopar::addPlanMesh(Graph &G, const PlanConfig &C) {

@@ -31,11 +31,9 @@ struct PlanContext {
   const PlanConfig &config() const { return Record.Config; }
 };
 
-/// The plan M records and its cluster; an error naming Pass when M records
-/// none.
-llvm::Expected<PlanContext> getPlanContext(const Module &M,
-                                           llvm::StringRef Pass);
-/// The same, the error reported through Diag at M's attributes.
+/// The plan M records and its cluster; when M records none (or a cluster
+/// that does not read), an error naming Pass reported through Diag at M's
+/// attributes, and nullopt.
 std::optional<PlanContext>
 readPlanContext(const Module &M, llvm::StringRef Pass, DiagnosticEngine &Diag);
 

@@ -94,8 +94,9 @@ void RecomputeLayersPass::runOnGraph(Graph &G) const {
   }
   DenseMap<const Node *, unsigned> Order;
   std::map<int64_t, SmallVector<Node *, 32>> Layers;
+  unsigned Position = 0;
   for (Node &N : G.getNodes()) {
-    Order[&N] = Order.size();
+    Order[&N] = Position++;
     std::optional<int64_t> L = layerOf(N);
     if (Forward.count(&N) && L && *L >= First && (Last < 0 || *L <= Last) &&
         N.getOp() != OpId::Constant)

@@ -633,14 +633,14 @@ static unsigned getNumUnits(const ModelProfile &Profile,
   return NumUnits;
 }
 
-/// An error when a pinned choice (--fix) cannot hold on this cluster and
-/// model, saying which values could.
+/// An error when a pinned choice (--fix) cannot hold on this cluster and a
+/// model of NumUnits units, saying which values could.
 static Error checkPins(const ModelProfile &Profile, const Cluster &Cl,
-                       const SearchOptions &O, unsigned MaxTP) {
+                       const SearchOptions &O, unsigned MaxTP,
+                       unsigned NumUnits) {
   const PlanFixes &F = O.Fixed;
   unsigned N = Cl.NumGpus;
   int64_t Heads = Profile.getAttentionHeads();
-  unsigned NumUnits = getNumUnits(Profile, O);
   if (F.TP) {
     std::string Valid;
     for (unsigned TP : divisorsOf(N))
@@ -696,9 +696,9 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
   int64_t Heads = Profile.getAttentionHeads();
   uint64_t Tried = 0;
   unsigned PairIndex = 0;
-  if (Error Pinned = checkPins(Profile, Cl, O, MaxTP))
-    return Pinned;
   unsigned NumUnits = getNumUnits(Profile, O);
+  if (Error Pinned = checkPins(Profile, Cl, O, MaxTP, NumUnits))
+    return Pinned;
   for (unsigned TP : divisorsOf(N)) {
     if (TP > MaxTP || (F.TP && TP != *F.TP) || (Heads && Heads % TP))
       continue;

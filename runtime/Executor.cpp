@@ -4,7 +4,6 @@
 #include "runtime/ParamInit.h"
 
 #include "ir/Graph.h"
-#include "ir/OpFacts.h"
 #include "weights/WeightReader.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -98,6 +97,7 @@ Executor::create(const Graph &G, Backend &B, const ExecutorOptions &Options) {
   if (Error E = X->loadParams(Options))
     return E;
   X->planFrees();
+  X->findGradients();
   return X;
 }
 
@@ -177,20 +177,7 @@ Error Executor::writeParam(const Value &P, ArrayRef<uint8_t> Bytes) {
   return Error::success();
 }
 
-void Executor::planFrees() {
-  DenseSet<const Value *> Outputs(G.getOutputs().begin(), G.getOutputs().end());
-  DenseMap<const Value *, unsigned> LastUse;
-  for (unsigned I = 0; I != Nodes.size(); ++I) {
-    for (Value *V : Nodes[I]->getOperands())
-      if (V && !V->isParam() && !getUpdatedParam(*V))
-        LastUse[V] = I;
-    // A result that no node uses dies with its node.
-    for (unsigned R = 0; R != Nodes[I]->getNumResults(); ++R)
-      if (!getUpdatedParam(*Nodes[I]->getResult(R)))
-        LastUse.try_emplace(Nodes[I]->getResult(R), I);
-  }
-  // Gradients: what optimizer steps read, and the sums over micro-batches
-  // (trees of Adds) that build it.
+void Executor::findGradients() {
   SmallVector<const Value *, 32> Work;
   for (const Node *N : Nodes)
     if (N->getOp() == OpId::AdamW || N->getOp() == OpId::Sgd)
@@ -202,6 +189,20 @@ void Executor::planFrees() {
     if (const Node *D = V->getDefiningNode())
       if (D->getOp() == OpId::Add)
         Work.append(D->getOperands().begin(), D->getOperands().end());
+  }
+}
+
+void Executor::planFrees() {
+  DenseSet<const Value *> Outputs(G.getOutputs().begin(), G.getOutputs().end());
+  DenseMap<const Value *, unsigned> LastUse;
+  for (unsigned I = 0; I != Nodes.size(); ++I) {
+    for (Value *V : Nodes[I]->getOperands())
+      if (V && !V->isParam() && !getUpdatedParam(*V))
+        LastUse[V] = I;
+    // A result that no node uses dies with its node.
+    for (unsigned R = 0; R != Nodes[I]->getNumResults(); ++R)
+      if (!getUpdatedParam(*Nodes[I]->getResult(R)))
+        LastUse.try_emplace(Nodes[I]->getResult(R), I);
   }
   FreeAfter.assign(Nodes.size(), {});
   // Visit values in a fixed order (inputs, then results by node) so that

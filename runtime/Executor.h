@@ -103,6 +103,9 @@ private:
   Executor(const Graph &G, Backend &B) : G(G), B(B) {}
   llvm::Error loadParams(const ExecutorOptions &Options);
   void planFrees();
+  /// Gradients: what optimizer steps read, and the sums over micro-batches
+  /// (trees of Adds) that build it.
+  void findGradients();
 
   const Graph &G;
   Backend &B;

@@ -803,13 +803,10 @@ static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
     const Attribute *A = V.getAttrs().get("placement");
     return A && A->isa(Attribute::Kind::String) && A->getString() != "device";
   };
-  MeasuredMemory Mine;
+  MeasuredMemory Mine = Peaks;
   Mine.ParamBytes =
       X.getParamBytes([&](const Value &V) { return !Offloaded(V); });
   Mine.OffloadedBytes = X.getParamBytes(Offloaded);
-  Mine.PeakActivationBytes = Peaks.PeakActivationBytes;
-  Mine.PeakGradientBytes = Peaks.PeakGradientBytes;
-  Mine.PeakNonGradientBytes = Peaks.PeakNonGradientBytes;
   return reportMemory(*P.M, B, P.Cluster, Mine);
 }
 

@@ -11,7 +11,6 @@
 #include "runtime/cpu/CpuCommunicator.h"
 
 #include "ir/Graph.h"
-#include "ir/OpFacts.h"
 
 #include <cstring>
 

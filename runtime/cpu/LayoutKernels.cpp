@@ -12,7 +12,6 @@
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
-#include "ir/OpFacts.h"
 
 #include <algorithm>
 #include <cstring>

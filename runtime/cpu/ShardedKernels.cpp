@@ -19,7 +19,6 @@
 #include "runtime/cpu/CpuCommunicator.h"
 
 #include "ir/Graph.h"
-#include "ir/OpFacts.h"
 
 #include <cmath>
 #include <cstring>
