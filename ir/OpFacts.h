@@ -166,6 +166,7 @@ enum class KernelFamily : uint8_t {
   AveragePool,
   GlobalAveragePool,
   Attention,
+  AttentionWithProbs,
   AttentionGrad,
   RotaryEmbedding,
   // Layouts, slices, gathers.

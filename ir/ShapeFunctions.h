@@ -69,6 +69,7 @@ InferResult inferConvTranspose(const ShapeContext &Ctx);
 InferResult inferPool(const ShapeContext &Ctx);
 InferResult inferGlobalPool(const ShapeContext &Ctx);
 InferResult inferAttention(const ShapeContext &Ctx);
+InferResult inferAttentionWithProbs(const ShapeContext &Ctx);
 InferResult inferRotaryEmbedding(const ShapeContext &Ctx);
 InferResult inferMsAttention(const ShapeContext &Ctx);
 InferResult inferMsGroupQueryAttention(const ShapeContext &Ctx);

@@ -209,10 +209,15 @@ Error checkAttentionMask(const ShapeContext &Ctx, ArrayRef<Dim> Target) {
 
 } // namespace
 
-// ONNX Attention (opset 23): Q, K, V are all 4-D [batch, heads, seq, head
-// size] or all 3-D [batch, seq, heads * head size]; V's head size may
-// differ from Q's and K's.
-InferResult autopar::inferAttention(const ShapeContext &Ctx) {
+namespace {
+
+/// The types of Attention's results: Y, present_key, present_value and the
+/// scores or probabilities (qk_matmul_output).
+struct AttentionResultTypes {
+  TensorType Y, PresentKey, PresentValue, Scores;
+};
+
+Expected<AttentionResultTypes> inferAttentionResults(const ShapeContext &Ctx) {
   for (unsigned I : {AttnQ, AttnV})
     if (Error E = checkFloat(Ctx, I))
       return E;
@@ -233,26 +238,50 @@ InferResult autopar::inferAttention(const ShapeContext &Ctx) {
     return E;
 
   ElementType QElem = elementTypeOf(Ctx, AttnQ);
-  Types Results;
+  AttentionResultTypes R;
   if (Ctx.getOperandType(AttnQ).getRank() == 4) {
-    Results.push_back(TensorType(QElem, {Q.Batch, Q.Heads, Q.Seq, V.HeadSize}));
+    R.Y = TensorType(QElem, {Q.Batch, Q.Heads, Q.Seq, V.HeadSize});
   } else {
     // q_heads * v_head_size, where v_hidden = kv_heads * v_head_size.
     Dim Hidden = dimOf(Ctx, AttnV, 2) * Q.Heads;
     std::optional<Dim> YHidden = Hidden.divide(K.Heads);
-    Results.push_back(
-        TensorType(QElem, {Q.Batch, Q.Seq, YHidden ? *YHidden : Dim()}));
+    R.Y = TensorType(QElem, {Q.Batch, Q.Seq, YHidden ? *YHidden : Dim()});
   }
+  R.PresentKey = TensorType(QElem, {Q.Batch, K.Heads, TotalSeq, Q.HeadSize});
+  R.PresentValue = TensorType(elementTypeOf(Ctx, AttnV),
+                              {Q.Batch, K.Heads, TotalSeq, V.HeadSize});
+  R.Scores = TensorType(QElem, Scores);
+  return R;
+}
+
+} // namespace
+
+// ONNX Attention (opset 23): Q, K, V are all 4-D [batch, heads, seq, head
+// size] or all 3-D [batch, seq, heads * head size]; V's head size may
+// differ from Q's and K's.
+InferResult autopar::inferAttention(const ShapeContext &Ctx) {
+  Expected<AttentionResultTypes> R = inferAttentionResults(Ctx);
+  if (!R)
+    return R.takeError();
+  Types Results{R->Y};
   unsigned NumResults = Ctx.getNode().getNumResults();
   if (NumResults > 1)
-    Results.push_back(
-        TensorType(QElem, {Q.Batch, K.Heads, TotalSeq, Q.HeadSize}));
+    Results.push_back(R->PresentKey);
   if (NumResults > 2)
-    Results.push_back(TensorType(elementTypeOf(Ctx, AttnV),
-                                 {Q.Batch, K.Heads, TotalSeq, V.HeadSize}));
+    Results.push_back(R->PresentValue);
   if (NumResults > 3)
-    Results.push_back(TensorType(QElem, Scores));
+    Results.push_back(R->Scores);
   return Results;
+}
+
+// The training form (4-D, no cache) with the probabilities as result 1.
+InferResult autopar::inferAttentionWithProbs(const ShapeContext &Ctx) {
+  if (Ctx.getOperandType(AttnQ).getRank() != 4)
+    return Ctx.error(describe(Ctx, AttnQ) + " must have rank 4");
+  Expected<AttentionResultTypes> R = inferAttentionResults(Ctx);
+  if (!R)
+    return R.takeError();
+  return Types{R->Y, R->Scores};
 }
 
 namespace {

@@ -105,6 +105,21 @@ InferResult autopar::inferAttentionGrad(const ShapeContext &Ctx) {
     if (Error E = checkRank(Ctx, I, 4))
       return E;
   }
+  // The forward's probabilities [B, Hq, Sq, Skv] when it kept them.
+  constexpr unsigned Probs = 5;
+  if (Ctx.hasOperand(Probs)) {
+    if (Error E = checkSameElementTypeAs(Ctx, Probs, 1))
+      return E;
+    if (Error E = checkRank(Ctx, Probs, 4))
+      return E;
+    const Dim Want[] = {dimOf(Ctx, 1, 0), dimOf(Ctx, 1, 1), dimOf(Ctx, 1, 2),
+                        dimOf(Ctx, 2, 2)};
+    for (unsigned D = 0; D != 4; ++D)
+      if (!mayEqual(dimOf(Ctx, Probs, D), Want[D]))
+        return Ctx.error(describe(Ctx, Probs) +
+                         " must be [batch, q heads, q sequence, kv sequence] "
+                         "of Q and K");
+  }
   return likeOperands(Ctx, {1, 2, 3});
 }
 

@@ -326,6 +326,7 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::CrossEntropyLossGrad:
   case OpId::LayerNormalizationGrad:
   case OpId::RMSNormalizationGrad:
+  case OpId::AttentionWithProbs:
   case OpId::AttentionGrad:
   case OpId::GeluGrad:
   case OpId::SiluGrad:

@@ -434,7 +434,7 @@ static Error gemmGrad(Rule &R) {
 /// Ops whose backward is one fused op Grad taking Operands (dY and what it
 /// needs of the forward) and the forward's attributes Attrs, with the
 /// gradients of the first NumOut forward operands as results.
-static Error fusedGrad(Rule &R, OpId Grad, SmallVector<Value *, 5> Operands,
+static Error fusedGrad(Rule &R, OpId Grad, ArrayRef<Value *> Operands,
                        std::initializer_list<StringRef> Attrs,
                        unsigned NumOut) {
   const Node &N = R.N;
@@ -466,10 +466,15 @@ static Error attentionGrad(Rule &R) {
   if (const Attribute *Drop = N.getAttr("dropout"))
     if (Drop->getFloat() != 0)
       return R.fail("no gradient rule with dropout in training mode");
-  SmallVector<Value *, 5> Operands{R.DY[0], R.operand(0), R.operand(1),
+  SmallVector<Value *, 6> Operands{R.DY[0], R.operand(0), R.operand(1),
                                    R.operand(2)};
-  if (N.getNumOperands() > 3 && N.getOperand(3))
-    Operands.push_back(N.getOperand(3));
+  Value *Mask = N.getNumOperands() > 3 ? N.getOperand(3) : nullptr;
+  // AttentionWithProbs (materialize-attention) hands its probabilities to
+  // the gradient, which then reads them instead of recomputing them.
+  if (N.getOp() == OpId::AttentionWithProbs)
+    Operands.append({Mask, N.getResult(1)});
+  else if (Mask)
+    Operands.push_back(Mask);
   return fusedGrad(R, OpId::AttentionGrad, Operands,
                    {"is_causal", "kv_num_heads", "q_num_heads", "scale"}, 3);
 }

@@ -164,13 +164,22 @@ static Expected<std::string> getTiedParameters(StringRef PlanText,
   return Tied;
 }
 
-/// Full recomputation (recompute, after autodiff) of the layers the planner
-/// prices it for: every unit but the first and the last (the embedding and
-/// the head) when there are more than two, as planner/Search.cpp's
-/// `recomputes`. Selective recomputation needs no pass: the attention core
-/// is one Attention node whose backward (AttentionGrad) recomputes the
-/// scores and probabilities from Q, K and V, so they are never kept.
+/// The attention kernel before autodiff: the materialized kernel keeps the
+/// probabilities for the backward (materialize-attention); flash attention
+/// keeps only what AttentionGrad recomputes them from.
+static std::string getAttentionKernel(const PlanConfig &C) {
+  return C.Attention == AttentionKernel::Materialized ? "materialize-attention,"
+                                                      : "";
+}
+
+/// Recomputation after autodiff. Selective: the attention core
+/// (recompute-attention). Full: the layers the planner prices it for, every
+/// unit but the first and the last (the embedding and the head) when there
+/// are more than two, as planner/Search.cpp's `recomputes`.
 static std::string getRecompute(const Graph &G, const PlanConfig &C) {
+  if (C.Recomputation == Recompute::Selective)
+    return C.Attention == AttentionKernel::Materialized ? ",recompute-attention"
+                                                        : "";
   if (C.Recomputation != Recompute::Full)
     return "";
   std::set<int64_t> Layers;
@@ -202,7 +211,7 @@ autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
                          "token ids with static sizes");
   int64_t Seq = G.getInputs()[0]->getType().getDim(1).getSize();
   std::string LossTokens = std::to_string(C.getGlobalBatch() * (Seq - 1));
-  std::string Localize = getLocalize(C);
+  std::string Localize = getLocalize(C) + getAttentionKernel(C);
   std::string TPGrads = C.TP > 1 ? " tensor-parallel=tp" : "";
   std::string Tail = getUpdateTail(C);
   std::string Recompute = getRecompute(G, C);

@@ -179,8 +179,12 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
       Recompute Mode =
           recomputes(U, Costs.size()) ? C.Recomputation : Recompute::None;
       Saved += Cost.SavedBytes[unsigned(Mode)];
-      // Recomputing a unit holds its whole activations for a moment.
-      if (Mode != Recompute::None)
+      // Recomputing a unit holds its whole activations for a moment. The
+      // attention core of selective recomputation is recomputed inside
+      // AttentionGrad (runtime/cpu/AttentionKernel.cpp row by row; the CUDA
+      // kernel in the scratch that holds dS in every mode), so it adds
+      // nothing that outlives a kernel.
+      if (Mode == Recompute::Full)
         Working = std::max(Working, Cost.SavedBytes[0] -
                                         Cost.SavedBytes[unsigned(Mode)]);
       Loss += Cost.LossBytes;

@@ -54,6 +54,7 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::AveragePool:
   case KernelFamily::GlobalAveragePool:
   case KernelFamily::Attention:
+  case KernelFamily::AttentionWithProbs:
   case KernelFamily::AttentionGrad:
   case KernelFamily::RotaryEmbedding:
   case KernelFamily::GatherGrad:

@@ -150,21 +150,33 @@ static void writePresent(const KernelArgs &A, const AttentionPlan &S,
       }
 }
 
-Error autopar::runAttention(const KernelArgs &A) {
-  if (A.floatAttr("dropout", 0) > 0)
-    return A.error("training-mode dropout has no CPU kernel");
-  Expected<AttentionPlan> Shapes = getShapes(A);
-  if (!Shapes)
-    return Shapes.takeError();
-  const AttentionPlan &S = *Shapes;
-  if (Error E = checkResults(A, S))
-    return E;
+/// Scores becomes softmax(Scores) in place, as both the forward and the
+/// gradient compute it (so that recomputed probabilities are the forward's
+/// bit for bit): sums in f64, keys in order; all keys masked gives zeros.
+static void softmaxRow(MutableArrayRef<float> Scores) {
+  float Max = -INFINITY;
+  for (float Score : Scores)
+    Max = std::max(Max, Score);
+  if (Max == -INFINITY) {
+    std::fill(Scores.begin(), Scores.end(), 0.0f);
+    return;
+  }
+  double Sum = 0;
+  for (float Score : Scores)
+    Sum += std::exp(double(Score) - Max);
+  for (float &Score : Scores)
+    Score = float(std::exp(double(Score) - Max) / Sum);
+}
+
+/// The forward of Attention and AttentionWithProbs: Y into A.Out[0], and
+/// into QK (when not null) what qk_matmul_output_mode Mode says.
+static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
+                              float *QKData, int64_t Mode) {
   AttentionBias Bias(A, S);
   if (Error E = Bias.init())
     return E;
   float Scale = float(A.floatAttr("scale", 1 / std::sqrt(double(S.D))));
   float Softcap = float(A.floatAttr("softcap", 0));
-  int64_t Mode = A.intAttr("qk_matmul_output_mode", 0);
   HeadRows QR{A.In[Q].data<float>(), S.ThreeD, S.Hq, S.Sq, S.D};
   HeadRows KR{A.In[K].data<float>(), S.ThreeD, S.Hkv, S.Skv, S.D};
   HeadRows VR{A.In[V].data<float>(), S.ThreeD, S.Hkv, S.Skv, S.Dv};
@@ -196,52 +208,77 @@ Error autopar::runAttention(const KernelArgs &A) {
         Scores[J] =
             Softcap > 0 ? Softcap * std::tanh(Raw[J] / Softcap) : Raw[J];
       }
-      float *QK = A.hasResult(QKOutput) ? A.Out[QKOutput].data<float>() +
-                                              ((B * S.Hq + H) * S.Sq + I) * T
-                                        : nullptr;
+      float *QK = QKData ? QKData + ((B * S.Hq + H) * S.Sq + I) * T : nullptr;
       if (QK && (Mode == 0 || Mode == 2))
         std::copy_n(Mode == 0 ? Raw.data() : Scores.data(), T, QK);
       Bias.apply(B, H, I, Scores.data());
       if (QK && Mode == 1)
         std::copy_n(Scores.data(), T, QK);
-      float Max = -INFINITY;
-      for (float Score : Scores)
-        Max = std::max(Max, Score);
       float *Out = A.Out[Y].data<float>() + YR.offset(B, H, I);
       std::fill_n(Out, S.Dv, 0.0f);
-      if (Max == -INFINITY) {
-        std::fill(Scores.begin(), Scores.end(), 0.0f);
-      } else {
-        double Sum = 0;
-        for (float Score : Scores)
-          Sum += std::exp(double(Score) - Max);
-        for (int64_t J = 0; J != T; ++J)
-          Scores[J] = float(std::exp(double(Scores[J]) - Max) / Sum);
-        for (int64_t J = 0; J != T; ++J) {
-          const float *VRow = ValueRow(B, KH, J);
-          for (int64_t D = 0; D != S.Dv; ++D)
-            Out[D] += Scores[J] * VRow[D];
-        }
+      softmaxRow(Scores);
+      for (int64_t J = 0; J != T; ++J) {
+        const float *VRow = ValueRow(B, KH, J);
+        for (int64_t D = 0; D != S.Dv; ++D)
+          Out[D] += Scores[J] * VRow[D];
       }
       if (QK && Mode == 3)
         std::copy_n(Scores.data(), T, QK);
     }
   });
+  return Error::success();
+}
+
+Error autopar::runAttention(const KernelArgs &A) {
+  if (A.floatAttr("dropout", 0) > 0)
+    return A.error("training-mode dropout has no CPU kernel");
+  Expected<AttentionPlan> Shapes = getShapes(A);
+  if (!Shapes)
+    return Shapes.takeError();
+  const AttentionPlan &S = *Shapes;
+  if (Error E = checkResults(A, S))
+    return E;
+  float *QK = A.hasResult(QKOutput) ? A.Out[QKOutput].data<float>() : nullptr;
+  if (Error E =
+          attentionForward(A, S, QK, A.intAttr("qk_matmul_output_mode", 0)))
+    return E;
+  HeadRows KR{A.In[K].data<float>(), S.ThreeD, S.Hkv, S.Skv, S.D};
+  HeadRows VR{A.In[V].data<float>(), S.ThreeD, S.Hkv, S.Skv, S.Dv};
   writePresent(A, S, PastKey, KR, PresentKey);
   writePresent(A, S, PastValue, VR, PresentValue);
   return Error::success();
 }
 
-// AttentionGrad(dY, Q, K, V, attn_mask?) -> dQ, dK, dV for the 4-D form
-// without a cache or softcap. Per query row the probabilities P are
-// recomputed as the forward does; with dP_j = dY . v_j and
+// AttentionWithProbs(Q, K, V, attn_mask?) -> Y, probs: the forward with
+// the probabilities (qk_matmul_output_mode 3) as result 1.
+Error autopar::runAttentionWithProbs(const KernelArgs &A) {
+  Expected<AttentionPlan> Shapes = getShapes(A);
+  if (!Shapes)
+    return Shapes.takeError();
+  const AttentionPlan &S = *Shapes;
+  if (S.ThreeD)
+    return A.error("AttentionWithProbs takes the 4-D form only");
+  for (unsigned I = 0; I != 2; ++I)
+    if (Error E = A.checkResultType(I, {ElementType::F32}))
+      return E;
+  if (Error E = A.checkShape(0, {S.B, S.Hq, S.Sq, S.Dv}))
+    return E;
+  if (Error E = A.checkShape(1, {S.B, S.Hq, S.Sq, S.Skv}))
+    return E;
+  return attentionForward(A, S, A.Out[1].data<float>(), 3);
+}
+
+// AttentionGrad(dY, Q, K, V, attn_mask?, probs?) -> dQ, dK, dV for the 4-D
+// form without a cache or softcap. Per query row the probabilities P are
+// read from `probs` (AttentionWithProbs kept them) or recomputed exactly as
+// the forward computes them; with dP_j = dY . v_j and
 // dS_j = P_j (dP_j - sum_k P_k dP_k): dQ += scale * sum_j dS_j k_j,
 // dK_j += scale * dS_j q, dV_j += P_j dY. Accumulation is in f64 in the
 // order of (batch, query head, query row), so grouped K/V heads sum their
 // query heads deterministically.
 Error autopar::runAttentionGrad(const KernelArgs &A) {
   // The forward operands start at 1: Q, K, V, attn_mask.
-  KernelArgs Fwd{A.N, A.In.drop_front(1), {}};
+  KernelArgs Fwd{A.N, A.In.drop_front(1).take_front(4), {}};
   Expected<AttentionPlan> Shapes = getShapes(Fwd);
   if (!Shapes)
     return Shapes.takeError();
@@ -258,6 +295,16 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
   for (unsigned I = 0; I != 3; ++I)
     if (Error E = A.checkShape(I, A.In[I + 1].getShape()))
       return E;
+  constexpr unsigned Probs = 5;
+  const float *Kept = nullptr;
+  if (A.has(Probs)) {
+    if (Error E = A.checkType(Probs, {ElementType::F32}))
+      return E;
+    if (A.In[Probs].getShape() != ArrayRef<int64_t>{S.B, S.Hq, S.Sq, S.Skv})
+      return A.error("probs " + A.In[Probs].getTypeString() +
+                     " is not [batch, q heads, q sequence, kv sequence]");
+    Kept = A.In[Probs].data<float>();
+  }
   AttentionBias Bias(Fwd, S);
   if (Error E = Bias.init())
     return E;
@@ -279,25 +326,23 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
       for (int64_t I = 0; I != S.Sq; ++I) {
         int64_t KH = H / Group;
         const float *QRow = QR.row(B, H, I), *DY = DYR.row(B, H, I);
-        for (int64_t J = 0; J != T; ++J) {
-          const float *KRow = KR.row(B, KH, J);
-          float Dot = 0;
-          for (int64_t D = 0; D != S.D; ++D)
-            Dot += QRow[D] * KRow[D];
-          Scores[J] = Dot * float(Scale);
+        if (Kept) {
+          std::copy_n(Kept + ((B * S.Hq + H) * S.Sq + I) * T, T,
+                      Scores.begin());
+        } else {
+          for (int64_t J = 0; J != T; ++J) {
+            const float *KRow = KR.row(B, KH, J);
+            float Dot = 0;
+            for (int64_t D = 0; D != S.D; ++D)
+              Dot += QRow[D] * KRow[D];
+            Scores[J] = Dot * float(Scale);
+          }
+          Bias.apply(B, H, I, Scores.data());
+          softmaxRow(Scores);
         }
-        Bias.apply(B, H, I, Scores.data());
-        float Max = -INFINITY;
-        for (float Score : Scores)
-          Max = std::max(Max, Score);
-        if (Max == -INFINITY)
-          continue; // every key masked: the output was zeros
-        double Sum = 0;
-        for (int64_t J = 0; J != T; ++J)
-          Sum += std::exp(double(Scores[J]) - Max);
         double Inner = 0;
         for (int64_t J = 0; J != T; ++J) {
-          P[J] = std::exp(double(Scores[J]) - Max) / Sum;
+          P[J] = Scores[J];
           const float *VRow = VR.row(B, KH, J);
           double Dot = 0;
           for (int64_t D = 0; D != S.Dv; ++D)

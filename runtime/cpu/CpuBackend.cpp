@@ -84,6 +84,8 @@ static KernelFn lookupKernel(OpId Op) {
     return runGlobalAveragePool;
   case KernelFamily::Attention:
     return runAttention;
+  case KernelFamily::AttentionWithProbs:
+    return runAttentionWithProbs;
   case KernelFamily::AttentionGrad:
     return runAttentionGrad;
   case KernelFamily::RotaryEmbedding:

@@ -70,6 +70,7 @@ llvm::Error runGlobalAveragePool(const KernelArgs &A);
 
 // AttentionKernel.cpp: ONNX Attention (opset 23).
 llvm::Error runAttention(const KernelArgs &A);
+llvm::Error runAttentionWithProbs(const KernelArgs &A);
 // RotaryKernel.cpp: ONNX RotaryEmbedding (opset 23).
 llvm::Error runRotaryEmbedding(const KernelArgs &A);
 

@@ -160,9 +160,32 @@ Error cuda::runAttention(const KernelArgs &A, CudaContext &C) {
                       P->getData(), VT.getData(), Y);
 }
 
+Error cuda::runAttentionWithProbs(const KernelArgs &A, CudaContext &C) {
+  Expected<Shapes> SOr = getShapes(A);
+  if (!SOr)
+    return SOr.takeError();
+  const Shapes &S = *SOr;
+  const Tensor &QT = A.In[Q], &VT = A.In[V], &Y = A.Out[0], &P = A.Out[1];
+  if (Error E = A.checkShape(0, {S.B, S.Hq, S.Sq, S.Dv}))
+    return E;
+  if (Error E = A.checkShape(1, {S.B, S.Hq, S.Sq, S.Skv}))
+    return E;
+  if (Y.getElementType() != QT.getElementType() ||
+      P.getElementType() != QT.getElementType())
+    return A.error("the results " + Y.getTypeString() + " and " +
+                   P.getTypeString() + " must have Q's type " +
+                   QT.getTypeString());
+  double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
+  if (Error E = computeProbabilities(A, C, A, S, Scale, P))
+    return E;
+  return groupProduct(A, C, S, false, false, rep(S) * S.Sq, S.Dv, S.Skv, 1,
+                      P.getData(), VT.getData(), Y);
+}
+
 Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
-  // Operands: dY, then the forward's Q, K, V and attn_mask.
-  KernelArgs Fwd{A.N, A.In.drop_front(1), {}};
+  // Operands: dY, then the forward's Q, K, V and attn_mask, then the
+  // probabilities when AttentionWithProbs kept them.
+  KernelArgs Fwd{A.N, A.In.drop_front(1).take_front(4), {}};
   Expected<Shapes> SOr = getShapes(Fwd);
   if (!SOr)
     return SOr.takeError();
@@ -181,15 +204,23 @@ Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
       return A.error("the gradients must have Q's type " + QT.getTypeString());
   }
   Scratch Work(C);
-  Expected<Tensor> P = Work.get(A, Elem, {S.B, S.Hq, S.Sq, S.Skv});
-  if (!P)
-    return P.takeError();
   Expected<Tensor> DS = Work.get(A, Elem, {S.B, S.Hq, S.Sq, S.Skv});
   if (!DS)
     return DS.takeError();
   double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
-  if (Error E = computeProbabilities(A, C, Fwd, S, Scale, *P))
+  constexpr unsigned Probs = 5;
+  Expected<Tensor> P = A.has(Probs) ? Expected<Tensor>(A.In[Probs])
+                                    : Work.get(A, Elem, DS->getShape());
+  if (!P)
+    return P.takeError();
+  if (A.has(Probs)) {
+    if (P->getShape() != DS->getShape() || P->getElementType() != Elem)
+      return A.error("probs " + P->getTypeString() +
+                     " is not [batch, q "
+                     "heads, q sequence, kv sequence] in Q's type");
+  } else if (Error E = computeProbabilities(A, C, Fwd, S, Scale, *P)) {
     return E;
+  }
   int64_t Rows = rep(S) * S.Sq;
   const Tensor &DQ = A.Out[0], &DK = A.Out[1], &DV = A.Out[2];
   // dV = P^T dY: [Skv, Rows] x [Rows, Dv].

@@ -149,6 +149,7 @@ llvm::Error runGatherGrad(const KernelArgs &A, CudaContext &C);
 // CudaAttentionOps.cpp: Attention (4-D, no cache), AttentionGrad and
 // RotaryEmbedding.
 llvm::Error runAttention(const KernelArgs &A, CudaContext &C);
+llvm::Error runAttentionWithProbs(const KernelArgs &A, CudaContext &C);
 llvm::Error runAttentionGrad(const KernelArgs &A, CudaContext &C);
 llvm::Error runRotaryEmbedding(const KernelArgs &A, CudaContext &C);
 

@@ -84,6 +84,8 @@ static CudaKernelFn lookup(OpId Op) {
     return runAdamW;
   case KernelFamily::Attention:
     return runAttention;
+  case KernelFamily::AttentionWithProbs:
+    return runAttentionWithProbs;
   case KernelFamily::AttentionGrad:
     return runAttentionGrad;
   case KernelFamily::RotaryEmbedding:

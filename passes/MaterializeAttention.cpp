@@ -1,0 +1,110 @@
+//===- MaterializeAttention.cpp - Keep attention probabilities ------------===//
+//
+// `materialize-attention` lowers the plan's `attention=materialized` kernel
+// in a training graph before autodiff: every Attention node in the form
+// autodiff differentiates (4-D Q, K and V, no cache, no softcap or dropout,
+// Y its only result) becomes AttentionWithProbs, which also returns its
+// probabilities softmax(scale Q K^T + bias) [B, Hq, Sq, Skv]. Autodiff then
+// hands them to AttentionGrad, which reads them instead of recomputing
+// them: the backward keeps them from the forward, as the cost model prices
+// the materialized kernel (cost/ActivationMemory.cpp: the attention core,
+// Korthikanti et al. 2022's 5as^2b without dropout's mask). Selective
+// recomputation (recompute-attention, after autodiff) undoes it; flash
+// attention never keeps them, so its plans do not run this pass. Nodes in
+// another form are left as they are (autodiff names them if it cannot
+// differentiate them).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "ir/Graph.h"
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+/// Attention as autodiff differentiates it, with nothing but Y.
+bool isTrainingForm(const Node &N) {
+  if (N.getOp() != OpId::Attention || N.getNumResults() != 1 ||
+      N.getResult(0)->getType().getRank() != 4)
+    return false;
+  for (unsigned I = 4; I < N.getNumOperands(); ++I)
+    if (N.getOperand(I))
+      return false;
+  for (StringRef Name : {"softcap", "dropout"})
+    if (const Attribute *A = N.getAttr(Name))
+      if (!A->isa(Attribute::Kind::Float) || A->getFloat() != 0)
+        return false;
+  return true;
+}
+
+/// ONNX attributes that AttentionWithProbs does not take (their values in
+/// the training form change nothing).
+bool isDroppedAttr(StringRef Name) {
+  return Name == "softcap" || Name == "dropout" ||
+         Name == "qk_matmul_output_mode" || Name == "softmax_precision";
+}
+
+class MaterializeAttentionPass : public Pass {
+public:
+  StringRef getArgument() const override { return "materialize-attention"; }
+
+  LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
+    (void)Diag;
+    for (const std::unique_ptr<Graph> &G : M.getGraphs()) {
+      SmallVector<Node *, 8> Targets;
+      for (Node &N : G->getNodes())
+        if (isTrainingForm(N))
+          Targets.push_back(&N);
+      for (Node *N : Targets)
+        materialize(*G, *N);
+    }
+    return success();
+  }
+
+private:
+  static void materialize(Graph &G, Node &N) {
+    AttrDict Attrs;
+    for (const auto &[Name, Value] : N.getAttrs())
+      if (!isDroppedAttr(Name))
+        Attrs.set(Name, Value);
+    // A sharding annotation names one sharding per result: the
+    // probabilities split as Y's [B, Hq, Sq] and keep their keys whole.
+    if (const Attribute *A = N.getAttr("sharding"))
+      if (A->isa(Attribute::Kind::Sharding)) {
+        Sharding Probs = A->getSharding();
+        if (!Probs.DimAxes.empty())
+          Probs.DimAxes.back().clear();
+        Attrs.set(
+            "sharding",
+            Attribute::getList({*A, Attribute::getSharding(std::move(Probs))}));
+      }
+    Value *Y = N.getResult(0);
+    ArrayRef<Value *> First = N.getOperands().take_front(4);
+    SmallVector<Value *, 4> Operands(First.begin(), First.end());
+    while (!Operands.empty() && !Operands.back())
+      Operands.pop_back();
+    const TensorType &Q = N.getOperand(0)->getType(),
+                     &K = N.getOperand(1)->getType();
+    TensorType Probs(Y->getType().getElementType(),
+                     {Q.getDim(0), Q.getDim(1), Q.getDim(2), K.getDim(2)});
+    std::string Name = Y->getName().str();
+    Node *With = G.createNode(OpId::AttentionWithProbs, Operands,
+                              {Y->getType(), Probs}, std::move(Attrs),
+                              {"", G.getUniqueName(Name + ".probs")}, &N);
+    With->setName(N.getName());
+    With->setLoc(N.getLoc());
+    With->getResult(0)->getAttrs() = Y->getAttrs();
+    Y->replaceAllUsesWith(With->getResult(0));
+    N.erase();
+    G.renameValue(With->getResult(0), Name);
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> autopar::createMaterializeAttentionPass() {
+  return std::make_unique<MaterializeAttentionPass>();
+}

@@ -1,0 +1,116 @@
+//===- RecomputeAttention.cpp - Selective activation recomputation --------===//
+//
+// `recompute-attention` lowers selective recomputation (Korthikanti et al.
+// 2022, section 5; Megatron-LM's --recompute-granularity selective) in a
+// training graph after autodiff: the attention core (the scores, the
+// softmax and the product with V) is recomputed in the backward instead of
+// kept. Every AttentionGrad that reads the probabilities an
+// AttentionWithProbs kept (materialize-attention) drops them and recomputes
+// them from Q, K and V, which the rest of the layer's backward keeps anyway;
+// an AttentionWithProbs whose probabilities nothing reads any more becomes
+// the Attention it was, so the runtime never holds them beyond the node.
+// The recomputed probabilities are the forward's bit for bit (the CPU and
+// CUDA kernels compute them the same way in both places), so the losses
+// are those of the plan without recomputation. Run before
+// accumulate-micro-batches or schedule-pipeline, which copy each
+// micro-batch's forward and backward.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "ir/Graph.h"
+
+using namespace autopar;
+using namespace llvm;
+
+namespace {
+
+/// AttentionGrad's operand holding the forward's probabilities.
+constexpr unsigned ProbsOperand = 5;
+
+class RecomputeAttentionPass : public Pass {
+public:
+  StringRef getArgument() const override { return "recompute-attention"; }
+
+  LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
+    (void)Diag;
+    for (const std::unique_ptr<Graph> &G : M.getGraphs())
+      runOnGraph(*G);
+    return success();
+  }
+
+private:
+  static void runOnGraph(Graph &G);
+  /// Replaces N by a node of Op with N's attributes and name, Operands and
+  /// N's result types (the first NumResults), renaming the results as N's.
+  static Node *rebuild(Graph &G, Node &N, OpId Op, ArrayRef<Value *> Operands,
+                       unsigned NumResults);
+};
+
+} // namespace
+
+Node *RecomputeAttentionPass::rebuild(Graph &G, Node &N, OpId Op,
+                                      ArrayRef<Value *> Operands,
+                                      unsigned NumResults) {
+  SmallVector<TensorType, 3> Types;
+  for (unsigned I = 0; I != NumResults; ++I)
+    Types.push_back(N.getResult(I)->getType());
+  AttrDict Attrs = N.getAttrs();
+  // One sharding per result (AttentionWithProbs back to Attention).
+  if (const Attribute *A = Attrs.get("sharding"))
+    if (A->isa(Attribute::Kind::List) && A->getList().size() != NumResults) {
+      ArrayRef<Attribute> Kept = A->getList().take_front(NumResults);
+      Attrs.set("sharding", NumResults == 1 ? Kept[0]
+                                            : Attribute::getList(
+                                                  {Kept.begin(), Kept.end()}));
+    }
+  Node *New = G.createNode(Op, Operands, Types, std::move(Attrs), {}, &N);
+  New->setName(N.getName());
+  New->setLoc(N.getLoc());
+  SmallVector<std::string, 3> Names;
+  for (unsigned I = 0; I != NumResults; ++I) {
+    Value *Old = N.getResult(I);
+    New->getResult(I)->getAttrs() = Old->getAttrs();
+    Names.push_back(Old->getName().str());
+    Old->replaceAllUsesWith(New->getResult(I));
+  }
+  N.erase();
+  for (unsigned I = 0; I != NumResults; ++I)
+    G.renameValue(New->getResult(I), Names[I]);
+  return New;
+}
+
+void RecomputeAttentionPass::runOnGraph(Graph &G) {
+  SmallVector<Node *, 8> Grads;
+  for (Node &N : G.getNodes())
+    if (N.getOp() == OpId::AttentionGrad && N.getNumOperands() > ProbsOperand &&
+        N.getOperand(ProbsOperand))
+      Grads.push_back(&N);
+  SmallVector<Node *, 8> Forwards;
+  for (Node *N : Grads) {
+    Value *Probs = N->getOperand(ProbsOperand);
+    Node *Fwd = Probs->getDefiningNode();
+    if (!Fwd || Fwd->getOp() != OpId::AttentionWithProbs)
+      continue;
+    ArrayRef<Value *> First = N->getOperands().take_front(5);
+    SmallVector<Value *, 5> Operands(First.begin(), First.end());
+    while (!Operands.empty() && !Operands.back())
+      Operands.pop_back();
+    rebuild(G, *N, OpId::AttentionGrad, Operands, N->getNumResults());
+    if (!llvm::is_contained(Forwards, Fwd))
+      Forwards.push_back(Fwd);
+  }
+  for (Node *Fwd : Forwards) {
+    Value *Probs = Fwd->getResult(1);
+    if (Probs->hasUses())
+      continue;
+    SmallVector<Value *, 4> Operands(Fwd->getOperands().begin(),
+                                     Fwd->getOperands().end());
+    rebuild(G, *Fwd, OpId::Attention, Operands, 1);
+  }
+}
+
+std::unique_ptr<Pass> autopar::createRecomputeAttentionPass() {
+  return std::make_unique<RecomputeAttentionPass>();
+}
