@@ -12,7 +12,7 @@
 //   - `offload_writeback = ["p", ...]`: those it updates (an optimizer
 //     step), written back to their tier, as the step's version, after it;
 //   - on the node before it that fetches too (the previous use; for the
-//     first use, the graph's first node), `offload_prefetch = [...]`: the
+//     first use, the node just before it), `offload_prefetch = [...]`: the
 //     runtime starts this use's fetches in the background when that node
 //     starts, one use ahead (double buffering).
 // The lists are in operand order. The pass recomputes the three lists from
@@ -72,8 +72,7 @@ LogicalResult OffloadPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
   if (Failed)
     return failure();
 
-  Node *Previous = nullptr;
-  Node *First = G.getNodes().empty() ? nullptr : &*G.getNodes().begin();
+  Node *Previous = nullptr, *Before = nullptr;
   for (Node &N : G.getNodes()) {
     for (StringRef Name :
          {"offload_fetch", "offload_writeback", "offload_prefetch"})
@@ -84,6 +83,8 @@ LogicalResult OffloadPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
     for (Value *V : N.getOperands())
       if (V && Offloaded.count(V))
         Fetch.insert(V);
+    Node *Ahead = Previous ? Previous : Before;
+    Before = &N;
     if (Fetch.empty())
       continue;
     for (unsigned R = 0; R != N.getNumResults(); ++R)
@@ -94,8 +95,8 @@ LogicalResult OffloadPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
     if (!Writeback.empty())
       N.getAttrs().set("offload_writeback",
                        getNameList(Writeback.getArrayRef()));
-    // One use ahead: the previous fetching node, or the graph's first node.
-    Node *Ahead = Previous ? Previous : First != &N ? First : nullptr;
+    // One use ahead: the previous fetching node, or for the first use the
+    // node just before it.
     if (Ahead)
       Ahead->getAttrs().set("offload_prefetch",
                             getNameList(Fetch.getArrayRef()));
