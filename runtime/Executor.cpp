@@ -170,17 +170,49 @@ Error Executor::readOffloadLists() {
   FetchAt.assign(Nodes.size(), {});
   WritebackAt.assign(Nodes.size(), {});
   PrefetchAt.assign(Nodes.size(), {});
-  if (OffloadTiers.empty())
+  EvictAt.assign(Nodes.size(), {});
+  if (!Offload)
     return Error::success();
-  Prefetcher = std::make_unique<OffloadPrefetcher>(*Offload);
+  auto NodeError = [](const Node &N, const Twine &Message) {
+    std::string Name = N.getName().str();
+    if (Name.empty() && N.getNumResults())
+      Name = "%" + N.getResult(0)->getName().str();
+    return createStringError(inconvertibleErrorCode(), "node '" + Name + "' (" +
+                                                           N.getOpName() +
+                                                           "): " + Message);
+  };
   StringMap<const Value *> ByName;
   for (auto &Entry : OffloadTiers)
     ByName[Entry.first->getName()] = Entry.first;
-  auto NodeError = [](const Node &N, const Twine &Message) {
-    return createStringError(inconvertibleErrorCode(),
-                             "node '" + N.getName() + "' (" + N.getOpName() +
-                                 "): " + Message);
-  };
+  // Offloaded gradients: results of their node, written to its tier.
+  for (unsigned I = 0; I != Nodes.size(); ++I) {
+    const Node &N = *Nodes[I];
+    const Attribute *A = N.getAttrs().get("offload_evict");
+    if (!A)
+      continue;
+    const Attribute *T = N.getAttrs().get("offload_tier");
+    std::optional<OffloadTier> Tier = T && T->isa(Attribute::Kind::String)
+                                          ? parseOffloadTier(T->getString())
+                                          : std::nullopt;
+    if (!Tier)
+      return NodeError(N, "offload_evict needs offload_tier \"host\" or "
+                          "\"nvme\"");
+    for (const Attribute &Item : A->getList()) {
+      const Value *V = nullptr;
+      for (unsigned R = 0; R != N.getNumResults(); ++R)
+        if (Item.isa(Attribute::Kind::String) &&
+            N.getResult(R)->getName() == Item.getString())
+          V = N.getResult(R);
+      if (!V)
+        return NodeError(N, "offload_evict names no result of the node");
+      EvictedTiers[V] = *Tier;
+      EvictAt[I].push_back(V);
+      ByName[V->getName()] = V;
+    }
+  }
+  if (ByName.empty())
+    return Error::success();
+  Prefetcher = std::make_unique<OffloadPrefetcher>(*Offload);
   for (unsigned I = 0; I != Nodes.size(); ++I) {
     const Node &N = *Nodes[I];
     for (auto [Name, List] :
@@ -200,15 +232,19 @@ Error Executor::readOffloadLists() {
                                   (Item.isa(Attribute::Kind::String)
                                        ? "'" + Item.getString() + "'"
                                        : std::string("a non-string")) +
-                                  ", which is no offloaded parameter");
+                                  ", which is no offloaded tensor");
         List->push_back(P);
       }
     }
     for (const Value *V : N.getOperands())
-      if (V && OffloadTiers.count(V) && !is_contained(FetchAt[I], V))
-        return NodeError(N, "reads the offloaded parameter %" + V->getName() +
+      if (V && (OffloadTiers.count(V) || EvictedTiers.count(V)) &&
+          !is_contained(FetchAt[I], V))
+        return NodeError(N, "reads the offloaded tensor %" + V->getName() +
                                 " without fetching it (offload_fetch); run "
                                 "the `offload` pass");
+    for (const Value *V : FetchAt[I])
+      if (EvictedTiers.count(V))
+        LastFetch[V] = I;
     for (const Value *P : WritebackAt[I])
       if (!is_contained(FetchAt[I], P))
         return NodeError(N, "writes back %" + P->getName() +
@@ -328,7 +364,8 @@ void Executor::planFrees() {
   for (const Node *N : Nodes)
     for (unsigned R = 0; R != N->getNumResults(); ++R) {
       const Value *V = N->getResult(R);
-      if (!Outputs.count(V) && !getUpdatedParam(*V))
+      // Offloaded gradients are freed when written to their tier.
+      if (!Outputs.count(V) && !getUpdatedParam(*V) && !EvictedTiers.count(V))
         FreeAfter[LastUse.lookup(V)].push_back(V);
     }
 }
@@ -442,19 +479,32 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
       Expected<std::vector<uint8_t>> Bytes = fetchBytes(*P);
       if (!Bytes)
         return Bytes.takeError();
-      const TensorType &Ty = P->getType();
-      Expected<Tensor> T = B.allocate(Ty.getElementType(), Ty.getStaticSizes());
-      if (!T)
-        return valueError(*P, toString(T.takeError()));
-      Fetched[P] = *T;
-      FetchedBytes += T->getSizeInBytes();
-      PeakFetchedBytes = std::max(PeakFetchedBytes, FetchedBytes);
+      Expected<Tensor> T = Tensor();
+      if (EvictedTiers.count(P)) {
+        // A gradient: a computed value again while its user runs.
+        T = State.allocate(*P);
+        if (!T)
+          return T.takeError();
+      } else {
+        const TensorType &Ty = P->getType();
+        T = B.allocate(Ty.getElementType(), Ty.getStaticSizes());
+        if (!T)
+          return valueError(*P, toString(T.takeError()));
+        Fetched[P] = *T;
+        FetchedBytes += T->getSizeInBytes();
+      }
       if (Error E = B.copyFromHost(*T, *Bytes))
         return valueError(*P, toString(std::move(E)));
     }
-    // One use ahead: the next use's fetches overlap this node.
-    for (const Value *P : PrefetchAt[I])
+    // One use ahead: the next use's fetches overlap this node. Their
+    // buffers count as resident (the double buffer).
+    uint64_t Ahead = 0;
+    for (const Value *P : PrefetchAt[I]) {
       Prefetcher->prefetch(P->getName(), Versions.lookup(P));
+      if (OffloadTiers.count(P))
+        Ahead += *P->getType().getStaticSizeInBytes();
+    }
+    PeakFetchedBytes = std::max(PeakFetchedBytes, FetchedBytes + Ahead);
     for (Value *V : N.getOperands()) {
       if (!V)
         In.push_back(Tensor());
@@ -493,7 +543,25 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
         return E;
       Versions[P] = OffloadVersion + 1;
     }
+    for (const Value *V : EvictAt[I]) {
+      const Tensor &T = *State.lookup(V);
+      std::vector<uint8_t> Bytes(T.getSizeInBytes());
+      if (Error E = B.copyToHost(T, Bytes))
+        return valueError(*V, toString(std::move(E)));
+      if (Error E = Offload->put(V->getName(), EvictedTiers.lookup(V), Bytes,
+                                 OffloadVersion + 1))
+        return E;
+      Versions[V] = OffloadVersion + 1;
+      State.free(V);
+    }
     for (const Value *P : FetchAt[I]) {
+      if (EvictedTiers.count(P)) {
+        State.free(P);
+        // Its last use: the block goes too, unless it is an output.
+        if (LastFetch.lookup(P) == I && !P->getNumOutputUses())
+          Offload->erase(P->getName());
+        continue;
+      }
       auto It = Fetched.find(P);
       FetchedBytes -= It->second.getSizeInBytes();
       B.deallocate(It->second);
@@ -514,6 +582,19 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
       if (!H)
         return H.takeError();
       Results.push_back(std::move(*H));
+      continue;
+    }
+    if (EvictedTiers.count(V)) {
+      // An offloaded gradient as an output: its stored bytes.
+      Expected<std::vector<uint8_t>> Bytes =
+          Offload->get(V->getName(), Versions.lookup(V));
+      if (!Bytes)
+        return Bytes.takeError();
+      HostTensor H;
+      H.Elem = V->getType().getElementType();
+      H.Shape = V->getType().getStaticSizes();
+      H.Bytes = std::move(*Bytes);
+      Results.push_back(std::move(H));
       continue;
     }
     const Tensor *T = V->isParam() ? &Params.find(V)->second : State.lookup(V);

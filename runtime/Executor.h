@@ -154,7 +154,11 @@ private:
   llvm::DenseMap<const Value *, OffloadTier> OffloadTiers;
   llvm::DenseMap<const Value *, uint64_t> Versions;
   /// Per node: what it fetches, writes back and prefetches.
-  std::vector<std::vector<const Value *>> FetchAt, WritebackAt, PrefetchAt;
+  std::vector<std::vector<const Value *>> FetchAt, WritebackAt, PrefetchAt,
+      EvictAt;
+  /// Offloaded gradients (`offload_evict`), their tiers and last fetches.
+  llvm::DenseMap<const Value *, OffloadTier> EvictedTiers;
+  llvm::DenseMap<const Value *, unsigned> LastFetch;
   std::unique_ptr<OffloadPrefetcher> Prefetcher;
   uint64_t OffloadVersion = 0, PeakFetchedBytes = 0;
   FetchObserver OnFetch;

@@ -311,6 +311,20 @@ uint64_t OffloadStore::getBytes(OffloadTier T) const {
   return N;
 }
 
+void OffloadStore::erase(StringRef Name) {
+  std::string Path;
+  {
+    std::lock_guard<std::mutex> Lock(Mutex);
+    auto It = Blocks.find(Name);
+    if (It == Blocks.end())
+      return;
+    Path = It->second.Path;
+    Blocks.erase(It);
+  }
+  if (!Path.empty())
+    sys::fs::remove(Path);
+}
+
 bool OffloadStore::contains(StringRef Name) const {
   std::lock_guard<std::mutex> Lock(Mutex);
   return Blocks.count(Name);

@@ -80,6 +80,9 @@ public:
   llvm::Expected<std::vector<uint8_t>> get(llvm::StringRef Name,
                                            uint64_t Version) const;
 
+  /// Drops Name's block (its file too), if any.
+  void erase(llvm::StringRef Name);
+
   /// The bytes stored on tier T (the blocks' payloads).
   uint64_t getBytes(OffloadTier T) const;
   bool contains(llvm::StringRef Name) const;
