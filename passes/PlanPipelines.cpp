@@ -103,7 +103,11 @@ static std::string getUpdateTail(const PlanConfig &C) {
     Tail += " states=" + States.str();
   if (Params != "device")
     Tail += " params=" + Params.str();
-  return Tail + "}";
+  Tail += "}";
+  // The moves of what was placed off the device, explicit (Offload.cpp).
+  if (States != "device")
+    Tail += ",offload";
+  return Tail;
 }
 
 /// Tensor parallelism (each rank's types) and the plan's precision: what

@@ -750,7 +750,17 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                 if (F.Recomputation && R != *F.Recomputation)
                   continue;
                 for (unsigned Z = 0; Z != 4; ++Z) {
-                  if ((F.Zero && Z != *F.Zero) || (!F.Zero && DP == 1 && Z))
+                  // One replica needs no ZeRO, except as the stage a pinned
+                  // offload needs (below): ZeRO over one rank shards
+                  // nothing, and the offload then moves the whole state.
+                  unsigned OffloadZero =
+                      !F.Offload || *F.Offload == OffloadKind::None ? 0
+                      : *F.Offload == OffloadKind::AllCpu ||
+                              *F.Offload == OffloadKind::AllNvme
+                          ? 3
+                          : 1;
+                  if ((F.Zero && Z != *F.Zero) ||
+                      (!F.Zero && DP == 1 && Z && Z != OffloadZero))
                     continue;
                   for (OffloadKind Off :
                        {OffloadKind::None, OffloadKind::OptimizerCpu,
@@ -765,10 +775,13 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                         Z != 3)
                       continue;
                     // Offloading the optimizer needs ZeRO >= 1 (DeepSpeed's
-                    // offload_optimizer, which the launch files use), and
-                    // on the `cpu` device the host is the device memory.
+                    // offload_optimizer, which the launch files use). On
+                    // the `cpu` device the host is the device memory, so
+                    // only a pinned offload is planned there (the runtime
+                    // executes it: docs/Offload.md; the nvme link's figures
+                    // are the disk's measured ones, cost/Devices.def).
                     if (Off != OffloadKind::None &&
-                        (Z == 0 || Cl.Device.Name == "cpu"))
+                        (Z == 0 || (Cl.Device.Name == "cpu" && !F.Offload)))
                       continue;
                     PlanConfig C;
                     C.TP = TP;

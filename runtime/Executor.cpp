@@ -7,6 +7,9 @@
 #include "weights/WeightReader.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
@@ -90,11 +93,14 @@ Executor::create(const Graph &G, Backend &B, const ExecutorOptions &Options) {
   if (Error E = checkStaticShapes(G))
     return E;
   std::unique_ptr<Executor> X(new Executor(G, B));
+  X->Offload = Options.Offload;
   for (const Node &N : G.getNodes())
     X->Nodes.push_back(&N);
   if (Error E = checkInPlaceUpdates(X->Nodes))
     return E;
   if (Error E = X->loadParams(Options))
+    return E;
+  if (Error E = X->readOffloadLists())
     return E;
   X->planFrees();
   X->findGradients();
@@ -115,6 +121,7 @@ ExecutorOptions ExecutorOptions::forProgram(StringRef ProgramFile,
 }
 
 Executor::~Executor() {
+  Prefetcher.reset();
   for (auto &Entry : Params)
     B.deallocate(Entry.second);
 }
@@ -130,6 +137,16 @@ Error Executor::loadParams(const ExecutorOptions &Options) {
     Expected<std::vector<uint8_t>> Bytes = loadParamBytes(*P, Source);
     if (!Bytes)
       return Bytes.takeError();
+    if (Offload)
+      if (const Attribute *A = P->getAttrs().get("placement"))
+        if (std::optional<OffloadTier> Tier =
+                parseOffloadTier(A->getString())) {
+          OffloadTiers[P.get()] = *Tier;
+          Versions[P.get()] = 0;
+          if (Error E = Offload->put(P->getName(), *Tier, *Bytes, 0))
+            return E;
+          continue;
+        }
     const TensorType &Ty = P->getType();
     Expected<Tensor> T = B.allocate(Ty.getElementType(), Ty.getStaticSizes());
     if (!T)
@@ -149,7 +166,126 @@ uint64_t Executor::getParamBytes(function_ref<bool(const Value &)> Take) const {
   return Bytes;
 }
 
+Error Executor::readOffloadLists() {
+  FetchAt.assign(Nodes.size(), {});
+  WritebackAt.assign(Nodes.size(), {});
+  PrefetchAt.assign(Nodes.size(), {});
+  EvictAt.assign(Nodes.size(), {});
+  if (!Offload)
+    return Error::success();
+  auto NodeError = [](const Node &N, const Twine &Message) {
+    std::string Name = N.getName().str();
+    if (Name.empty() && N.getNumResults())
+      Name = "%" + N.getResult(0)->getName().str();
+    return createStringError(inconvertibleErrorCode(), "node '" + Name + "' (" +
+                                                           N.getOpName() +
+                                                           "): " + Message);
+  };
+  StringMap<const Value *> ByName;
+  for (auto &Entry : OffloadTiers)
+    ByName[Entry.first->getName()] = Entry.first;
+  // Offloaded gradients: results of their node, written to its tier.
+  for (unsigned I = 0; I != Nodes.size(); ++I) {
+    const Node &N = *Nodes[I];
+    const Attribute *A = N.getAttrs().get("offload_evict");
+    if (!A)
+      continue;
+    const Attribute *T = N.getAttrs().get("offload_tier");
+    std::optional<OffloadTier> Tier = T && T->isa(Attribute::Kind::String)
+                                          ? parseOffloadTier(T->getString())
+                                          : std::nullopt;
+    if (!Tier)
+      return NodeError(N, "offload_evict needs offload_tier \"host\" or "
+                          "\"nvme\"");
+    for (const Attribute &Item : A->getList()) {
+      const Value *V = nullptr;
+      for (unsigned R = 0; R != N.getNumResults(); ++R)
+        if (Item.isa(Attribute::Kind::String) &&
+            N.getResult(R)->getName() == Item.getString())
+          V = N.getResult(R);
+      if (!V)
+        return NodeError(N, "offload_evict names no result of the node");
+      EvictedTiers[V] = *Tier;
+      EvictAt[I].push_back(V);
+      ByName[V->getName()] = V;
+    }
+  }
+  if (ByName.empty())
+    return Error::success();
+  Prefetcher = std::make_unique<OffloadPrefetcher>(*Offload);
+  for (unsigned I = 0; I != Nodes.size(); ++I) {
+    const Node &N = *Nodes[I];
+    for (auto [Name, List] :
+         {std::pair<StringRef, std::vector<const Value *> *>{"offload_fetch",
+                                                             &FetchAt[I]},
+          {"offload_writeback", &WritebackAt[I]},
+          {"offload_prefetch", &PrefetchAt[I]}}) {
+      const Attribute *A = N.getAttrs().get(Name);
+      if (!A)
+        continue;
+      for (const Attribute &Item : A->getList()) {
+        const Value *P = Item.isa(Attribute::Kind::String)
+                             ? ByName.lookup(Item.getString())
+                             : nullptr;
+        if (!P)
+          return NodeError(N, Name + " names " +
+                                  (Item.isa(Attribute::Kind::String)
+                                       ? "'" + Item.getString() + "'"
+                                       : std::string("a non-string")) +
+                                  ", which is no offloaded tensor");
+        List->push_back(P);
+      }
+    }
+    for (const Value *V : N.getOperands())
+      if (V && (OffloadTiers.count(V) || EvictedTiers.count(V)) &&
+          !is_contained(FetchAt[I], V))
+        return NodeError(N, "reads the offloaded tensor %" + V->getName() +
+                                " without fetching it (offload_fetch); run "
+                                "the `offload` pass");
+    for (const Value *V : FetchAt[I])
+      if (EvictedTiers.count(V))
+        LastFetch[V] = I;
+    for (const Value *P : WritebackAt[I])
+      if (!is_contained(FetchAt[I], P))
+        return NodeError(N, "writes back %" + P->getName() +
+                                ", which it does not fetch");
+  }
+  return Error::success();
+}
+
+Expected<std::vector<uint8_t>> Executor::fetchBytes(const Value &P) {
+  return Prefetcher->take(P.getName(), Versions.lookup(&P));
+}
+
+Error Executor::setOffloadVersion(uint64_t V) {
+  for (const std::unique_ptr<Value> &P : G.getParams()) {
+    auto It = OffloadTiers.find(P.get());
+    if (It == OffloadTiers.end())
+      continue;
+    Expected<std::vector<uint8_t>> Bytes =
+        Offload->get(P->getName(), Versions.lookup(P.get()));
+    if (!Bytes)
+      return Bytes.takeError();
+    if (Error E = Offload->put(P->getName(), It->second, *Bytes, V))
+      return E;
+    Versions[P.get()] = V;
+  }
+  OffloadVersion = V;
+  return Error::success();
+}
+
 Expected<HostTensor> Executor::readParam(const Value &P) const {
+  if (OffloadTiers.count(&P)) {
+    Expected<std::vector<uint8_t>> Bytes =
+        Offload->get(P.getName(), Versions.lookup(&P));
+    if (!Bytes)
+      return Bytes.takeError();
+    HostTensor H;
+    H.Elem = P.getType().getElementType();
+    H.Shape = P.getType().getStaticSizes();
+    H.Bytes = std::move(*Bytes);
+    return H;
+  }
   auto It = Params.find(&P);
   if (It == Params.end())
     return valueError(P, "is not a parameter of the graph");
@@ -164,6 +300,15 @@ Expected<HostTensor> Executor::readParam(const Value &P) const {
 }
 
 Error Executor::writeParam(const Value &P, ArrayRef<uint8_t> Bytes) {
+  auto Tier = OffloadTiers.find(&P);
+  if (Tier != OffloadTiers.end()) {
+    uint64_t Size = *P.getType().getStaticSizeInBytes();
+    if (Bytes.size() != Size)
+      return valueError(P, Twine(Bytes.size()) + " bytes given for " +
+                               P.getType().str() + " (" + Twine(Size) +
+                               " bytes)");
+    return Offload->put(P.getName(), Tier->second, Bytes, Versions.lookup(&P));
+  }
   auto It = Params.find(&P);
   if (It == Params.end())
     return valueError(P, "is not a parameter of the graph");
@@ -219,7 +364,8 @@ void Executor::planFrees() {
   for (const Node *N : Nodes)
     for (unsigned R = 0; R != N->getNumResults(); ++R) {
       const Value *V = N->getResult(R);
-      if (!Outputs.count(V) && !getUpdatedParam(*V))
+      // Offloaded gradients are freed when written to their tier.
+      if (!Outputs.count(V) && !getUpdatedParam(*V) && !EvictedTiers.count(V))
         FreeAfter[LastUse.lookup(V)].push_back(V);
     }
 }
@@ -303,25 +449,76 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
   for (const Value *V : UnusedInputs)
     State.free(V);
 
+  // Offloaded parameters fetched for the node under way; freed however
+  // the run ends.
+  DenseMap<const Value *, Tensor> Fetched;
+  uint64_t FetchedBytes = 0;
+  auto FreeFetched = make_scope_exit([&] {
+    for (auto &Entry : Fetched)
+      B.deallocate(Entry.second);
+  });
+  auto ParamTensor = [&](const Value *P) {
+    auto It = Fetched.find(P);
+    return It != Fetched.end() ? It->second : Params.lookup(P);
+  };
+  auto ReportFetches = [&] {
+    if (Prefetcher)
+      for (const OffloadPrefetcher::FetchEvent &E : Prefetcher->drainEvents())
+        if (OnFetch)
+          OnFetch(E);
+  };
+  if (Prefetcher)
+    PeakFetchedBytes = 0;
+
   SmallVector<Tensor, 6> In, Out;
   for (unsigned I = 0; I != Nodes.size(); ++I) {
     const Node &N = *Nodes[I];
     In.clear();
     Out.clear();
+    for (const Value *P : FetchAt[I]) {
+      Expected<std::vector<uint8_t>> Bytes = fetchBytes(*P);
+      if (!Bytes)
+        return Bytes.takeError();
+      Expected<Tensor> T = Tensor();
+      if (EvictedTiers.count(P)) {
+        // A gradient: a computed value again while its user runs.
+        T = State.allocate(*P);
+        if (!T)
+          return T.takeError();
+      } else {
+        const TensorType &Ty = P->getType();
+        T = B.allocate(Ty.getElementType(), Ty.getStaticSizes());
+        if (!T)
+          return valueError(*P, toString(T.takeError()));
+        Fetched[P] = *T;
+        FetchedBytes += T->getSizeInBytes();
+      }
+      if (Error E = B.copyFromHost(*T, *Bytes))
+        return valueError(*P, toString(std::move(E)));
+    }
+    // One use ahead: the next use's fetches overlap this node. Their
+    // buffers count as resident (the double buffer).
+    uint64_t Ahead = 0;
+    for (const Value *P : PrefetchAt[I]) {
+      Prefetcher->prefetch(P->getName(), Versions.lookup(P));
+      if (OffloadTiers.count(P))
+        Ahead += *P->getType().getStaticSizeInBytes();
+    }
+    PeakFetchedBytes = std::max(PeakFetchedBytes, FetchedBytes + Ahead);
     for (Value *V : N.getOperands()) {
       if (!V)
         In.push_back(Tensor());
       else if (V->isParam())
-        In.push_back(Params.lookup(V));
+        In.push_back(ParamTensor(V));
       else if (const Value *P = getUpdatedParam(*V))
-        In.push_back(Params.lookup(P));
+        In.push_back(ParamTensor(P));
       else
         In.push_back(*State.lookup(V));
     }
     for (unsigned R = 0; R != N.getNumResults(); ++R) {
       // An optimizer step writes into the parameter it updates.
       if (std::optional<unsigned> Op = getUpdatedOperand(N.getOp(), R)) {
-        Out.push_back(Params.lookup(N.getOperand(*Op)));
+        Out.push_back(ParamTensor(N.getOperand(*Op)));
         continue;
       }
       Expected<Tensor> T = State.allocate(*N.getResult(R));
@@ -336,10 +533,70 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
       Observer(N, Start, std::chrono::steady_clock::now());
     for (const Value *V : FreeAfter[I])
       State.free(V);
+    for (const Value *P : WritebackAt[I]) {
+      const Tensor &T = Fetched.find(P)->second;
+      std::vector<uint8_t> Bytes(T.getSizeInBytes());
+      if (Error E = B.copyToHost(T, Bytes))
+        return valueError(*P, toString(std::move(E)));
+      if (Error E = Offload->put(P->getName(), OffloadTiers.lookup(P), Bytes,
+                                 OffloadVersion + 1))
+        return E;
+      Versions[P] = OffloadVersion + 1;
+    }
+    for (const Value *V : EvictAt[I]) {
+      const Tensor &T = *State.lookup(V);
+      std::vector<uint8_t> Bytes(T.getSizeInBytes());
+      if (Error E = B.copyToHost(T, Bytes))
+        return valueError(*V, toString(std::move(E)));
+      if (Error E = Offload->put(V->getName(), EvictedTiers.lookup(V), Bytes,
+                                 OffloadVersion + 1))
+        return E;
+      Versions[V] = OffloadVersion + 1;
+      State.free(V);
+    }
+    for (const Value *P : FetchAt[I]) {
+      if (EvictedTiers.count(P)) {
+        State.free(P);
+        // Its last use: the block goes too, unless it is an output.
+        if (LastFetch.lookup(P) == I && !P->getNumOutputUses())
+          Offload->erase(P->getName());
+        continue;
+      }
+      auto It = Fetched.find(P);
+      FetchedBytes -= It->second.getSizeInBytes();
+      B.deallocate(It->second);
+      Fetched.erase(It);
+    }
+    ReportFetches();
   }
+  if (Prefetcher)
+    ++OffloadVersion;
 
   std::vector<HostTensor> Results;
   for (const Value *V : G.getOutputs()) {
+    if (OffloadTiers.count(V) ||
+        (getUpdatedParam(*V) && OffloadTiers.count(getUpdatedParam(*V)))) {
+      // An offloaded parameter as an output: its stored bytes.
+      Expected<HostTensor> H =
+          readParam(V->isParam() ? *V : *getUpdatedParam(*V));
+      if (!H)
+        return H.takeError();
+      Results.push_back(std::move(*H));
+      continue;
+    }
+    if (EvictedTiers.count(V)) {
+      // An offloaded gradient as an output: its stored bytes.
+      Expected<std::vector<uint8_t>> Bytes =
+          Offload->get(V->getName(), Versions.lookup(V));
+      if (!Bytes)
+        return Bytes.takeError();
+      HostTensor H;
+      H.Elem = V->getType().getElementType();
+      H.Shape = V->getType().getStaticSizes();
+      H.Bytes = std::move(*Bytes);
+      Results.push_back(std::move(H));
+      continue;
+    }
     const Tensor *T = V->isParam() ? &Params.find(V)->second : State.lookup(V);
     if (!T)
       if (const Value *P = getUpdatedParam(*V))

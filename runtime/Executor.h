@@ -11,12 +11,22 @@
 // Parameters can be read back and overwritten between runs (checkpoints).
 // Errors name the value or the node.
 //
+// Offload (docs/Offload.md): given an OffloadStore, a parameter placed on
+// `host` or `nvme` (`placement`) is kept in the store, not in backend
+// memory. The program says when it moves (passes/Offload.cpp): a node's
+// `offload_fetch` parameters are fetched (checked: version and CRC32C)
+// and copied to the backend before it runs and freed after it,
+// `offload_writeback` ones written back first as the next version (the
+// step), and `offload_prefetch` ones fetched on the prefetcher's thread
+// from when the node starts. A failed check is an OffloadCheckError.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef AUTOPAR_RUNTIME_EXECUTOR_H
 #define AUTOPAR_RUNTIME_EXECUTOR_H
 
 #include "runtime/Backend.h"
+#include "runtime/OffloadStore.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -45,6 +55,8 @@ struct ExecutorOptions {
   /// Parameters must have data or an `init` annotation unless RandomInit
   /// (ParamSource::RequireData).
   bool RequireData = false;
+  /// Where offloaded parameters live; null keeps them in backend memory.
+  OffloadStore *Offload = nullptr;
 
   /// The options of a program read from ProgramFile: external data relative
   /// to WeightsDir, or to the program's folder when WeightsDir is empty.
@@ -85,8 +97,22 @@ public:
       std::chrono::steady_clock::time_point End)>;
   void setNodeObserver(NodeObserver O) { Observer = std::move(O); }
 
-  /// Bytes of the parameters (model and optimizer state) for which Take
-  /// is true (all of them by default).
+  /// Called with each offloaded fetch once it is done (a trace).
+  using FetchObserver =
+      std::function<void(const OffloadPrefetcher::FetchEvent &)>;
+  void setFetchObserver(FetchObserver O) { OnFetch = std::move(O); }
+
+  /// The offload version: the number of steps (runs) that wrote back
+  /// offloaded state. Setting it (after a resume) restamps every offloaded
+  /// block with it.
+  uint64_t getOffloadVersion() const { return OffloadVersion; }
+  llvm::Error setOffloadVersion(uint64_t V);
+  /// The largest bytes offloaded parameters held in backend memory at once
+  /// while fetched for their uses.
+  uint64_t getPeakFetchedBytes() const { return PeakFetchedBytes; }
+
+  /// Bytes of the resident parameters (model and optimizer state, not the
+  /// offloaded ones) for which Take is true (all of them by default).
   uint64_t
   getParamBytes(llvm::function_ref<bool(const Value &)> Take = nullptr) const;
 
@@ -106,6 +132,9 @@ private:
   /// Gradients: what optimizer steps read, and the sums over micro-batches
   /// (trees of Adds) that build it.
   void findGradients();
+  /// The nodes' offload_fetch / offload_writeback / offload_prefetch lists.
+  llvm::Error readOffloadLists();
+  llvm::Expected<std::vector<uint8_t>> fetchBytes(const Value &P);
 
   const Graph &G;
   Backend &B;
@@ -119,6 +148,20 @@ private:
   llvm::DenseSet<const Value *> Gradients;
   uint64_t PeakBytes = 0, PeakGradientBytes = 0, PeakNonGradientBytes = 0;
   NodeObserver Observer;
+
+  OffloadStore *Offload = nullptr;
+  /// The offloaded parameters, their tiers and versions.
+  llvm::DenseMap<const Value *, OffloadTier> OffloadTiers;
+  llvm::DenseMap<const Value *, uint64_t> Versions;
+  /// Per node: what it fetches, writes back and prefetches.
+  std::vector<std::vector<const Value *>> FetchAt, WritebackAt, PrefetchAt,
+      EvictAt;
+  /// Offloaded gradients (`offload_evict`), their tiers and last fetches.
+  llvm::DenseMap<const Value *, OffloadTier> EvictedTiers;
+  llvm::DenseMap<const Value *, unsigned> LastFetch;
+  std::unique_ptr<OffloadPrefetcher> Prefetcher;
+  uint64_t OffloadVersion = 0, PeakFetchedBytes = 0;
+  FetchObserver OnFetch;
 };
 
 } // namespace autopar

@@ -35,6 +35,9 @@ enum RunExitCode : int {
   /// A file could not be read or written (program, inputs, weights,
   /// outputs).
   RunIOError = 4,
+  /// An offloaded block failed its check (stale version or CRC32C): the
+  /// offloaded state is lost (runtime/OffloadStore.h).
+  RunOffloadCheckFailed = 5,
 };
 
 struct RunDriverOptions {

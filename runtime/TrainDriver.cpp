@@ -14,6 +14,7 @@
 #include "runtime/Checkpoint.h"
 #include "runtime/Executor.h"
 #include "runtime/MeshGroups.h"
+#include "runtime/OffloadStore.h"
 #include "runtime/ParamInit.h"
 #include "runtime/RunDriver.h"
 #include "runtime/TrainReports.h"
@@ -215,6 +216,10 @@ namespace {
 struct TestHooks {
   unsigned StepDelayMs = 0;
   CheckpointCrash Crash = CheckpointCrash::None;
+  /// AUTOPAR_TEST_OFFLOAD_FAULT: the fault, the tensor, after which step.
+  std::optional<OffloadStore::Fault> OffloadFault;
+  std::string OffloadFaultName;
+  int64_t OffloadFaultStep = 1;
 
   static Expected<TestHooks> read() {
     TestHooks H;
@@ -235,6 +240,26 @@ struct TestHooks {
                                  "AUTOPAR_TEST_CRASH_IN_CHECKPOINT must be 1, "
                                  "shard or rename, not '" +
                                      C + "'");
+    }
+    if (const char *Fault = std::getenv("AUTOPAR_TEST_OFFLOAD_FAULT")) {
+      SmallVector<StringRef, 3> Parts;
+      StringRef(Fault).split(Parts, ':');
+      bool Ok = Parts.size() >= 2 && Parts.size() <= 3 && !Parts[1].empty();
+      if (Ok && Parts[0] == "corrupt")
+        H.OffloadFault = OffloadStore::Fault::Corrupt;
+      else if (Ok && Parts[0] == "stale")
+        H.OffloadFault = OffloadStore::Fault::Stale;
+      else
+        Ok = false;
+      if (Ok && Parts.size() == 3)
+        Ok = !Parts[2].getAsInteger(10, H.OffloadFaultStep);
+      if (!Ok)
+        return createStringError(inconvertibleErrorCode(),
+                                 "AUTOPAR_TEST_OFFLOAD_FAULT must be "
+                                 "corrupt:NAME[:STEP] or stale:NAME[:STEP], "
+                                 "not '" +
+                                     Twine(Fault) + "'");
+      H.OffloadFaultName = Parts[1].str();
     }
     return H;
   }
@@ -534,7 +559,10 @@ static Error reportMemory(const Module &Program, Backend &B,
                          std::to_string(Mine.PeakActivationBytes) + " " +
                          std::to_string(Mine.OffloadedBytes) + " " +
                          std::to_string(Mine.PeakGradientBytes) + " " +
-                         std::to_string(Mine.PeakNonGradientBytes));
+                         std::to_string(Mine.PeakNonGradientBytes) + " " +
+                         std::to_string(Mine.HostBytes) + " " +
+                         std::to_string(Mine.NvmeBytes) + " " +
+                         std::to_string(Mine.PeakFetchedBytes));
   if (!All)
     return fail(RunFailure, "--memory-report: " + toString(All.takeError()));
   if (Comm.getRank() != 0)
@@ -550,9 +578,12 @@ static Error reportMemory(const Module &Program, Backend &B,
   std::vector<unsigned> Stages;
   for (int R = 0; R != int(All->size()); ++R) {
     MeasuredMemory M;
-    SmallVector<StringRef, 5> Fields;
+    SmallVector<StringRef, 8> Fields;
     StringRef((*All)[R]).split(Fields, ' ');
-    if (Fields.size() == 5) {
+    if (Fields.size() == 8) {
+      Fields[5].getAsInteger(10, M.HostBytes);
+      Fields[6].getAsInteger(10, M.NvmeBytes);
+      Fields[7].getAsInteger(10, M.PeakFetchedBytes);
       Fields[0].getAsInteger(10, M.ParamBytes);
       Fields[1].getAsInteger(10, M.PeakActivationBytes);
       Fields[2].getAsInteger(10, M.OffloadedBytes);
@@ -786,7 +817,8 @@ getStepInputs(const TrainOptions &O, const RankProgram &P,
 
 /// What --trace and --memory-report write once the steps are done.
 static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
-                       Executor &X, const TraceRecorder &Trace,
+                       Executor &X, const OffloadStore &Store,
+                       const TraceRecorder &Trace,
                        const MeasuredMemory &Peaks) {
   Communicator &Comm = B.getCommunicator();
   if (!O.TracePath.empty()) {
@@ -799,14 +831,13 @@ static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
   }
   if (!O.MemoryReport)
     return Error::success();
-  auto Offloaded = [](const Value &V) {
-    const Attribute *A = V.getAttrs().get("placement");
-    return A && A->isa(Attribute::Kind::String) && A->getString() != "device";
-  };
   MeasuredMemory Mine = Peaks;
-  Mine.ParamBytes =
-      X.getParamBytes([&](const Value &V) { return !Offloaded(V); });
-  Mine.OffloadedBytes = X.getParamBytes(Offloaded);
+  // Resident: the parameters kept in backend memory, plus the offloaded
+  // ones while fetched for their uses (at their peak).
+  Mine.ParamBytes = X.getParamBytes() + Peaks.PeakFetchedBytes;
+  Mine.HostBytes = Store.getBytes(OffloadTier::Host);
+  Mine.NvmeBytes = Store.getBytes(OffloadTier::Nvme);
+  Mine.OffloadedBytes = Mine.HostBytes + Mine.NvmeBytes;
   return reportMemory(*P.M, B, P.Cluster, Mine);
 }
 
@@ -850,22 +881,43 @@ static Error train(const TrainOptions &O) {
       ExecutorOptions::forProgram(P.Path, O.WeightsDir, O.Seed);
   EO.RandomInit = O.RandomInit;
   EO.RequireData = true;
+  // Offloaded state (docs/Offload.md): nvme needs a folder.
+  if (O.OffloadDir.empty())
+    for (const std::unique_ptr<Value> &V : G.getParams())
+      if (const Attribute *A = V->getAttrs().get("placement"))
+        if (A->isa(Attribute::Kind::String) && A->getString() == "nvme")
+          return fail(RunBadOptions,
+                      P.Path + ": parameter %" + V->getName() +
+                          " is offloaded to nvme; give --offload-dir DIR (a "
+                          "folder on the NVMe disk)");
+  Expected<std::unique_ptr<OffloadStore>> Store =
+      OffloadStore::create(O.OffloadDir, Comm.getRank());
+  if (!Store)
+    return fail(RunIOError, toString(Store.takeError()));
+  EO.Offload = Store->get();
   Expected<std::unique_ptr<Executor>> Exec = Executor::create(G, Backend, EO);
   if (!Exec)
     return fail(RunIOError, toString(Exec.takeError()));
   TraceRecorder Trace(Comm.getRank());
-  if (!O.TracePath.empty())
+  if (!O.TracePath.empty()) {
     (*Exec)->setNodeObserver([&](const Node &N,
                                  std::chrono::steady_clock::time_point Start,
                                  std::chrono::steady_clock::time_point End) {
       Trace.record(N, Start, End);
     });
+    (*Exec)->setFetchObserver(
+        [&](const OffloadPrefetcher::FetchEvent &E) { Trace.recordFetch(E); });
+  }
 
   TrainState State{
       O, G, **Exec, *Source, Backend, Comm.getRank(), Comm.getNumRanks()};
   Expected<int64_t> Resumed = getResumedStep(O, State);
   if (!Resumed)
     return Resumed.takeError();
+  // Offloaded blocks carry the step that wrote them.
+  if (*Resumed > 0)
+    if (Error E = (*Exec)->setOffloadVersion(uint64_t(*Resumed)))
+      return fail(RunFailure, toString(std::move(E)));
   if (*Resumed >= O.Steps) {
     WithColor::note(errs(), "autopar-run")
         << "the checkpoint is at step " << *Resumed << "; --steps " << O.Steps
@@ -891,9 +943,13 @@ static Error train(const TrainOptions &O) {
       return Inputs.takeError();
     auto Start = std::chrono::steady_clock::now();
     Expected<std::vector<HostTensor>> Out = (*Exec)->run(*Inputs);
-    if (!Out)
-      return fail(RunFailure,
-                  "step " + Twine(Step) + ": " + toString(Out.takeError()));
+    if (!Out) {
+      Error E = Out.takeError();
+      int Code =
+          E.isA<OffloadCheckError>() ? RunOffloadCheckFailed : RunFailure;
+      return fail(Code, "rank " + Twine(Comm.getRank()) + ": step " +
+                            Twine(Step) + ": " + toString(std::move(E)));
+    }
     double Seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
             .count();
@@ -903,6 +959,13 @@ static Error train(const TrainOptions &O) {
         std::max(Peaks.PeakGradientBytes, (*Exec)->getPeakGradientBytes());
     Peaks.PeakNonGradientBytes = std::max(Peaks.PeakNonGradientBytes,
                                           (*Exec)->getPeakNonGradientBytes());
+    Peaks.PeakFetchedBytes =
+        std::max(Peaks.PeakFetchedBytes, (*Exec)->getPeakFetchedBytes());
+    if (Hooks->OffloadFault && Step == Hooks->OffloadFaultStep &&
+        (*Store)->contains(Hooks->OffloadFaultName))
+      if (Error E = (*Store)->injectFault(Hooks->OffloadFaultName,
+                                          *Hooks->OffloadFault))
+        return fail(RunFailure, toString(std::move(E)));
     float Loss = 0;
     if (Out->empty() || Out->front().Bytes.size() != 4)
       return fail(RunInvalidInput,
@@ -936,7 +999,7 @@ static Error train(const TrainOptions &O) {
       break;
     }
   }
-  return finishRun(O, P, Backend, **Exec, Trace, Peaks);
+  return finishRun(O, P, Backend, **Exec, **Store, Trace, Peaks);
 }
 
 int autopar::runTraining(const TrainOptions &O) {

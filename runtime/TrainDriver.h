@@ -25,7 +25,16 @@
 // before each step; AUTOPAR_TEST_CRASH_IN_CHECKPOINT=1 (or `shard`) kills
 // the process with SIGKILL halfway through writing its first checkpoint's
 // shard, `rename` right after renaming that checkpoint's folder, before
-// D/latest moves.
+// D/latest moves; AUTOPAR_TEST_OFFLOAD_FAULT=corrupt:NAME[:STEP] flips a
+// byte of offloaded tensor NAME's stored block after step STEP (default 1),
+// `stale:NAME[:STEP]` rewrites it as the version before, on every rank
+// that holds NAME (the next fetch must fail its check).
+//
+// Offloaded state (docs/Offload.md): parameters placed on `host` or `nvme`
+// live in an OffloadStore (host memory, or block files under
+// --offload-dir DIR/rank<R>/), fetched and written back where the program
+// says; a block that fails its check ends the run with
+// RunOffloadCheckFailed.
 //
 // Multi-rank plans (a plan folder, mpirun) come with the per-rank program
 // lowering (docs/Runtime.md).
@@ -75,6 +84,9 @@ struct TrainOptions {
   std::string TracePath;
   /// Print each rank's measured peak memory next to the plan's prediction.
   bool MemoryReport = false;
+  /// Folder of the nvme tier's blocks (each rank in DIR/rank<R>/); needed
+  /// when the program places a parameter on nvme.
+  std::string OffloadDir;
 
   llvm::Error validate() const;
 };

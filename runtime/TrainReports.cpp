@@ -37,6 +37,21 @@ void TraceRecorder::record(const Node &N,
   Events.push_back(std::move(E));
 }
 
+void TraceRecorder::recordFetch(const OffloadPrefetcher::FetchEvent &F) {
+  using Us = std::chrono::duration<double, std::micro>;
+  Event E;
+  E.Name = "fetch " + F.Name;
+  E.Communication = false;
+  E.Step = Step;
+  E.StartUs = Us(F.Start.time_since_epoch()).count();
+  E.DurationUs = Us(F.End - F.Start).count();
+  E.Fetch = true;
+  E.Prefetched = F.Prefetched;
+  E.Bytes = F.Bytes;
+  E.Depth = F.Depth;
+  Events.push_back(std::move(E));
+}
+
 std::string TraceRecorder::toJSON() const {
   json::Array A;
   A.push_back(json::Object{
@@ -44,14 +59,35 @@ std::string TraceRecorder::toJSON() const {
       {"ph", "M"},
       {"pid", Rank},
       {"args", json::Object{{"name", "rank " + std::to_string(Rank)}}}});
-  for (int Tid : {0, 1})
-    A.push_back(json::Object{
-        {"name", "thread_name"},
-        {"ph", "M"},
-        {"pid", Rank},
-        {"tid", Tid},
-        {"args", json::Object{{"name", Tid ? "communication" : "compute"}}}});
-  for (const Event &E : Events)
+  static const char *const Threads[] = {"compute", "communication", "offload"};
+  for (int Tid : {0, 1, 2})
+    A.push_back(json::Object{{"name", "thread_name"},
+                             {"ph", "M"},
+                             {"pid", Rank},
+                             {"tid", Tid},
+                             {"args", json::Object{{"name", Threads[Tid]}}}});
+  for (const Event &E : Events) {
+    if (E.Fetch) {
+      A.push_back(
+          json::Object{{"name", E.Name},
+                       {"cat", "offload"},
+                       {"ph", "X"},
+                       {"pid", Rank},
+                       {"tid", 2},
+                       {"ts", E.StartUs},
+                       {"dur", E.DurationUs},
+                       {"args", json::Object{{"bytes", int64_t(E.Bytes)},
+                                             {"prefetch", E.Prefetched},
+                                             {"depth", int64_t(E.Depth)},
+                                             {"step", E.Step}}}});
+      A.push_back(
+          json::Object{{"name", "offload prefetch depth"},
+                       {"ph", "C"},
+                       {"pid", Rank},
+                       {"ts", E.StartUs},
+                       {"args", json::Object{{"depth", int64_t(E.Depth)}}}});
+      continue;
+    }
     A.push_back(
         json::Object{{"name", E.Name},
                      {"cat", E.Communication ? "communication" : "compute"},
@@ -61,6 +97,7 @@ std::string TraceRecorder::toJSON() const {
                      {"ts", E.StartUs},
                      {"dur", E.DurationUs},
                      {"args", json::Object{{"op", E.Op}, {"step", E.Step}}}});
+  }
   std::string S;
   raw_string_ostream(S) << json::Value(std::move(A));
   return S;
@@ -180,7 +217,10 @@ void autopar::printMemoryReport(raw_ostream &OS,
                  R, Stages[R], Total / MiB, M.ParamBytes / MiB,
                  M.PeakGradientBytes / MiB, M.PeakNonGradientBytes / MiB);
     if (M.OffloadedBytes)
-      OS << format(" and %.3f MiB offloaded", M.OffloadedBytes / MiB);
+      OS << format(" and %.3f MiB offloaded (host %.3f, nvme %.3f; at most "
+                   "%.3f fetched)",
+                   M.OffloadedBytes / MiB, M.HostBytes / MiB, M.NvmeBytes / MiB,
+                   M.PeakFetchedBytes / MiB);
     if (Plan && Stages[R] < Plan->Memory.size()) {
       const StageMemory *P = &Plan->Memory[Stages[R]];
       double States = double(P->Weights + P->Gradients + P->Optimizer);
@@ -192,8 +232,12 @@ void autopar::printMemoryReport(raw_ostream &OS,
                    P->Allowance / MiB);
       if (!Plan->ClusterName.empty())
         OS << " for " << Plan->ClusterName;
-      if (P->Offloaded > 0)
+      if (P->Offloaded > 0) {
         OS << format(", %.3f MiB offloaded", P->Offloaded / MiB);
+        if (M.OffloadedBytes)
+          OS << format(" (offloaded measured / predicted %.2f)",
+                       double(M.OffloadedBytes) / double(P->Offloaded));
+      }
       if (States + P->Activations > 0)
         OS << format(" (measured / predicted %.2f)",
                      Total / (States + P->Activations));

@@ -9,6 +9,10 @@
 //   are microseconds of the host's steady clock since the first rank's
 //   first event (one clock on one host; across hosts the clocks are not
 //   aligned). Rank 0 gathers every rank's events and writes FILE atomically.
+//   Offloaded fetches (docs/Offload.md) are spans on a third thread,
+//   offload (tid 2), named `fetch <tensor>`, with the bytes, whether it was
+//   a prefetch and the prefetch depth (requests in flight) as arguments,
+//   and a counter track of the depth.
 // - A memory report: each rank's measured peak (parameters and optimizer
 //   state, plus the largest activation footprint of a step) next to the
 //   plan's prediction for its pipeline stage (`predicted_memory` in the
@@ -20,6 +24,7 @@
 #define AUTOPAR_RUNTIME_TRAINREPORTS_H
 
 #include "ir/Plan.h"
+#include "runtime/OffloadStore.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -44,6 +49,7 @@ public:
   void setStep(int64_t S) { Step = S; }
   void record(const Node &N, std::chrono::steady_clock::time_point Start,
               std::chrono::steady_clock::time_point End);
+  void recordFetch(const OffloadPrefetcher::FetchEvent &E);
   /// The events as a JSON array, times in microseconds since the epoch of
   /// the steady clock.
   std::string toJSON() const;
@@ -54,6 +60,10 @@ private:
     bool Communication;
     int64_t Step;
     double StartUs, DurationUs;
+    /// An offloaded fetch (Op empty): its bytes, depth and kind.
+    bool Fetch = false, Prefetched = false;
+    uint64_t Bytes = 0;
+    unsigned Depth = 0;
   };
   int Rank;
   int64_t Step = 0;
@@ -81,6 +91,10 @@ struct MeasuredMemory {
   /// The peaks of PeakActivationBytes' two parts, each on its own
   /// (Executor.h): gradients and the other computed values (activations).
   uint64_t PeakGradientBytes = 0, PeakNonGradientBytes = 0;
+  /// Offloaded bytes by tier (OffloadedBytes is their sum), and the peak of
+  /// offloaded tensors held in backend memory while fetched (part of
+  /// ParamBytes).
+  uint64_t HostBytes = 0, NvmeBytes = 0, PeakFetchedBytes = 0;
 };
 
 /// Rank 0's report: one line per rank with its measured bytes and, when

@@ -47,6 +47,11 @@ static cl::opt<bool> MemoryReport(
     "memory-report",
     cl::desc("Print each rank's measured peak memory next to the plan's "
              "prediction (from the plan the program records)"));
+static cl::opt<std::string> OffloadDir(
+    "offload-dir",
+    cl::desc("Folder of offloaded state placed on nvme (one block file per "
+             "tensor, in DIR/rank<R>/)"),
+    cl::value_desc("DIR"));
 static cl::opt<bool> RandomInit(
     "random-init",
     cl::desc("Train from scratch: initialise every parameter from the seed "
@@ -131,6 +136,7 @@ int main(int argc, char **argv) {
     T.RandomInit = RandomInit;
     T.TracePath = Trace;
     T.MemoryReport = MemoryReport;
+    T.OffloadDir = OffloadDir;
     T.Threads = Threads;
     T.Backend = BackendName;
     T.CommTimeoutSeconds = CommTimeout;
