@@ -193,16 +193,20 @@ static Expected<std::pair<PlanConfig, int64_t>> readGivenPlan(StringRef Path) {
 }
 
 /// A given plan's predictions, as a search result of one plan.
-static Expected<SearchResult> evaluateGiven(ModelProfile &Profile,
-                                            const Cluster &Cl,
-                                            const SearchOptions &SO,
-                                            const PlanConfig &C) {
+/// Prices the given plan C. A plan to be written must run on its backend;
+/// explain's what-if (PricingOnly) prices any choice.
+static Expected<SearchResult>
+evaluateGiven(ModelProfile &Profile, const Cluster &Cl, const SearchOptions &SO,
+              const PlanConfig &C, bool PricingOnly) {
   if (C.TP * C.PP * C.DP != Cl.NumGpus)
     return createStringError(
         inconvertibleErrorCode(),
         "the given plan uses tp x pp x dp = " + Twine(C.TP * C.PP * C.DP) +
             " GPUs, the cluster has " + Twine(Cl.NumGpus) +
             "; pass --gpus to match");
+  if (!PricingOnly)
+    if (Error E = checkCapabilities(Cl, C, "the given plan's"))
+      return E;
   Expected<Plan> P = evaluatePlan(Profile, Cl, SO, C);
   if (!P)
     return P.takeError();
@@ -593,7 +597,7 @@ searchOrEvaluate(const PlanDriverOptions &O, ModelProfile &Profile,
                  SearchOptions &SO, const CostSettings &Settings,
                  const std::optional<PlanConfig> &Given) {
   Expected<SearchResult> Result =
-      Given ? evaluateGiven(Profile, Cl, SO, *Given)
+      Given ? evaluateGiven(Profile, Cl, SO, *Given, O.Explain)
       : Threads > 1
           ? searchInThreads(Profile, GraphText, Cl, Settings, SO, Threads)
           : searchPlans(Profile, Cl, SO);

@@ -24,6 +24,7 @@
 #include "passes/ShardingSolver.h"
 
 #include "cost/ActivationMemory.h"
+#include "ir/BackendCapabilities.h"
 #include "ir/Graph.h"
 #include "ir/OpLoops.h"
 
@@ -178,6 +179,10 @@ private:
 
   const ShardingProblem &P;
   int64_t Degree = 1;
+  /// Whether the backend of the cluster's device has the sharded gathers
+  /// and the vocabulary-parallel loss (ir/BackendCapabilities.def): without
+  /// them no Gather splits its table and the logits reach the loss whole.
+  bool VocabParallel = true;
   /// Activation values the problem touches, by id.
   std::vector<const Value *> Values;
   DenseMap<const Value *, unsigned> Ids;
@@ -289,7 +294,9 @@ void Solver::buildStrategies() {
       }
       for (unsigned Loop = 0; Loop != L->getNumLoops(); ++Loop)
         if (canSplitLoop(N, *L, Loop, Degree) &&
-            (P.SplitTokens || !(TokenLoops >> Loop & 1)))
+            (P.SplitTokens || !(TokenLoops >> Loop & 1)) &&
+            (VocabParallel || N.getOp() != OpId::Gather ||
+             L->Kinds[Loop] != LoopKind::Reduction))
           Splits.push_back({int(Loop), Degree});
     }
     for (LoopSplit Split : Splits) {
@@ -545,7 +552,8 @@ void Solver::finish(Frontier &F, Breakdown &B) const {
       double CostRep = cheapestReshard(E, LayoutReplicated, Rep, At) +
                        lossSeconds(E, LayoutReplicated, Rep, At);
       double CostSplit = std::numeric_limits<double>::infinity();
-      if (Last < MaxSplitDims && V->getType().getDim(Last).isStatic() &&
+      if (VocabParallel && Last < MaxSplitDims &&
+          V->getType().getDim(Last).isStatic() &&
           V->getType().getDim(Last).getSize() % Degree == 0)
         CostSplit = cheapestReshard(E, Last, Split, At) +
                     lossSeconds(E, Last, Split, At);
@@ -635,7 +643,9 @@ double Solver::conversionBound(const Frontier &A, const Frontier &B,
         V->getType().getRank())
       Sum += std::max(
           reshardCost(EA.Val, LayoutReplicated, TA).first,
-          reshardCost(EA.Val, int(V->getType().getRank()) - 1, TA).first);
+          VocabParallel
+              ? reshardCost(EA.Val, int(V->getType().getRank()) - 1, TA).first
+              : 0.0);
     if (TA == TB)
       continue;
     // The layouts a gradient of this value can have: R, P, its dimensions.
@@ -748,6 +758,8 @@ template <typename StateT> void pruneDominated(std::vector<StateT> &States) {
 
 Expected<ShardingSolution> Solver::solve() {
   Degree = std::max<unsigned>(P.Group.Size, 1);
+  VocabParallel = !P.Cl || hasCapability(getPlanBackend(P.Cl->Device.Name),
+                                         Capability::VocabParallel);
   indexValues();
   measureValues();
   findTokenDims();

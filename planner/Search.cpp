@@ -19,6 +19,7 @@
 #include "planner/Search.h"
 
 #include "cost/Collectives.h"
+#include "ir/BackendCapabilities.h"
 #include "passes/StageCut.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -54,9 +55,23 @@ Precision autopar::defaultTrainingPrecision(const DeviceSpec &Device) {
 AttentionKernel autopar::defaultAttentionKernel(const DeviceSpec &Device,
                                                 Precision Train) {
   bool Gpu = Device.Name != "cpu";
-  return Gpu && (Train == Precision::BF16 || Train == Precision::FP16)
+  return Gpu && (Train == Precision::BF16 || Train == Precision::FP16) &&
+                 hasCapability(getPlanBackend(Device.Name),
+                               Capability::FlashAttention)
              ? AttentionKernel::Flash
              : AttentionKernel::Materialized;
+}
+
+Error autopar::checkCapabilities(const Cluster &Cl, const PlanConfig &C,
+                                 StringRef Given) {
+  RuntimeBackend B = getPlanBackend(Cl.Device.Name);
+  std::optional<Capability> Missing = findMissingCapability(B, C);
+  if (!Missing)
+    return Error::success();
+  return error(Given + " " + getCapabilityChoice(*Missing) + ": the " +
+               getBackendName(B) + " backend, which runs plans for " +
+               Cl.Device.Name + ", has no " + getCapabilityWhat(*Missing) +
+               " yet (ir/BackendCapabilities.def); choose another");
 }
 
 double autopar::frameworkOverheadBytes(const Cluster &Cl) {
@@ -663,6 +678,16 @@ static Error checkPins(const ModelProfile &Profile, const Cluster &Cl,
                    "valid tensor-parallel degrees here: " +
                    Valid);
   }
+  // A pinned choice the backend cannot run (the attention kernel is pinned
+  // or the device's default).
+  PlanConfig Pinned;
+  Pinned.Attention = O.Attention;
+  if (F.Recomputation)
+    Pinned.Recomputation = *F.Recomputation;
+  if (F.Offload)
+    Pinned.Offload = *F.Offload;
+  if (Error E = checkCapabilities(Cl, Pinned, "--fix"))
+    return E;
   if (F.MicroBatch && Profile.getFixedBatch() &&
       *F.MicroBatch != *Profile.getFixedBatch())
     return error("--fix mbs=" + Twine(*F.MicroBatch) +
@@ -703,6 +728,7 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
   unsigned NumUnits = getNumUnits(Profile, O);
   if (Error Pinned = checkPins(Profile, Cl, O, MaxTP, NumUnits))
     return Pinned;
+  RuntimeBackend Backend = getPlanBackend(Cl.Device.Name);
   for (unsigned TP : divisorsOf(N)) {
     if (TP > MaxTP || (F.TP && TP != *F.TP) || (Heads && Heads % TP))
       continue;
@@ -798,6 +824,9 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                     C.TrainPrecision = O.TrainPrecision;
                     C.Attention = O.Attention;
                     C.DpOverlap = O.DpOverlap;
+                    // Only what the plan's backend runs.
+                    if (findMissingCapability(Backend, C))
+                      continue;
                     Expected<std::optional<Plan>> P = E.evaluate(C, Bound());
                     if (O.Progress && (++Tried & 255) == 0)
                       O.Progress(E.Evaluated);

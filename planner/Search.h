@@ -130,9 +130,16 @@ double frameworkOverheadBytes(const Cluster &Cl);
 /// tensor cores; what Megatron-LM and DeepSpeed runs use on A100 and H100),
 /// else fp32 (the `cpu` device: the CPU runtime computes in fp32).
 Precision defaultTrainingPrecision(const DeviceSpec &Device);
+/// An error unless the backend that runs the device's plans executes every
+/// choice of C (ir/BackendCapabilities.def): what a plan that is written
+/// must pass. Given names what chose it (`--fix`, `the given plan's`).
+/// What-if pricing (autopar explain) does not need it.
+llvm::Error checkCapabilities(const Cluster &Cl, const PlanConfig &C,
+                              llvm::StringRef Given);
 /// Flash attention where it exists: GPUs training in bf16 or fp16
-/// (FlashAttention's kernels take 16-bit inputs only); materialized scores
-/// otherwise (fp32, and the CPU runtime).
+/// (FlashAttention's kernels take 16-bit inputs only) whose backend has a
+/// flash kernel (ir/BackendCapabilities.def); materialized scores
+/// otherwise (fp32, the CPU runtime, CUDA until its flash kernel lands).
 AttentionKernel defaultAttentionKernel(const DeviceSpec &Device,
                                        Precision Train);
 

@@ -14,8 +14,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/ShardedKernels.h"
-#include "runtime/MeshGroups.h"
 #include "runtime/OpShapes.h"
+#include "runtime/ShardPlace.h"
 #include "runtime/cpu/CpuCommunicator.h"
 
 #include "ir/Graph.h"
@@ -25,43 +25,6 @@
 
 using namespace autopar;
 using namespace llvm;
-
-namespace {
-
-/// This rank's place in the group of a node's mesh axis.
-struct ShardPlace {
-  SmallVector<int, 8> Ranks;
-  int64_t Index = 0;
-  std::string Label;
-};
-
-} // namespace
-
-static Expected<ShardPlace> getShardPlace(const KernelArgs &A,
-                                          const Communicator &Comm,
-                                          StringRef AxisAttr) {
-  StringRef MeshName = A.stringAttr("mesh", "");
-  StringRef Axis = A.stringAttr(AxisAttr, "");
-  const Graph *G = A.N.getGraph();
-  const Mesh *M = G ? G->lookupMesh(MeshName) : nullptr;
-  if (!M)
-    return A.error("unknown mesh '@" + MeshName + "'");
-  ShardPlace P;
-  P.Label =
-      ("axis '" + Axis + "' of mesh @" + MeshName + ", " + describeNode(A.N))
-          .str();
-  if (Comm.getNumRanks() == 1) {
-    P.Ranks.push_back(0);
-    return P;
-  }
-  Expected<SmallVector<int, 8>> Ranks =
-      getMeshGroup(*M, Axis, Comm.getRank(), Comm.getNumRanks());
-  if (!Ranks)
-    return A.error(toString(Ranks.takeError()));
-  P.Ranks = std::move(*Ranks);
-  P.Index = find(P.Ranks, Comm.getRank()) - P.Ranks.begin();
-  return P;
-}
 
 static int64_t readIndex(const Tensor &Idx, int64_t K) {
   return Idx.getElementType() == ElementType::I64 ? Idx.data<int64_t>()[K]

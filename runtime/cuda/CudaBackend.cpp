@@ -4,8 +4,10 @@
 #include "runtime/cpu/CollectiveKernels.h"
 #include "runtime/cpu/CpuBackend.h"
 #include "runtime/cpu/MpiCommunicator.h"
+#include "runtime/cpu/ShardedKernels.h"
 #include "runtime/cuda/CudaAllocator.h"
 #include "runtime/cuda/CudaOps.h"
+#include "runtime/cuda/CudaShardedOps.h"
 #include "runtime/cuda/CudaStreams.h"
 #include "runtime/cuda/NcclCommunicator.h"
 
@@ -148,6 +150,9 @@ struct CudaBackend::Impl : public CudaContext {
   }
   void freeScratch(const Tensor &T) override { Streams->release(T.getData()); }
   int *getErrorWord() override { return ErrorWord; }
+  Error waitForCommunication(ArrayRef<void *> Buffers) override {
+    return Streams->beforeCompute(Buffers, {});
+  }
   int getErrorCode(const Node &N, const Twine &Message) override {
     std::string Text = describeNode(N) + ": " + Message.str();
     auto [It, New] = MessageCodes.try_emplace(Text, int(Messages.size()) + 1);
@@ -416,6 +421,24 @@ struct CudaBackend::Impl : public CudaContext {
       LastNode = describeNode(N);
       return runCommunication(KernelArgs{N, In, Out}, *Comm,
                               Options.CommTimeout);
+    }
+    if (isShardedKernel(N)) {
+      // Kernels with collectives between them (CudaShardedOps.cpp).
+      ++S.DeviceNodes;
+      SmallVector<void *, 6> Reads, Writes;
+      for (const Tensor &T : In)
+        if (T.isPresent())
+          Reads.push_back(T.getData());
+      for (const Tensor &T : Out)
+        if (T.isPresent()) {
+          Writes.push_back(T.getData());
+          HostCopies.erase(T.getData());
+        }
+      if (Error E = Streams->beforeCompute(Reads, Writes))
+        return createNodeError(N, toString(std::move(E)));
+      LastNode = describeNode(N);
+      return cuda::runShardedOp(KernelArgs{N, In, Out}, *this, *Comm,
+                                Options.CommTimeout);
     }
     if (isHostPathNode(N, In, Out))
       return runHostPath(N, In, Out);

@@ -186,6 +186,47 @@ cudaError_t crossEntropyGrad(DType DLossT, const void *DLoss, DType ZT,
                              int64_t Ignore, bool Mean, double *Work,
                              int *ErrorWord, int Code, cudaStream_t Stream);
 
+// Ops split over a mesh axis (ShardedKernels.cu; CudaShardedOps.cpp runs
+// the collectives between the steps).
+/// Gather (axis 0) from a table of which this rank holds rows [Offset,
+/// Offset + Rows) of Total: other rows give zeros. An index outside
+/// [0, Total) sets *ErrorWord to Code.
+cudaError_t shardedGather(const void *X, const void *Indices, bool I64, void *Y,
+                          int64_t Rows, int64_t Offset, int64_t Total,
+                          int64_t Count, int64_t InnerBytes, int *ErrorWord,
+                          int Code, cudaStream_t Stream);
+/// dData (f32, Rows x Inner, zeroed here) += the dY rows of indices this
+/// rank holds (atomics: the sum order is not fixed).
+cudaError_t shardedGatherGrad(const void *Indices, bool I64, DType DYT,
+                              const void *DY, float *DData, int64_t Rows,
+                              int64_t Offset, int64_t Count, int64_t Inner,
+                              cudaStream_t Stream);
+/// The vocabulary-parallel cross-entropy over Rows rows of this rank's
+/// Classes logits (classes [Offset, Offset + Classes) of Total): each
+/// row's block maximum; the global maxima from the gathered ones
+/// (AllMax[p * Rows + r]); the block's sums of exponentials and target
+/// logits (Sums: 2 x Rows, to be all-reduced); then the loss (Counted: one
+/// double, the rows not ignored) or its gradient.
+cudaError_t vocabBlockMax(DType ZT, const void *Z, int64_t Rows,
+                          int64_t Classes, float *Max, cudaStream_t Stream);
+cudaError_t vocabCombineMax(const float *AllMax, int64_t Parts, int64_t Rows,
+                            float *Max, cudaStream_t Stream);
+cudaError_t vocabBlockSums(DType ZT, const void *Z, const void *Labels,
+                           bool I64, int64_t Rows, int64_t Classes,
+                           int64_t Offset, int64_t Total, int64_t Ignore,
+                           const float *Max, float *Sums, int *ErrorWord,
+                           int Code, cudaStream_t Stream);
+cudaError_t vocabLoss(const float *Max, const float *Sums, const void *Labels,
+                      bool I64, int64_t Rows, int64_t Ignore, bool Mean,
+                      DType LossT, void *Loss, double *Counted,
+                      cudaStream_t Stream);
+cudaError_t vocabLossGrad(DType DLossT, const void *DLoss, DType ZT,
+                          const void *Z, const void *Labels, bool I64,
+                          int64_t Rows, int64_t Classes, int64_t Offset,
+                          int64_t Ignore, bool Mean, const float *Max,
+                          const float *Sums, double *Counted, DType DZT,
+                          void *DZ, cudaStream_t Stream);
+
 /// The optimizer's scalars: device pointers to f32 values.
 struct AdamWScalars {
   const float *Lr, *Beta1, *Beta2, *Eps, *WeightDecay, *Step;

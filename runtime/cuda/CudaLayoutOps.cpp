@@ -3,7 +3,8 @@
 // Element-type agnostic copies: reshapes copy the bytes after checking the
 // element count (the result shape is the program's); Dropout in inference
 // form; Transpose, Expand, Concat, Split and Slice as strided copies;
-// Gather and GatherGrad with indices checked on the device. Expand and
+// Gather and GatherGrad with indices checked on the device (their
+// vocabulary-parallel form is CudaShardedOps.cpp's). Expand and
 // Split take their shapes from the results, so they read nothing back from
 // the device.
 //
@@ -185,9 +186,6 @@ Error cuda::runSlice(const KernelArgs &A, CudaContext &C) {
 }
 
 Error cuda::runGather(const KernelArgs &A, CudaContext &C) {
-  if (isSplitForm(A))
-    return A.error("the vocabulary-parallel form (mesh_axis) has no CUDA "
-                   "kernel yet");
   const Tensor &X = A.In[0], &Indices = A.In[1], &Y = A.Out[0];
   if (Error E = checkIndexType(A, 1))
     return E;
@@ -208,9 +206,6 @@ Error cuda::runGather(const KernelArgs &A, CudaContext &C) {
 }
 
 Error cuda::runGatherGrad(const KernelArgs &A, CudaContext &C) {
-  if (isSplitForm(A))
-    return A.error("the vocabulary-parallel form (mesh_axis) has no CUDA "
-                   "kernel yet");
   const Tensor &Idx = A.In[1], &DY = A.In[2], &Out = A.Out[0];
   if (Error E = checkIndexType(A, 1))
     return E;

@@ -21,9 +21,6 @@ using namespace llvm;
 /// The loss's plan after the CUDA ops' checks of the form and the types.
 static Expected<LossPlan> getLossShape(const KernelArgs &A, unsigned Logits,
                                        unsigned Labels) {
-  if (isSplitForm(A))
-    return A.error("the vocabulary-parallel form (mesh_axis) has no CUDA "
-                   "kernel yet");
   if (Error E = checkFloat(A, Logits))
     return E;
   if (Error E = checkIndexType(A, Labels))

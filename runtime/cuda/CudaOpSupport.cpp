@@ -168,7 +168,3 @@ Error cuda::checkSameFloat(const KernelArgs &A, unsigned Count) {
   }
   return Error::success();
 }
-
-bool cuda::isSplitForm(const KernelArgs &A) {
-  return A.attr("mesh_axis") != nullptr;
-}

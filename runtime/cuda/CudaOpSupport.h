@@ -47,9 +47,6 @@ llvm::Error checkIndexType(const KernelArgs &A, unsigned I);
 /// An error unless operands [0, Count) and every result have one float
 /// type and operand 0's shape.
 llvm::Error checkSameFloat(const KernelArgs &A, unsigned Count);
-/// True for the vocabulary-parallel form (mesh_axis) of Gather and the
-/// loss, which has no CUDA kernel yet.
-bool isSplitForm(const KernelArgs &A);
 
 /// S as the kernels' Dims; an error above MaxRank.
 llvm::Expected<Dims> makeDims(const KernelArgs &A, llvm::ArrayRef<int64_t> S);

@@ -42,6 +42,9 @@ public:
   /// The device word kernels set on a failed check, and the code that
   /// names Message (about node N) when the backend finds it set.
   virtual int *getErrorWord() = 0;
+  /// Makes the compute stream wait for the communication that wrote
+  /// Buffers (a kernel about to read a collective's result).
+  virtual llvm::Error waitForCommunication(llvm::ArrayRef<void *> Buffers) = 0;
   virtual int getErrorCode(const Node &N, const llvm::Twine &Message) = 0;
 };
 

@@ -401,6 +401,42 @@ graph @g(%z: f32[2, 3, 7], %labels: i64[2, 3], %x: f32[2, 3, 7], %u: f32[2, 3, 7
                  1e-5f);
 }
 
+// Materialized attention (AttentionWithProbs keeps the probabilities,
+// AttentionGrad reads them) against the CPU kernels, and against the
+// gradient that recomputes them.
+TEST(CudaBackendTest, AttentionWithKeptProbabilities) {
+  compareWithCpu(R"(
+graph @g(%q: f32[2, 4, 5, 8], %kg: f32[2, 2, 5, 8], %vg: f32[2, 2, 5, 3], %dy: f32[2, 4, 5, 3]) {
+  %y, %p = AttentionWithProbs(%q, %kg, %vg) {is_causal = 1, scale = 0.3} : f32[2, 4, 5, 3], f32[2, 4, 5, 5]
+  %dq, %dk, %dv = AttentionGrad(%dy, %q, %kg, %vg, _, %p) {is_causal = 1, scale = 0.3} : f32[2, 4, 5, 8], f32[2, 2, 5, 8], f32[2, 2, 5, 3]
+  %rq, %rk, %rv = AttentionGrad(%dy, %q, %kg, %vg) {is_causal = 1, scale = 0.3} : f32[2, 4, 5, 8], f32[2, 2, 5, 8], f32[2, 2, 5, 3]
+  return %y, %p, %dq, %dk, %dv, %rq, %rk, %rv
+})",
+                 {randomF32({2, 4, 5, 8}, 61), randomF32({2, 2, 5, 8}, 62),
+                  randomF32({2, 2, 5, 3}, 63), randomF32({2, 4, 5, 3}, 64)},
+                 1e-4f);
+}
+
+// The vocabulary-parallel forms (CudaShardedOps.cpp) on one rank, where the
+// group is the rank alone: the unsplit ops' results, as on the CPU.
+TEST(CudaBackendTest, VocabularyParallelOnOneRank) {
+  compareWithCpu(R"(
+graph @g(%table: f32[10, 6], %ids: i64[2, 3], %dy: f32[2, 3, 6], %z: f32[2, 3, 10], %labels: i64[2, 3], %x: f32[4, 6]) {
+  mesh @m = [tp = 1]
+  %e = Gather(%table, %ids) {mesh = "m", mesh_axis = "tp"} : f32[2, 3, 6]
+  %dt = GatherGrad(%table, %ids, %dy) {mesh = "m", mesh_axis = "tp"} : f32[10, 6]
+  %loss = CrossEntropyLoss(%z, %labels) {ignore_index = 2, mesh = "m", mesh_axis = "tp"} : f32[]
+  %one = Constant() {value = dense<f32[], [1.5]>} : f32[]
+  %dz = CrossEntropyLossGrad(%one, %z, %labels) {ignore_index = 2, mesh = "m", mesh_axis = "tp"} : f32[2, 3, 10]
+  %s = ShardSlice(%x) {axis = "tp", dim = 1, mesh = "m"} : f32[4, 6]
+  return %e, %dt, %loss, %dz, %s
+})",
+                 {randomF32({10, 6}, 71), indices({2, 3}, 10, 72),
+                  randomF32({2, 3, 6}, 73), randomF32({2, 3, 10}, 74, 3),
+                  indices({2, 3}, 10, 75), randomF32({4, 6}, 76)},
+                 1e-5f);
+}
+
 TEST(CudaBackendTest, Optimizers) {
   compareWithCpu(R"(
 graph @g(%g: f32[3, 5], %lr: f32[], %b1: f32[], %b2: f32[], %eps: f32[], %wd: f32[], %t: f32[]) {

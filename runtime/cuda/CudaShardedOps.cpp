@@ -1,0 +1,217 @@
+//===- CudaShardedOps.cpp - Ops split over a mesh axis on the device ------===//
+//
+// ShardSlice (this rank's block of a replicated value), and the
+// vocabulary-parallel Gather, GatherGrad, CrossEntropyLoss and
+// CrossEntropyLossGrad (`mesh_axis`), with the CPU kernels' semantics
+// (runtime/cpu/ShardedKernels.cpp): the block of a rank is its position in
+// the group of the axis (runtime/ShardPlace.h) times the local size. The
+// cross-entropy gathers each row's block maxima and all-reduces the sums of
+// exponentials and the target logits through the communicator (NCCL),
+// between the kernels of ShardedKernels.cu; the compute stream waits for
+// each collective's result before reading it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/CudaShardedOps.h"
+#include "runtime/cuda/CudaOpSupport.h"
+
+#include "ir/Graph.h"
+#include "runtime/OpShapes.h"
+#include "runtime/ShardPlace.h"
+#include "runtime/cpu/CpuCommunicator.h"
+
+using namespace autopar;
+using namespace autopar::cuda;
+using namespace llvm;
+
+/// ShardSlice: this rank's block of In along `dim`, one strided copy.
+static Error runShardSlice(const KernelArgs &A, CudaContext &C,
+                           const ShardPlace &P) {
+  const Tensor &In = A.In[0];
+  int64_t Dim = A.intAttr("dim", -1);
+  if (Dim < 0 || Dim >= int64_t(In.getRank()))
+    return A.error("'dim' " + Twine(Dim) + " is not a dimension of " +
+                   In.getTypeString());
+  int64_t Parts = P.Ranks.size();
+  if (In.getDim(Dim) % Parts)
+    return A.error("dimension " + Twine(Dim) + " of " + In.getTypeString() +
+                   " does not split " + Twine(Parts) + " ways");
+  Shape Local = toShape(In.getShape());
+  Local[Dim] /= Parts;
+  if (Error E = A.checkShape(0, Local))
+    return E;
+  size_t Elem = getElementSize(In.getElementType());
+  int64_t Outer = getNumElements(In.getShape().take_front(Dim));
+  size_t Run =
+      size_t(getNumElements(ArrayRef<int64_t>(Local).drop_front(Dim))) * Elem;
+  if (!Outer || !Run)
+    return Error::success();
+  const char *Src = static_cast<const char *>(In.getData()) + P.Index * Run;
+  return launched(A,
+                  cudaMemcpy2DAsync(A.Out[0].getData(), Run, Src,
+                                    Run * size_t(Parts), Run, size_t(Outer),
+                                    cudaMemcpyDeviceToDevice, C.getStream()));
+}
+
+static Error runShardedGather(const KernelArgs &A, CudaContext &C,
+                              const ShardPlace &P) {
+  if (A.intAttr("axis", 0) != 0)
+    return A.error("a vocabulary-parallel Gather gathers along axis 0");
+  if (Error E = checkIndexType(A, 1))
+    return E;
+  const Tensor &Data = A.In[0], &Idx = A.In[1], &Y = A.Out[0];
+  if (Data.getRank() == 0)
+    return A.error("data must have a rank of at least 1");
+  if (Y.getElementType() != Data.getElementType())
+    return A.error("the result must have the type of " + Data.getTypeString());
+  int64_t Rows = Data.getDim(0), Offset = P.Index * Rows;
+  int64_t Total = Rows * int64_t(P.Ranks.size());
+  Shape Out = toShape(Idx.getShape());
+  Out.append(Data.getShape().begin() + 1, Data.getShape().end());
+  if (Error E = A.checkShape(0, Out))
+    return E;
+  int64_t InnerBytes = getNumElements(Data.getShape().drop_front()) *
+                       int64_t(getElementSize(Data.getElementType()));
+  int Code = C.getErrorCode(A.N, "an index is outside [0, " + Twine(Total) +
+                                     "), the whole table's rows");
+  return launched(A, shardedGather(Data.getData(), Idx.getData(),
+                                   Idx.getElementType() == ElementType::I64,
+                                   Y.getData(), Rows, Offset, Total,
+                                   Idx.getNumElements(), InnerBytes,
+                                   C.getErrorWord(), Code, C.getStream()));
+}
+
+static Error runShardedGatherGrad(const KernelArgs &A, CudaContext &C,
+                                  const ShardPlace &P) {
+  if (A.intAttr("axis", 0) != 0)
+    return A.error("a vocabulary-parallel GatherGrad scatters along axis 0");
+  if (Error E = checkIndexType(A, 1))
+    return E;
+  if (Error E = checkFloat(A, 2))
+    return E;
+  if (Error E = checkFloatResult(A, 0))
+    return E;
+  const Tensor &Data = A.In[0], &Idx = A.In[1], &DY = A.In[2], &Out = A.Out[0];
+  if (Error E = A.checkShape(0, Data.getShape()))
+    return E;
+  int64_t Rows = Data.getRank() ? Data.getDim(0) : 1;
+  int64_t Inner = getNumElements(Data.getShape().drop_front());
+  int64_t Count = Idx.getNumElements();
+  if (DY.getNumElements() != Count * Inner)
+    return A.error("dY " + DY.getTypeString() +
+                   " is not the shape of Gather(data, indices)");
+  Scratch S(C);
+  Tensor Sums = Out;
+  if (Out.getElementType() != ElementType::F32) {
+    Expected<Tensor> T = S.get(A, ElementType::F32, Out.getShape());
+    if (!T)
+      return T.takeError();
+    Sums = *T;
+  }
+  if (Error E = launched(
+          A, shardedGatherGrad(Idx.getData(),
+                               Idx.getElementType() == ElementType::I64, dt(DY),
+                               DY.getData(), Sums.data<float>(), Rows,
+                               P.Index * Rows, Count, Inner, C.getStream())))
+    return E;
+  if (Sums.getData() == Out.getData())
+    return Error::success();
+  return launched(A, cast(DType::F32, Sums.getData(), dt(Out), Out.getData(),
+                          Out.getNumElements(), C.getStream()));
+}
+
+/// The vocabulary-parallel loss (Grad: its gradient): block maxima,
+/// gathered; block sums and target logits, all-reduced; then the kernel of
+/// the result.
+static Error runShardedCrossEntropy(const KernelArgs &A, CudaContext &C,
+                                    const ShardPlace &P, Communicator &Comm,
+                                    Communicator::Duration Timeout) {
+  bool Grad = A.N.getOp() == OpId::CrossEntropyLossGrad;
+  unsigned LogitsAt = Grad ? 1 : 0;
+  if (Error E = checkFloat(A, LogitsAt))
+    return E;
+  if (Error E = checkIndexType(A, LogitsAt + 1))
+    return E;
+  if (Error E = checkFloatResult(A, 0))
+    return E;
+  Expected<LossPlan> L = planLoss(A, LogitsAt, LogitsAt + 1);
+  if (!L)
+    return L.takeError();
+  const Tensor &Z = A.In[LogitsAt], &Labels = A.In[LogitsAt + 1];
+  bool I64 = Labels.getElementType() == ElementType::I64;
+  int64_t Rows = L->Rows, Classes = L->Classes;
+  int64_t Parts = P.Ranks.size(), Offset = P.Index * Classes;
+  int64_t Total = Classes * Parts;
+  if (Grad) {
+    if (!isCudaFloat(A.In[0].getElementType()) || A.In[0].getNumElements() != 1)
+      return typeError(A, "operand 0", A.In[0], "one float");
+    if (Error E = A.checkShape(0, Z.getShape()))
+      return E;
+  } else if (Error E = A.checkShape(0, {})) {
+    return E;
+  }
+  int64_t R = std::max<int64_t>(Rows, 1);
+  Scratch S(C);
+  Expected<Tensor> Local = S.get(A, ElementType::F32, {R});
+  Expected<Tensor> All = S.get(A, ElementType::F32, {R * Parts});
+  Expected<Tensor> Max = S.get(A, ElementType::F32, {R});
+  Expected<Tensor> Sums = S.get(A, ElementType::F32, {2 * R});
+  Expected<Tensor> Counted = S.get(A, ElementType::F64, {1});
+  for (Expected<Tensor> *T : {&Local, &All, &Max, &Sums, &Counted})
+    if (!*T)
+      return T->takeError();
+  if (Error E = launched(A, vocabBlockMax(dt(Z), Z.getData(), Rows, Classes,
+                                          Local->data<float>(), C.getStream())))
+    return E;
+  CommunicationLabel Scope(P.Label);
+  Tensor LocalMax(ElementType::F32, {Rows}, Local->getData());
+  Tensor AllMax(ElementType::F32, {Rows * Parts}, All->getData());
+  if (Error E = Comm.allGather(LocalMax, AllMax, P.Ranks, 0, Timeout))
+    return E;
+  if (Error E = C.waitForCommunication({All->getData()}))
+    return A.error(toString(std::move(E)));
+  if (Error E = launched(A, vocabCombineMax(All->data<float>(), Parts, Rows,
+                                            Max->data<float>(), C.getStream())))
+    return E;
+  int Code = C.getErrorCode(A.N, "a label is outside [0, " + Twine(Total) +
+                                     "), the whole vocabulary");
+  if (Error E =
+          launched(A, vocabBlockSums(dt(Z), Z.getData(), Labels.getData(), I64,
+                                     Rows, Classes, Offset, Total, L->Ignore,
+                                     Max->data<float>(), Sums->data<float>(),
+                                     C.getErrorWord(), Code, C.getStream())))
+    return E;
+  Tensor Both(ElementType::F32, {2 * Rows}, Sums->getData());
+  if (Error E = Comm.allReduce(Both, Both, P.Ranks, Timeout))
+    return E;
+  if (Error E = C.waitForCommunication({Sums->getData()}))
+    return A.error(toString(std::move(E)));
+  if (!Grad)
+    return launched(A, vocabLoss(Max->data<float>(), Sums->data<float>(),
+                                 Labels.getData(), I64, Rows, L->Ignore,
+                                 L->Mean, dt(A.Out[0]), A.Out[0].getData(),
+                                 Counted->data<double>(), C.getStream()));
+  return launched(A, vocabLossGrad(dt(A.In[0]), A.In[0].getData(), dt(Z),
+                                   Z.getData(), Labels.getData(), I64, Rows,
+                                   Classes, Offset, L->Ignore, L->Mean,
+                                   Max->data<float>(), Sums->data<float>(),
+                                   Counted->data<double>(), dt(A.Out[0]),
+                                   A.Out[0].getData(), C.getStream()));
+}
+
+Error cuda::runShardedOp(const KernelArgs &A, CudaContext &C,
+                         Communicator &Comm, Communicator::Duration Timeout) {
+  bool Slice = A.N.getOp() == OpId::ShardSlice;
+  Expected<ShardPlace> P = getShardPlace(A, Comm, Slice ? "axis" : "mesh_axis");
+  if (!P)
+    return P.takeError();
+  if (!A.has(0) || !A.hasResult(0))
+    return A.error("needs its operands and a result");
+  if (Slice)
+    return runShardSlice(A, C, *P);
+  if (A.N.getOp() == OpId::Gather)
+    return runShardedGather(A, C, *P);
+  if (A.N.getOp() == OpId::GatherGrad)
+    return runShardedGatherGrad(A, C, *P);
+  return runShardedCrossEntropy(A, C, *P, Comm, Timeout);
+}
