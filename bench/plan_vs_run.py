@@ -134,8 +134,6 @@ def main(argv):
                  os.path.join(work, name + ".offload")]
         if model == "gpt":
             train.append("--random-init")
-        else:
-            train += ["--weights-dir", os.path.dirname(models[model])]
         if ranks > 1:
             train = ["mpirun", "--oversubscribe", "-np", str(ranks)] + train
         try:
@@ -145,7 +143,7 @@ def main(argv):
             continue
         times = [float(t) for s, t in STEP.findall(text) if int(s) > 1]
         measured_ms = statistics.median(times) if times else float("nan")
-        predicted_ms = plan["step_time_s"] * 1e3
+        predicted_ms = plan["plan"]["step_time_s"] * 1e3
         # The rank whose memory is furthest from its prediction.
         row_mem, worst = None, -1.0
         for line in text.splitlines():
@@ -169,7 +167,7 @@ def main(argv):
     print("%-14s %5s %10s %10s %6s %9s %9s %6s %9s %9s %6s" %
           ("plan", "ranks", "pred ms", "meas ms", "ratio", "states p",
            "states m", "ratio", "acts p", "acts m", "ratio"))
-    worst_time = worst_mem = (0.0, "")
+    worst_time = worst_mem = (1.0, "")
     for (name, ranks, pt, mt, over, ps, ms, pa, ma) in rows:
         tr, sr = mt / pt, ms / ps
         ar = ma / pa if pa else float("nan")

@@ -231,8 +231,11 @@ Expected<std::vector<UnitCost>> ModelProfile::compute(unsigned TP, bool SP) {
             Layout == Sol.Layouts.end() ? LayoutReplicated : Layout->second;
         double Local = Lay == LayoutReplicated ? Elements : Elements / TP;
         if (V->getNumOutputUses()) {
-          // Logits: the loss keeps their fp32 softmax.
-          C.LossBytes += Local * 4;
+          // Logits: the loss keeps them in fp32 for its gradient, which
+          // the gradient's fp32 result joins before the head's backward
+          // frees either (measured on the CPU runtime: both are live at
+          // the activation peak, bench/plan-vs-run.sh).
+          C.LossBytes += 2 * Local * 4;
         } else {
           // Sent at the boundary layout.
           int B = (*Sharding)->Boundary;

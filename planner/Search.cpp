@@ -221,7 +221,9 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   R.OverheadBytes = frameworkOverheadBytes(Cl);
   // InFlight counts chunk activations; Saved covers all of the rank's
   // chunks for one micro-batch.
-  R.ActivationBytes = Saved / C.VPP * InFlight + Working + Loss;
+  // The loss's buffers are freed by the head's backward, before any layer
+  // is recomputed: the two never add up.
+  R.ActivationBytes = Saved / C.VPP * InFlight + std::max(Working, Loss);
   R.MemoryBytes =
       R.ModelStateBytes + R.ActivationBytes + frameworkOverheadBytes(Cl);
   return R;
