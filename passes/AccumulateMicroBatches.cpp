@@ -136,7 +136,7 @@ Error AccumulateMicroBatchesPass::runOnGraph(Graph &G) {
         Sums[I] = GK;
         continue;
       }
-      Expected<Value *> S = B.add(Sums[I], GK);
+      Expected<Value *> S = addToRunningSum(B, Sums[I], GK);
       if (!S)
         return S.takeError();
       Sums[I] = *S;

@@ -844,6 +844,21 @@ void autopar::replaceStepOutputs(Graph &G, ArrayRef<Node *> Body, Value *Loss,
   G.setOutputs(Outputs);
 }
 
+Expected<Value *> autopar::addToRunningSum(GradBuilder &B, Value *Sum,
+                                           Value *X) {
+  Expected<Value *> Added = B.add(Sum, X);
+  if (!Added)
+    return Added.takeError();
+  Node *Producer = X->getDefiningNode();
+  Node *Add = (*Added)->getDefiningNode();
+  if (Producer && Add && Add != Producer) {
+    Graph &G = B.getGraph();
+    G.getNodes().splice(std::next(Producer->getIterator()), G.getNodes(),
+                        Add->getIterator());
+  }
+  return Added;
+}
+
 void autopar::cloneForMicroBatch(Graph &G, Node *N,
                                  DenseMap<Value *, Value *> &Map,
                                  StringRef Suffix, StringRef NodeSuffix,

@@ -507,7 +507,7 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
       Sum = X;
       return Error::success();
     }
-    Expected<Value *> Added = B.add(Sum, X);
+    Expected<Value *> Added = addToRunningSum(B, Sum, X);
     if (!Added)
       return Added.takeError();
     Sum = *Added;

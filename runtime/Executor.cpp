@@ -104,6 +104,7 @@ Executor::create(const Graph &G, Backend &B, const ExecutorOptions &Options) {
     return E;
   X->planFrees();
   X->findGradients();
+  X->findGatheredParams();
   return X;
 }
 
@@ -337,6 +338,19 @@ void Executor::findGradients() {
   }
 }
 
+void Executor::findGatheredParams() {
+  for (const Node *N : Nodes) {
+    if (N->getOp() != OpId::AllGather || !N->getOperand(0))
+      continue;
+    const Value *From = N->getOperand(0);
+    if (const Node *D = From->getDefiningNode())
+      if (D->getOp() == OpId::Cast && D->getOperand(0))
+        From = D->getOperand(0);
+    if (From->isParam())
+      Gathered.insert(N->getResult(0));
+  }
+}
+
 void Executor::planFrees() {
   DenseSet<const Value *> Outputs(G.getOutputs().begin(), G.getOutputs().end());
   DenseMap<const Value *, unsigned> LastUse;
@@ -375,8 +389,9 @@ namespace {
 /// The tensors of one run; whatever is left is freed at the end.
 class RunState {
 public:
-  RunState(Backend &B, const DenseSet<const Value *> &Gradients)
-      : B(B), Gradients(Gradients) {}
+  RunState(Backend &B, const DenseSet<const Value *> &Gradients,
+           const DenseSet<const Value *> &Gathered)
+      : B(B), Gradients(Gradients), Gathered(Gathered) {}
   ~RunState() {
     for (auto &Entry : Live)
       B.deallocate(Entry.second);
@@ -391,9 +406,14 @@ public:
     Bytes += T->getSizeInBytes();
     if (Gradients.count(&V))
       GradientBytes += T->getSizeInBytes();
-    Peak = std::max(Peak, Bytes);
+    if (Gathered.count(&V))
+      GatheredBytes += T->getSizeInBytes();
+    // The gathered copies count as parameters (getPeakGatheredBytes).
+    Peak = std::max(Peak, Bytes - GatheredBytes);
     PeakGradients = std::max(PeakGradients, GradientBytes);
-    PeakActivations = std::max(PeakActivations, Bytes - GradientBytes);
+    PeakGathered = std::max(PeakGathered, GatheredBytes);
+    PeakActivations =
+        std::max(PeakActivations, Bytes - GradientBytes - GatheredBytes);
     return T;
   }
   void free(const Value *V) {
@@ -402,6 +422,8 @@ public:
     Bytes -= It->second.getSizeInBytes();
     if (Gradients.count(V))
       GradientBytes -= It->second.getSizeInBytes();
+    if (Gathered.count(V))
+      GatheredBytes -= It->second.getSizeInBytes();
     B.deallocate(It->second);
     Live.erase(It);
   }
@@ -413,13 +435,14 @@ public:
   /// The largest bytes held in gradients, and in everything else.
   uint64_t getPeakGradients() const { return PeakGradients; }
   uint64_t getPeakActivations() const { return PeakActivations; }
+  uint64_t getPeakGathered() const { return PeakGathered; }
 
 private:
   Backend &B;
-  const DenseSet<const Value *> &Gradients;
+  const DenseSet<const Value *> &Gradients, &Gathered;
   DenseMap<const Value *, Tensor> Live;
   uint64_t Bytes = 0, Peak = 0, GradientBytes = 0, PeakGradients = 0,
-           PeakActivations = 0;
+           PeakActivations = 0, GatheredBytes = 0, PeakGathered = 0;
 };
 
 } // namespace
@@ -431,7 +454,7 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
                              "the graph takes " + Twine(GraphInputs.size()) +
                                  " inputs; " + Twine(Inputs.size()) +
                                  " were given");
-  RunState State(B, Gradients);
+  RunState State(B, Gradients, Gathered);
   for (unsigned I = 0; I != Inputs.size(); ++I) {
     const Value &V = *GraphInputs[I];
     const TensorType &Ty = V.getType();
@@ -613,5 +636,6 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
   PeakBytes = State.getPeak();
   PeakGradientBytes = State.getPeakGradients();
   PeakNonGradientBytes = State.getPeakActivations();
+  PeakGatheredBytes = State.getPeakGathered();
   return Results;
 }

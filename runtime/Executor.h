@@ -117,21 +117,27 @@ public:
   getParamBytes(llvm::function_ref<bool(const Value &)> Take = nullptr) const;
 
   /// The peak of the bytes the last run held in computed values:
-  /// activations, gradients and outputs (parameters excluded).
+  /// activations, gradients and outputs (parameters, and the whole copies
+  /// of gathered ones, excluded).
   uint64_t getPeakActivationBytes() const { return PeakBytes; }
   /// The peaks of its two parts, each on its own (as a plan predicts them):
   /// gradients (values an optimizer step reads as its gradient, and the
   /// micro-batch sums that build them) and every other computed value.
   uint64_t getPeakGradientBytes() const { return PeakGradientBytes; }
   uint64_t getPeakNonGradientBytes() const { return PeakNonGradientBytes; }
+  /// The peak of the whole copies of sharded parameters that ZeRO's
+  /// gathers make (AllGather of a parameter, or of its 16-bit cast): model
+  /// state the plan counts as weights, so not among the activations.
+  uint64_t getPeakGatheredBytes() const { return PeakGatheredBytes; }
 
 private:
   Executor(const Graph &G, Backend &B) : G(G), B(B) {}
   llvm::Error loadParams(const ExecutorOptions &Options);
   void planFrees();
   /// Gradients: what optimizer steps read, and the sums over micro-batches
-  /// (trees of Adds) that build it.
+  /// (trees of Adds) that build it. Gathered: whole copies of parameters.
   void findGradients();
+  void findGatheredParams();
   /// The nodes' offload_fetch / offload_writeback / offload_prefetch lists.
   llvm::Error readOffloadLists();
   llvm::Expected<std::vector<uint8_t>> fetchBytes(const Value &P);
@@ -146,7 +152,10 @@ private:
   std::vector<const Value *> UnusedInputs;
   /// The values optimizer steps read as gradients.
   llvm::DenseSet<const Value *> Gradients;
-  uint64_t PeakBytes = 0, PeakGradientBytes = 0, PeakNonGradientBytes = 0;
+  /// The whole copies of parameters ZeRO's gathers make.
+  llvm::DenseSet<const Value *> Gathered;
+  uint64_t PeakBytes = 0, PeakGradientBytes = 0, PeakNonGradientBytes = 0,
+           PeakGatheredBytes = 0;
   NodeObserver Observer;
 
   OffloadStore *Offload = nullptr;

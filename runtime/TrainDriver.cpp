@@ -833,8 +833,10 @@ static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
     return Error::success();
   MeasuredMemory Mine = Peaks;
   // Resident: the parameters kept in backend memory, plus the offloaded
-  // ones while fetched for their uses (at their peak).
-  Mine.ParamBytes = X.getParamBytes() + Peaks.PeakFetchedBytes;
+  // ones while fetched for their uses and the whole copies ZeRO's gathers
+  // make of sharded ones (each at its peak).
+  Mine.ParamBytes =
+      X.getParamBytes() + Peaks.PeakFetchedBytes + Peaks.PeakGatheredBytes;
   Mine.HostBytes = Store.getBytes(OffloadTier::Host);
   Mine.NvmeBytes = Store.getBytes(OffloadTier::Nvme);
   Mine.OffloadedBytes = Mine.HostBytes + Mine.NvmeBytes;
@@ -961,6 +963,8 @@ static Error train(const TrainOptions &O) {
                                           (*Exec)->getPeakNonGradientBytes());
     Peaks.PeakFetchedBytes =
         std::max(Peaks.PeakFetchedBytes, (*Exec)->getPeakFetchedBytes());
+    Peaks.PeakGatheredBytes =
+        std::max(Peaks.PeakGatheredBytes, (*Exec)->getPeakGatheredBytes());
     if (Hooks->OffloadFault && Step == Hooks->OffloadFaultStep &&
         (*Store)->contains(Hooks->OffloadFaultName))
       if (Error E = (*Store)->injectFault(Hooks->OffloadFaultName,
