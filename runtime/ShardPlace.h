@@ -33,6 +33,16 @@ llvm::Expected<ShardPlace> getShardPlace(const KernelArgs &A,
                                          const Communicator &Comm,
                                          llvm::StringRef AxisAttr);
 
+/// ShardSlice's copy: Outer runs of Run bytes, this rank's run of each
+/// group of P.Ranks.size() consecutive ones (after checking `dim` and the
+/// result's shape).
+struct ShardSlicePlan {
+  int64_t Outer = 0;
+  size_t Run = 0;
+};
+llvm::Expected<ShardSlicePlan> planShardSlice(const KernelArgs &A,
+                                              const ShardPlace &P);
+
 } // namespace autopar
 
 #endif // AUTOPAR_RUNTIME_SHARDPLACE_H

@@ -33,26 +33,14 @@ static int64_t readIndex(const Tensor &Idx, int64_t K) {
 
 /// ShardSlice: this rank's block of In along `dim`.
 static Error runShardSlice(const KernelArgs &A, const ShardPlace &P) {
-  const Tensor &In = A.In[0];
-  int64_t Dim = A.intAttr("dim", -1);
-  if (Dim < 0 || Dim >= int64_t(In.getRank()))
-    return A.error("'dim' " + Twine(Dim) + " is not a dimension of " +
-                   In.getTypeString());
+  Expected<ShardSlicePlan> Plan = planShardSlice(A, P);
+  if (!Plan)
+    return Plan.takeError();
   int64_t Parts = P.Ranks.size();
-  if (In.getDim(Dim) % Parts)
-    return A.error("dimension " + Twine(Dim) + " of " + In.getTypeString() +
-                   " does not split " + Twine(Parts) + " ways");
-  Shape Local = toShape(In.getShape());
-  Local[Dim] /= Parts;
-  if (Error E = A.checkShape(0, Local))
-    return E;
-  size_t Elem = getElementSize(In.getElementType());
-  int64_t Outer = getNumElements(In.getShape().take_front(Dim));
-  size_t Run =
-      size_t(getNumElements(ArrayRef<int64_t>(Local).drop_front(Dim))) * Elem;
-  const char *Src = static_cast<const char *>(In.getData());
+  size_t Run = Plan->Run;
+  const char *Src = static_cast<const char *>(A.In[0].getData());
   char *Dst = static_cast<char *>(A.Out[0].getData());
-  for (int64_t O = 0; O != Outer; ++O)
+  for (int64_t O = 0; O != Plan->Outer; ++O)
     std::memcpy(Dst + O * Run, Src + (O * Parts + P.Index) * Run, Run);
   return Error::success();
 }

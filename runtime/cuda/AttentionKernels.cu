@@ -18,14 +18,6 @@ namespace cuda {
 
 namespace {
 
-/// Threads for a row of Len elements: a multiple of 32, at most 1024.
-unsigned attentionRowThreads(int64_t Len) {
-  int64_t T = (Len + 31) / 32 * 32;
-  return unsigned(T < 32 ? 32 : T > 1024 ? 1024 : T);
-}
-
-constexpr int64_t MaxRows = 2147483647;
-
 /// Score J of row (B, H, I), masked to -inf or with the float mask added.
 __device__ __forceinline__ float maskedScore(DType ST, const void *S,
                                              int64_t Base, int64_t B, int64_t H,
@@ -162,7 +154,7 @@ cudaError_t attentionSoftmax(DType ST, void *S, int64_t Rows,
     return cudaSuccess;
   if (Rows > MaxRows || R.Sq == 0 || R.Hq == 0)
     return cudaErrorInvalidConfiguration;
-  attentionSoftmaxKernel<<<unsigned(Rows), attentionRowThreads(R.T), 0,
+  attentionSoftmaxKernel<<<unsigned(Rows), rowThreads(R.T), 0,
                            Stream>>>(ST, S, R, M);
   return cudaGetLastError();
 }
@@ -174,7 +166,7 @@ cudaError_t attentionSoftmaxGrad(DType T, const void *P, void *DP, int64_t Rows,
     return cudaSuccess;
   if (Rows > MaxRows)
     return cudaErrorInvalidConfiguration;
-  attentionSoftmaxGradKernel<<<unsigned(Rows), attentionRowThreads(Len), 0,
+  attentionSoftmaxGradKernel<<<unsigned(Rows), rowThreads(Len), 0,
                                Stream>>>(T, P, DP, Len, Scale);
   return cudaGetLastError();
 }

@@ -371,7 +371,10 @@ struct CudaBackend::Impl : public CudaContext {
     return Error::success();
   }
 
-  Error runOnDevice(const Node &N, ArrayRef<Tensor> In, ArrayRef<Tensor> Out) {
+  /// Orders the compute stream after the side work on N's buffers, before
+  /// N's kernels.
+  Error beforeDeviceNode(const Node &N, ArrayRef<Tensor> In,
+                         ArrayRef<Tensor> Out) {
     ++S.DeviceNodes;
     SmallVector<void *, 6> Reads, Writes;
     for (const Tensor &T : In)
@@ -385,6 +388,12 @@ struct CudaBackend::Impl : public CudaContext {
     if (Error E = Streams->beforeCompute(Reads, Writes))
       return createNodeError(N, toString(std::move(E)));
     LastNode = describeNode(N);
+    return Error::success();
+  }
+
+  Error runOnDevice(const Node &N, ArrayRef<Tensor> In, ArrayRef<Tensor> Out) {
+    if (Error E = beforeDeviceNode(N, In, Out))
+      return E;
     return runCudaKernel(KernelArgs{N, In, Out}, *this);
   }
 
@@ -424,19 +433,8 @@ struct CudaBackend::Impl : public CudaContext {
     }
     if (isShardedKernel(N)) {
       // Kernels with collectives between them (CudaShardedOps.cpp).
-      ++S.DeviceNodes;
-      SmallVector<void *, 6> Reads, Writes;
-      for (const Tensor &T : In)
-        if (T.isPresent())
-          Reads.push_back(T.getData());
-      for (const Tensor &T : Out)
-        if (T.isPresent()) {
-          Writes.push_back(T.getData());
-          HostCopies.erase(T.getData());
-        }
-      if (Error E = Streams->beforeCompute(Reads, Writes))
-        return createNodeError(N, toString(std::move(E)));
-      LastNode = describeNode(N);
+      if (Error E = beforeDeviceNode(N, In, Out))
+        return E;
       return cuda::runShardedOp(KernelArgs{N, In, Out}, *this, *Comm,
                                 Options.CommTimeout);
     }

@@ -219,21 +219,15 @@ Error cuda::runGatherGrad(const KernelArgs &A, CudaContext &C) {
     return P.takeError();
   int64_t Outer = P->Outer, Len = P->Len, Inner = P->Inner, Count = P->Count;
   Scratch S(C);
-  Tensor Sums = Out;
-  if (Out.getElementType() != ElementType::F32) {
-    Expected<Tensor> T = S.get(A, ElementType::F32, Out.getShape());
-    if (!T)
-      return T.takeError();
-    Sums = *T;
-  }
+  Expected<Tensor> SumsOr = getF32Sums(A, S, Out);
+  if (!SumsOr)
+    return SumsOr.takeError();
+  const Tensor &Sums = *SumsOr;
   int Code = C.getErrorCode(A.N, "an index is outside [0, " + Twine(Len) + ")");
   if (Error E = launched(
           A, gatherGrad(Idx.getData(), Idx.getElementType() == ElementType::I64,
                         dt(DY), DY.getData(), Sums.data<float>(), Outer, Len,
                         Count, Inner, C.getErrorWord(), Code, C.getStream())))
     return E;
-  if (Sums.getData() == Out.getData())
-    return Error::success();
-  return launched(A, cast(DType::F32, Sums.getData(), dt(Out), Out.getData(),
-                          Out.getNumElements(), C.getStream()));
+  return castFromF32(A, C, Sums, Out);
 }

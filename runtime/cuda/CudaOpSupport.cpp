@@ -168,3 +168,18 @@ Error cuda::checkSameFloat(const KernelArgs &A, unsigned Count) {
   }
   return Error::success();
 }
+
+Expected<Tensor> cuda::getF32Sums(const KernelArgs &A, Scratch &S,
+                                  const Tensor &Out) {
+  if (Out.getElementType() == ElementType::F32)
+    return Out;
+  return S.get(A, ElementType::F32, Out.getShape());
+}
+
+Error cuda::castFromF32(const KernelArgs &A, CudaContext &C, const Tensor &Sums,
+                        const Tensor &Out) {
+  if (Sums.getData() == Out.getData())
+    return Error::success();
+  return launched(A, cast(DType::F32, Sums.getData(), dt(Out), Out.getData(),
+                          Out.getNumElements(), C.getStream()));
+}

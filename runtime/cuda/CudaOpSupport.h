@@ -89,6 +89,13 @@ private:
   llvm::SmallVector<Tensor, 4> Held;
 };
 
+/// Where a kernel that sums in f32 writes a result Out: Out itself when it
+/// is f32, else f32 scratch from S that castFromF32 then copies into Out.
+llvm::Expected<Tensor> getF32Sums(const KernelArgs &A, Scratch &S,
+                                  const Tensor &Out);
+llvm::Error castFromF32(const KernelArgs &A, CudaContext &C, const Tensor &Sums,
+                        const Tensor &Out);
+
 /// Row-major C = Alpha op(A) op(B) + Beta C, Batch times at the given
 /// element strides (0: the same matrix for every batch).
 struct GemmCall {

@@ -27,29 +27,17 @@ using namespace llvm;
 /// ShardSlice: this rank's block of In along `dim`, one strided copy.
 static Error runShardSlice(const KernelArgs &A, CudaContext &C,
                            const ShardPlace &P) {
-  const Tensor &In = A.In[0];
-  int64_t Dim = A.intAttr("dim", -1);
-  if (Dim < 0 || Dim >= int64_t(In.getRank()))
-    return A.error("'dim' " + Twine(Dim) + " is not a dimension of " +
-                   In.getTypeString());
-  int64_t Parts = P.Ranks.size();
-  if (In.getDim(Dim) % Parts)
-    return A.error("dimension " + Twine(Dim) + " of " + In.getTypeString() +
-                   " does not split " + Twine(Parts) + " ways");
-  Shape Local = toShape(In.getShape());
-  Local[Dim] /= Parts;
-  if (Error E = A.checkShape(0, Local))
-    return E;
-  size_t Elem = getElementSize(In.getElementType());
-  int64_t Outer = getNumElements(In.getShape().take_front(Dim));
-  size_t Run =
-      size_t(getNumElements(ArrayRef<int64_t>(Local).drop_front(Dim))) * Elem;
-  if (!Outer || !Run)
+  Expected<ShardSlicePlan> Plan = planShardSlice(A, P);
+  if (!Plan)
+    return Plan.takeError();
+  if (!Plan->Outer || !Plan->Run)
     return Error::success();
-  const char *Src = static_cast<const char *>(In.getData()) + P.Index * Run;
+  size_t Run = Plan->Run, Parts = P.Ranks.size();
+  const char *Src =
+      static_cast<const char *>(A.In[0].getData()) + P.Index * Run;
   return launched(A,
-                  cudaMemcpy2DAsync(A.Out[0].getData(), Run, Src,
-                                    Run * size_t(Parts), Run, size_t(Outer),
+                  cudaMemcpy2DAsync(A.Out[0].getData(), Run, Src, Run * Parts,
+                                    Run, size_t(Plan->Outer),
                                     cudaMemcpyDeviceToDevice, C.getStream()));
 }
 
@@ -101,23 +89,17 @@ static Error runShardedGatherGrad(const KernelArgs &A, CudaContext &C,
     return A.error("dY " + DY.getTypeString() +
                    " is not the shape of Gather(data, indices)");
   Scratch S(C);
-  Tensor Sums = Out;
-  if (Out.getElementType() != ElementType::F32) {
-    Expected<Tensor> T = S.get(A, ElementType::F32, Out.getShape());
-    if (!T)
-      return T.takeError();
-    Sums = *T;
-  }
+  Expected<Tensor> SumsOr = getF32Sums(A, S, Out);
+  if (!SumsOr)
+    return SumsOr.takeError();
+  const Tensor &Sums = *SumsOr;
   if (Error E = launched(
           A, shardedGatherGrad(Idx.getData(),
                                Idx.getElementType() == ElementType::I64, dt(DY),
                                DY.getData(), Sums.data<float>(), Rows,
                                P.Index * Rows, Count, Inner, C.getStream())))
     return E;
-  if (Sums.getData() == Out.getData())
-    return Error::success();
-  return launched(A, cast(DType::F32, Sums.getData(), dt(Out), Out.getData(),
-                          Out.getNumElements(), C.getStream()));
+  return castFromF32(A, C, Sums, Out);
 }
 
 /// The vocabulary-parallel loss (Grad: its gradient): block maxima,

@@ -21,6 +21,27 @@ namespace cuda {
 
 constexpr int Threads = 256;
 
+/// A grid-stride loop over [0, N).
+#define GRID_STRIDE(I, N)                                                      \
+  for (int64_t I = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; I < (N);    \
+       I += int64_t(gridDim.x) * blockDim.x)
+
+/// Threads for a row of Len elements: a multiple of 32, at most 1024.
+inline unsigned rowThreads(int64_t Len) {
+  int64_t T = (Len + 31) / 32 * 32;
+  return unsigned(T < 32 ? 32 : T > 1024 ? 1024 : T);
+}
+
+/// Rows are blocks; grids hold up to 2^31 - 1 of them.
+constexpr int64_t MaxRows = 2147483647;
+
+/// Element K of an i64 or i32 index tensor.
+__device__ __forceinline__ int64_t loadIndex(const void *Indices, bool I64,
+                                             int64_t K) {
+  return I64 ? static_cast<const int64_t *>(Indices)[K]
+             : static_cast<const int32_t *>(Indices)[K];
+}
+
 /// Blocks for N elements with a grid-stride loop: enough to fill an H200
 /// (132 SMs x 2048 threads / 256 = 1056 blocks) several times, no more.
 inline unsigned gridFor(int64_t N) {

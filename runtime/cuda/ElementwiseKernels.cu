@@ -16,10 +16,6 @@ namespace cuda {
 
 namespace {
 
-#define GRID_STRIDE(I, N)                                                      \
-  for (int64_t I = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; I < (N);    \
-       I += int64_t(gridDim.x) * blockDim.x)
-
 template <typename T, typename IdxT>
 __global__ void copyStridedKernel(T *Dst, int64_t DstBase, Strides DS,
                                   const T *Src, int64_t SrcBase, Strides SS,

@@ -17,19 +17,6 @@ namespace cuda {
 
 namespace {
 
-#define GRID_STRIDE(I, N)                                                      \
-  for (int64_t I = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; I < (N);    \
-       I += int64_t(gridDim.x) * blockDim.x)
-
-/// Threads for a row of Len elements: a multiple of 32, at most 1024.
-unsigned rowThreads(int64_t Len) {
-  int64_t T = (Len + 31) / 32 * 32;
-  return unsigned(T < 32 ? 32 : T > 1024 ? 1024 : T);
-}
-
-/// Rows are blocks; grids hold up to 2^31 - 1 of them.
-constexpr int64_t MaxRows = 2147483647;
-
 __global__ void softmaxKernel(DType XT, const void *X, DType YT, void *Y,
                               int64_t Len, int64_t Inner, bool Log) {
   __shared__ double Shared[32];
@@ -257,11 +244,6 @@ __global__ void reduceBlockKernel(ReduceOp Op, DType XT, const void *X,
   Acc = Op == ReduceOp::Max ? blockMax(Acc, Shared) : blockSum(Acc, Shared);
   if (threadIdx.x == 0)
     storeReduced(Op, YT, Y, O, Acc, Count);
-}
-
-__device__ int64_t loadIndex(const void *Indices, bool I64, int64_t K) {
-  return I64 ? static_cast<const int64_t *>(Indices)[K]
-             : static_cast<const int32_t *>(Indices)[K];
 }
 
 /// Y[o, k, :] = X[o, idx[k], :] in units of T.

@@ -23,22 +23,6 @@ namespace cuda {
 
 namespace {
 
-#define GRID_STRIDE(I, N)                                                      \
-  for (int64_t I = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; I < (N);    \
-       I += int64_t(gridDim.x) * blockDim.x)
-
-unsigned rowThreads(int64_t Len) {
-  int64_t T = (Len + 31) / 32 * 32;
-  return unsigned(T < 32 ? 32 : T > 1024 ? 1024 : T);
-}
-
-constexpr int64_t MaxRows = 2147483647;
-
-__device__ int64_t loadLabel(const void *Indices, bool I64, int64_t K) {
-  return I64 ? static_cast<const int64_t *>(Indices)[K]
-             : static_cast<const int32_t *>(Indices)[K];
-}
-
 /// Y[k, :] = X[idx[k] - Offset, :] when this rank holds row idx[k], else 0
 /// (in units of T; Inner of them per row).
 template <typename T>
@@ -48,7 +32,7 @@ __global__ void shardedGatherKernel(const T *X, const void *Indices, bool I64,
                                     int *ErrorWord, int Code) {
   GRID_STRIDE(I, Count * Inner) {
     int64_t J = I % Inner, K = I / Inner;
-    int64_t Index = loadLabel(Indices, I64, K);
+    int64_t Index = loadIndex(Indices, I64, K);
     if (Index < 0 || Index >= Total) {
       reportError(ErrorWord, Code);
       Y[I] = T{};
@@ -66,7 +50,7 @@ __global__ void shardedGatherGradKernel(const void *Indices, bool I64,
                                         int64_t Inner) {
   GRID_STRIDE(I, Count * Inner) {
     int64_t J = I % Inner, K = I / Inner;
-    int64_t Local = loadLabel(Indices, I64, K) - Offset;
+    int64_t Local = loadIndex(Indices, I64, K) - Offset;
     if (Local >= 0 && Local < Rows)
       atomicAdd(DData + Local * Inner + J, loadF(DYT, DY, I));
   }
@@ -113,7 +97,7 @@ __global__ void blockSumsKernel(DType ZT, const void *Z, const void *Labels,
   if (threadIdx.x != 0)
     return;
   Sums[Row] = float(Sum);
-  int64_t L = loadLabel(Labels, I64, Row);
+  int64_t L = loadIndex(Labels, I64, Row);
   if (L != Ignore && (L < 0 || L >= Total))
     reportError(ErrorWord, Code);
   int64_t Local = L - Offset;
@@ -131,7 +115,7 @@ __global__ void vocabLossKernel(const float *Max, const float *Sums,
   __shared__ double Shared[32];
   double Total = 0, Count = 0;
   for (int64_t R = threadIdx.x; R < Rows; R += blockDim.x) {
-    if (loadLabel(Labels, I64, R) == Ignore)
+    if (loadIndex(Labels, I64, R) == Ignore)
       continue;
     Total += double(Max[R]) + log(double(Sums[R])) - double(Sums[Rows + R]);
     Count += 1;
@@ -155,7 +139,7 @@ __global__ void vocabLossGradKernel(DType DLossT, const void *DLoss, DType ZT,
                                     const double *Counted, DType DZT,
                                     void *DZ) {
   int64_t Row = blockIdx.x, Base = Row * Classes;
-  int64_t L = loadLabel(Labels, I64, Row);
+  int64_t L = loadIndex(Labels, I64, Row);
   if (L == Ignore) {
     for (int64_t J = threadIdx.x; J < Classes; J += blockDim.x)
       storeF(DZT, DZ, Base + J, 0.0f);
