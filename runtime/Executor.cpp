@@ -390,8 +390,8 @@ namespace {
 class RunState {
 public:
   RunState(Backend &B, const DenseSet<const Value *> &Gradients,
-           const DenseSet<const Value *> &Gathered)
-      : B(B), Gradients(Gradients), Gathered(Gathered) {}
+           const DenseSet<const Value *> &Gathered, unsigned TopCount)
+      : B(B), Gradients(Gradients), Gathered(Gathered), TopCount(TopCount) {}
   ~RunState() {
     for (auto &Entry : Live)
       B.deallocate(Entry.second);
@@ -412,8 +412,15 @@ public:
     Peak = std::max(Peak, Bytes - GatheredBytes);
     PeakGradients = std::max(PeakGradients, GradientBytes);
     PeakGathered = std::max(PeakGathered, GatheredBytes);
-    PeakActivations =
-        std::max(PeakActivations, Bytes - GradientBytes - GatheredBytes);
+    uint64_t Activations = Bytes - GradientBytes - GatheredBytes;
+    // A copy of the largest live activations at most every 1% of growth of
+    // the peak, so that noting them stays cheap.
+    if (TopCount && Activations > PeakActivations &&
+        Activations >= Noted + Noted / 100) {
+      noteTop();
+      Noted = Activations;
+    }
+    PeakActivations = std::max(PeakActivations, Activations);
     return T;
   }
   void free(const Value *V) {
@@ -436,10 +443,30 @@ public:
   uint64_t getPeakGradients() const { return PeakGradients; }
   uint64_t getPeakActivations() const { return PeakActivations; }
   uint64_t getPeakGathered() const { return PeakGathered; }
+  /// The largest activations live at the peak (as last noted).
+  const std::vector<std::pair<uint64_t, std::string>> &getTop() const {
+    return Top;
+  }
 
 private:
+  void noteTop() {
+    Top.clear();
+    for (auto &[V, T] : Live)
+      if (!Gradients.count(V) && !Gathered.count(V))
+        Top.push_back({T.getSizeInBytes(), V->getName().str()});
+    // Largest first, then by name: the same list whatever the map's order.
+    llvm::sort(Top, [](const auto &A, const auto &B) {
+      return A.first != B.first ? A.first > B.first : A.second < B.second;
+    });
+    if (Top.size() > TopCount)
+      Top.resize(TopCount);
+  }
+
   Backend &B;
   const DenseSet<const Value *> &Gradients, &Gathered;
+  unsigned TopCount;
+  uint64_t Noted = 0;
+  std::vector<std::pair<uint64_t, std::string>> Top;
   DenseMap<const Value *, Tensor> Live;
   uint64_t Bytes = 0, Peak = 0, GradientBytes = 0, PeakGradients = 0,
            PeakActivations = 0, GatheredBytes = 0, PeakGathered = 0;
@@ -454,7 +481,7 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
                              "the graph takes " + Twine(GraphInputs.size()) +
                                  " inputs; " + Twine(Inputs.size()) +
                                  " were given");
-  RunState State(B, Gradients, Gathered);
+  RunState State(B, Gradients, Gathered, PeakValueCount);
   for (unsigned I = 0; I != Inputs.size(); ++I) {
     const Value &V = *GraphInputs[I];
     const TensorType &Ty = V.getType();
@@ -637,5 +664,6 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
   PeakGradientBytes = State.getPeakGradients();
   PeakNonGradientBytes = State.getPeakActivations();
   PeakGatheredBytes = State.getPeakGathered();
+  PeakValues = State.getTop();
   return Results;
 }

@@ -130,6 +130,15 @@ public:
   /// state the plan counts as weights, so not among the activations.
   uint64_t getPeakGatheredBytes() const { return PeakGatheredBytes; }
 
+  /// With N > 0, runs note the N largest activations (neither gradients nor
+  /// gathered parameters) live at their activation peak: what
+  /// `--memory-report` names, so that a gap to the plan can be found.
+  void setPeakValueCount(unsigned N) { PeakValueCount = N; }
+  /// Those of the last run, largest first: bytes and value name.
+  llvm::ArrayRef<std::pair<uint64_t, std::string>> getPeakValues() const {
+    return PeakValues;
+  }
+
 private:
   Executor(const Graph &G, Backend &B) : G(G), B(B) {}
   llvm::Error loadParams(const ExecutorOptions &Options);
@@ -156,6 +165,8 @@ private:
   llvm::DenseSet<const Value *> Gathered;
   uint64_t PeakBytes = 0, PeakGradientBytes = 0, PeakNonGradientBytes = 0,
            PeakGatheredBytes = 0;
+  unsigned PeakValueCount = 0;
+  std::vector<std::pair<uint64_t, std::string>> PeakValues;
   NodeObserver Observer;
 
   OffloadStore *Offload = nullptr;

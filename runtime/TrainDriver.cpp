@@ -599,6 +599,7 @@ static Error reportMemory(const Module &Program, Backend &B,
     Stages.push_back(Stage);
   }
   printMemoryReport(outs(), Measured, Plan ? &*Plan : nullptr, Stages);
+  printPeakValues(outs(), Mine.PeakValues);
   return Error::success();
 }
 
@@ -900,6 +901,8 @@ static Error train(const TrainOptions &O) {
   Expected<std::unique_ptr<Executor>> Exec = Executor::create(G, Backend, EO);
   if (!Exec)
     return fail(RunIOError, toString(Exec.takeError()));
+  if (O.MemoryReport)
+    (*Exec)->setPeakValueCount(5);
   TraceRecorder Trace(Comm.getRank());
   if (!O.TracePath.empty()) {
     (*Exec)->setNodeObserver([&](const Node &N,
@@ -959,6 +962,8 @@ static Error train(const TrainOptions &O) {
         std::max(Peaks.PeakActivationBytes, (*Exec)->getPeakActivationBytes());
     Peaks.PeakGradientBytes =
         std::max(Peaks.PeakGradientBytes, (*Exec)->getPeakGradientBytes());
+    if ((*Exec)->getPeakNonGradientBytes() > Peaks.PeakNonGradientBytes)
+      Peaks.PeakValues = (*Exec)->getPeakValues();
     Peaks.PeakNonGradientBytes = std::max(Peaks.PeakNonGradientBytes,
                                           (*Exec)->getPeakNonGradientBytes());
     Peaks.PeakFetchedBytes =

@@ -203,6 +203,17 @@ Error autopar::writeChromeTrace(StringRef Path,
   return Error::success();
 }
 
+void autopar::printPeakValues(
+    raw_ostream &OS, ArrayRef<std::pair<uint64_t, std::string>> Values) {
+  if (Values.empty())
+    return;
+  OS << "largest activations at rank 0's peak:";
+  for (size_t I = 0; I != Values.size(); ++I)
+    OS << (I ? ", %" : " %") << Values[I].second
+       << format(" %.3f MiB", Values[I].first / (1024.0 * 1024.0));
+  OS << "\n";
+}
+
 void autopar::printMemoryReport(raw_ostream &OS,
                                 ArrayRef<MeasuredMemory> Measured,
                                 const PlanRecord *Plan,

@@ -98,7 +98,14 @@ struct MeasuredMemory {
   /// The peak of the whole copies ZeRO's gathers make of sharded
   /// parameters (part of ParamBytes, as the plan's weights include them).
   uint64_t PeakGatheredBytes = 0;
+  /// This rank's largest activations at its activation peak (bytes, name).
+  std::vector<std::pair<uint64_t, std::string>> PeakValues;
 };
+
+/// `largest activations at rank 0's peak: %a 2.000 MiB, ...`: what rank 0
+/// held at its activation peak (nothing when Values is empty).
+void printPeakValues(llvm::raw_ostream &OS,
+                     llvm::ArrayRef<std::pair<uint64_t, std::string>> Values);
 
 /// Rank 0's report: one line per rank with its measured bytes and, when
 /// the program records its plan (Plan may be null), the prediction for the
