@@ -8,6 +8,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
+#include "passes/PlanContext.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -76,8 +77,12 @@ std::string autopar::buildPlanPipeline() {
 /// reduction and the optimizer step, with the plan's offload.
 static std::string getUpdateTail(const PlanConfig &C) {
   std::string Tail;
+  // The plan's data-parallel axis by name: a pipeline rank whose stages
+  // read no batch input (the middle ranks of an interleaved schedule) has
+  // no batch_split to find it from.
   if (C.DP > 1)
-    Tail += ",insert-grad-sync{zero=" + std::to_string(C.Zero) + "}";
+    Tail += ",insert-grad-sync{zero=" + std::to_string(C.Zero) +
+            " mesh=" + PlanMeshName + " axis=" + DataParallelAxis + "}";
   // Offload: where the optimizer states (and with `cpu`/`nvme` the
   // parameters) live between uses.
   StringRef States = "device", Params = "device";
