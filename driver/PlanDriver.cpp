@@ -192,9 +192,9 @@ static Expected<std::pair<PlanConfig, int64_t>> readGivenPlan(StringRef Path) {
   return std::make_pair(R->Config, R->GlobalBatch);
 }
 
-/// A given plan's predictions, as a search result of one plan.
-/// Prices the given plan C. A plan to be written must run on its backend;
-/// explain's what-if (PricingOnly) prices any choice.
+/// A given plan's predictions, as a search result of one plan. A plan to be
+/// written must run on its backend; explain's what-if (PricingOnly) prices
+/// any choice.
 static Expected<SearchResult>
 evaluateGiven(ModelProfile &Profile, const Cluster &Cl, const SearchOptions &SO,
               const PlanConfig &C, bool PricingOnly) {

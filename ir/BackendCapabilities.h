@@ -31,7 +31,7 @@ llvm::StringRef getBackendName(RuntimeBackend B);
 
 bool hasCapability(RuntimeBackend B, Capability C);
 /// The choice as the plan spells it (`attention=flash`), and what the
-/// backend would need (`a flash-attention kernel`).
+/// backend would need (`flash-attention kernel`).
 llvm::StringRef getCapabilityChoice(Capability C);
 llvm::StringRef getCapabilityWhat(Capability C);
 

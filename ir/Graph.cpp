@@ -195,6 +195,33 @@ Node *Graph::createNode(OpId Op, ArrayRef<Value *> Operands,
   return N;
 }
 
+Node *Graph::replaceNode(Node &N, OpId Op, ArrayRef<Value *> Operands,
+                         ArrayRef<TensorType> ResultTypes, AttrDict Attrs,
+                         ArrayRef<std::string> ExtraNames) {
+  while (!Operands.empty() && !Operands.back())
+    Operands = Operands.drop_back();
+  unsigned Kept = std::min<unsigned>(N.getNumResults(), ResultTypes.size());
+  SmallVector<std::string, 3> Names(ResultTypes.size());
+  for (unsigned I = Kept;
+       I < ResultTypes.size() && I - Kept < ExtraNames.size(); ++I)
+    Names[I] = ExtraNames[I - Kept];
+  Node *New =
+      createNode(Op, Operands, ResultTypes, std::move(Attrs), Names, &N);
+  New->setName(N.getName());
+  New->setLoc(N.getLoc());
+  SmallVector<std::string, 3> OldNames;
+  for (unsigned I = 0; I != Kept; ++I) {
+    Value *Old = N.getResult(I);
+    New->getResult(I)->getAttrs() = Old->getAttrs();
+    OldNames.push_back(Old->getName().str());
+    Old->replaceAllUsesWith(New->getResult(I));
+  }
+  N.erase();
+  for (unsigned I = 0; I != Kept; ++I)
+    renameValue(New->getResult(I), OldNames[I]);
+  return New;
+}
+
 void Graph::setOutputs(ArrayRef<Value *> Values) {
   for (Value *V : Outputs)
     --V->NumOutputUses;

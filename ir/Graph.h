@@ -203,6 +203,14 @@ public:
                    AttrDict Attrs = AttrDict(),
                    llvm::ArrayRef<std::string> ResultNames = {},
                    Node *InsertBefore = nullptr);
+  /// Replaces N by a node of Op on Operands (trailing absent ones dropped),
+  /// where N was, with N's node name and location. Its results have
+  /// ResultTypes; those N also has take over N's results (their users,
+  /// names and annotations), N's others must be unused, and the new node's
+  /// others are named ExtraNames (fresh names where not given).
+  Node *replaceNode(Node &N, OpId Op, llvm::ArrayRef<Value *> Operands,
+                    llvm::ArrayRef<TensorType> ResultTypes, AttrDict Attrs,
+                    llvm::ArrayRef<std::string> ExtraNames = {});
   NodeList &getNodes() { return Nodes; }
   const NodeList &getNodes() const { return Nodes; }
 

@@ -6,6 +6,7 @@
 #include "ir/ShapeFunctions.h"
 #include "ir/ShapeValues.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/ErrorHandling.h"
 
@@ -246,6 +247,25 @@ const DenseTensor *autopar::getConstantValue(const Value *V) {
       A->getTensor().getType() != V->getType())
     return nullptr;
   return &A->getTensor();
+}
+
+SmallVector<const Value *, 8> autopar::getStepGradientTerms(const Node &Step) {
+  SmallVector<const Value *, 8> Terms;
+  if ((Step.getOp() != OpId::AdamW && Step.getOp() != OpId::Sgd) ||
+      Step.getNumOperands() < 2)
+    return Terms;
+  SmallVector<const Value *, 8> Work{Step.getOperand(1)};
+  SmallPtrSet<const Value *, 16> Seen;
+  while (!Work.empty()) {
+    const Value *V = Work.pop_back_val();
+    if (!V || V->isParam() || !Seen.insert(V).second)
+      continue;
+    Terms.push_back(V);
+    if (const Node *D = V->getDefiningNode())
+      if (D->getOp() == OpId::Add)
+        Work.append(D->getOperands().begin(), D->getOperands().end());
+  }
+  return Terms;
 }
 
 std::optional<unsigned> autopar::getUpdatedOperand(OpId Op, unsigned Result) {

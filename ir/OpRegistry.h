@@ -127,6 +127,12 @@ const DenseTensor *getConstantValue(const Value *V);
 /// steps of Ops.def): the operand that result Result replaces.
 std::optional<unsigned> getUpdatedOperand(OpId Op, unsigned Result);
 
+/// The values that build the gradient an optimizer step (AdamW, Sgd) reads:
+/// its gradient operand and, through the Adds that sum it over
+/// micro-batches, their operands, recursively (parameters excluded), each
+/// once. Empty for other nodes.
+llvm::SmallVector<const Value *, 8> getStepGradientTerms(const Node &Step);
+
 const OpInfo &getOpInfo(OpId Op);
 std::optional<OpId> lookupOp(llvm::StringRef Name);
 /// Every op, in table order.

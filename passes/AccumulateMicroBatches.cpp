@@ -130,17 +130,9 @@ Error AccumulateMicroBatchesPass::runOnGraph(Graph &G) {
         return S.takeError();
       Loss = *S;
     }
-    for (unsigned I = 0; I != Grads.size(); ++I) {
-      Value *GK = Map.lookup(Grads[I]);
-      if (!Sums[I]) {
-        Sums[I] = GK;
-        continue;
-      }
-      Expected<Value *> S = addToRunningSum(B, Sums[I], GK);
-      if (!S)
-        return S.takeError();
-      Sums[I] = *S;
-    }
+    for (unsigned I = 0; I != Grads.size(); ++I)
+      if (Error E = addToRunningSum(B, Sums[I], Map.lookup(Grads[I])))
+        return E;
   }
   // The single-micro-batch body is dead now; the sums take the outputs'
   // names.

@@ -844,8 +844,11 @@ void autopar::replaceStepOutputs(Graph &G, ArrayRef<Node *> Body, Value *Loss,
   G.setOutputs(Outputs);
 }
 
-Expected<Value *> autopar::addToRunningSum(GradBuilder &B, Value *Sum,
-                                           Value *X) {
+Error autopar::addToRunningSum(GradBuilder &B, Value *&Sum, Value *X) {
+  if (!Sum) {
+    Sum = X;
+    return Error::success();
+  }
   Expected<Value *> Added = B.add(Sum, X);
   if (!Added)
     return Added.takeError();
@@ -856,7 +859,8 @@ Expected<Value *> autopar::addToRunningSum(GradBuilder &B, Value *Sum,
     G.getNodes().splice(std::next(Producer->getIterator()), G.getNodes(),
                         Add->getIterator());
   }
-  return Added;
+  Sum = *Added;
+  return Error::success();
 }
 
 void autopar::cloneForMicroBatch(Graph &G, Node *N,

@@ -65,13 +65,14 @@ void cloneForMicroBatch(Graph &G, Node *N,
                         llvm::StringRef Suffix, llvm::StringRef NodeSuffix,
                         llvm::DenseMap<Value *, Value *> &Shared);
 
+/// Makes Sum the running sum with X added: X itself when Sum is null, else
 /// Sum + X as a node placed right after X's producer (when X has one), so
 /// that a micro-batch's gradient joins the running sum as soon as it exists
 /// and is freed there, instead of every gradient of the micro-batch living
 /// until the end of its backward. Sum must be defined before X's producer
 /// (the earlier micro-batch's sum); the order of the additions, and so the
 /// sums, do not change.
-llvm::Expected<Value *> addToRunningSum(GradBuilder &B, Value *Sum, Value *X);
+llvm::Error addToRunningSum(GradBuilder &B, Value *&Sum, Value *X);
 
 /// Ends a pass that rebuilt a step from copies of its one-micro-batch Body
 /// (accumulate-micro-batches, schedule-pipeline): erases Body, last node

@@ -82,24 +82,13 @@ private:
             Attribute::getList({*A, Attribute::getSharding(std::move(Probs))}));
       }
     Value *Y = N.getResult(0);
-    ArrayRef<Value *> First = N.getOperands().take_front(4);
-    SmallVector<Value *, 4> Operands(First.begin(), First.end());
-    while (!Operands.empty() && !Operands.back())
-      Operands.pop_back();
     const TensorType &Q = N.getOperand(0)->getType(),
                      &K = N.getOperand(1)->getType();
     TensorType Probs(Y->getType().getElementType(),
                      {Q.getDim(0), Q.getDim(1), Q.getDim(2), K.getDim(2)});
-    std::string Name = Y->getName().str();
-    Node *With = G.createNode(OpId::AttentionWithProbs, Operands,
-                              {Y->getType(), Probs}, std::move(Attrs),
-                              {"", G.getUniqueName(Name + ".probs")}, &N);
-    With->setName(N.getName());
-    With->setLoc(N.getLoc());
-    With->getResult(0)->getAttrs() = Y->getAttrs();
-    Y->replaceAllUsesWith(With->getResult(0));
-    N.erase();
-    G.renameValue(With->getResult(0), Name);
+    G.replaceNode(N, OpId::AttentionWithProbs, N.getOperands().take_front(4),
+                  {Y->getType(), Probs}, std::move(Attrs),
+                  {G.getUniqueName((Y->getName() + ".probs").str())});
   }
 };
 

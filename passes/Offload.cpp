@@ -97,15 +97,9 @@ LogicalResult OffloadPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
         Tier = V->getAttrs().get("placement")->getString();
     if (Tier.empty())
       continue;
-    SmallVector<Value *, 8> Work{N.getOperand(1)};
-    while (!Work.empty()) {
-      Value *V = Work.pop_back_val();
-      Node *D = V ? V->getDefiningNode() : nullptr;
-      if (!D || !GradTier.try_emplace(V, Tier).second)
-        continue;
-      if (D->getOp() == OpId::Add)
-        Work.append(D->getOperands().begin(), D->getOperands().end());
-    }
+    for (const Value *V : getStepGradientTerms(N))
+      if (V->getDefiningNode())
+        GradTier.try_emplace(V, Tier);
   }
   DenseMap<const Node *, unsigned> Index;
   for (Node &N : G.getNodes())

@@ -42,8 +42,8 @@ public:
 
 private:
   static void runOnGraph(Graph &G);
-  /// Replaces N by a node of Op with N's attributes and name, Operands and
-  /// N's result types (the first NumResults), renaming the results as N's.
+  /// Replaces N by a node of Op on Operands with N's attributes and its
+  /// first NumResults results (Graph::replaceNode).
   static Node *rebuild(Graph &G, Node &N, OpId Op, ArrayRef<Value *> Operands,
                        unsigned NumResults);
 };
@@ -65,20 +65,7 @@ Node *RecomputeAttentionPass::rebuild(Graph &G, Node &N, OpId Op,
                                             : Attribute::getList(
                                                   {Kept.begin(), Kept.end()}));
     }
-  Node *New = G.createNode(Op, Operands, Types, std::move(Attrs), {}, &N);
-  New->setName(N.getName());
-  New->setLoc(N.getLoc());
-  SmallVector<std::string, 3> Names;
-  for (unsigned I = 0; I != NumResults; ++I) {
-    Value *Old = N.getResult(I);
-    New->getResult(I)->getAttrs() = Old->getAttrs();
-    Names.push_back(Old->getName().str());
-    Old->replaceAllUsesWith(New->getResult(I));
-  }
-  N.erase();
-  for (unsigned I = 0; I != NumResults; ++I)
-    G.renameValue(New->getResult(I), Names[I]);
-  return New;
+  return G.replaceNode(N, Op, Operands, Types, std::move(Attrs));
 }
 
 void RecomputeAttentionPass::runOnGraph(Graph &G) {
@@ -93,11 +80,8 @@ void RecomputeAttentionPass::runOnGraph(Graph &G) {
     Node *Fwd = Probs->getDefiningNode();
     if (!Fwd || Fwd->getOp() != OpId::AttentionWithProbs)
       continue;
-    ArrayRef<Value *> First = N->getOperands().take_front(5);
-    SmallVector<Value *, 5> Operands(First.begin(), First.end());
-    while (!Operands.empty() && !Operands.back())
-      Operands.pop_back();
-    rebuild(G, *N, OpId::AttentionGrad, Operands, N->getNumResults());
+    rebuild(G, *N, OpId::AttentionGrad, N->getOperands().take_front(5),
+            N->getNumResults());
     if (!llvm::is_contained(Forwards, Fwd))
       Forwards.push_back(Fwd);
   }
@@ -105,9 +89,7 @@ void RecomputeAttentionPass::runOnGraph(Graph &G) {
     Value *Probs = Fwd->getResult(1);
     if (Probs->hasUses())
       continue;
-    SmallVector<Value *, 4> Operands(Fwd->getOperands().begin(),
-                                     Fwd->getOperands().end());
-    rebuild(G, *Fwd, OpId::Attention, Operands, 1);
+    rebuild(G, *Fwd, OpId::Attention, Fwd->getOperands(), 1);
   }
 }
 

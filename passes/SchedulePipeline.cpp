@@ -502,17 +502,6 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
   };
   Value *LossSum = nullptr;
   SmallVector<Value *, 32> Sums(ParamGrads.size(), nullptr);
-  auto Accumulate = [&](Value *&Sum, Value *X) -> Error {
-    if (!Sum) {
-      Sum = X;
-      return Error::success();
-    }
-    Expected<Value *> Added = addToRunningSum(B, Sum, X);
-    if (!Added)
-      return Added.takeError();
-    Sum = *Added;
-    return Error::success();
-  };
   // Neighbouring ranks; chunk c's previous virtual stage is on Prev, of
   // chunk c (c - 1 on rank 0), its next on Next, of chunk c (c + 1 from the
   // last rank).
@@ -557,11 +546,11 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
       return (It == ChunkOf.end() ? Default : It->second) == C;
     };
     if (Loss && (!Interleaved || InChunk(Loss, V - 1)))
-      if (Error E = Accumulate(LossSum, Map.lookup(Loss)))
+      if (Error E = addToRunningSum(B, LossSum, Map.lookup(Loss)))
         return E;
     for (unsigned I = 0; I != ParamGrads.size(); ++I)
       if (!Interleaved || InChunk(ParamGrads[I], 0))
-        if (Error E = Accumulate(Sums[I], Map.lookup(ParamGrads[I])))
+        if (Error E = addToRunningSum(B, Sums[I], Map.lookup(ParamGrads[I])))
           return E;
   }
   // Tied parameters: every holder sends its summed gradient to the others

@@ -731,6 +731,11 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
   if (Error Pinned = checkPins(Profile, Cl, O, MaxTP, NumUnits))
     return Pinned;
   RuntimeBackend Backend = getPlanBackend(Cl.Device.Name);
+  // The ZeRO stage a pinned offload needs on one replica: ZeRO over one
+  // rank shards nothing, and the offload then moves the whole state.
+  unsigned PinnedOffloadZero = !F.Offload || *F.Offload == OffloadKind::None ? 0
+                               : offloadsParameters(*F.Offload)              ? 3
+                                                                : 1;
   for (unsigned TP : divisorsOf(N)) {
     if (TP > MaxTP || (F.TP && TP != *F.TP) || (Heads && Heads % TP))
       continue;
@@ -779,16 +784,9 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                   continue;
                 for (unsigned Z = 0; Z != 4; ++Z) {
                   // One replica needs no ZeRO, except as the stage a pinned
-                  // offload needs (below): ZeRO over one rank shards
-                  // nothing, and the offload then moves the whole state.
-                  unsigned OffloadZero =
-                      !F.Offload || *F.Offload == OffloadKind::None ? 0
-                      : *F.Offload == OffloadKind::AllCpu ||
-                              *F.Offload == OffloadKind::AllNvme
-                          ? 3
-                          : 1;
+                  // offload needs (PinnedOffloadZero).
                   if ((F.Zero && Z != *F.Zero) ||
-                      (!F.Zero && DP == 1 && Z && Z != OffloadZero))
+                      (!F.Zero && DP == 1 && Z && Z != PinnedOffloadZero))
                     continue;
                   for (OffloadKind Off :
                        {OffloadKind::None, OffloadKind::OptimizerCpu,
@@ -798,9 +796,7 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                                   : Off == OffloadKind::OptimizerNvme ||
                                         Off == OffloadKind::AllNvme)
                       continue;
-                    if ((Off == OffloadKind::AllCpu ||
-                         Off == OffloadKind::AllNvme) &&
-                        Z != 3)
+                    if (offloadsParameters(Off) && Z != 3)
                       continue;
                     // Offloading the optimizer needs ZeRO >= 1 (DeepSpeed's
                     // offload_optimizer, which the launch files use). On

@@ -275,18 +275,31 @@ Error Executor::setOffloadVersion(uint64_t V) {
   return Error::success();
 }
 
+Expected<HostTensor> Executor::readStored(const Value &V) const {
+  Expected<std::vector<uint8_t>> Bytes =
+      Offload->get(V.getName(), Versions.lookup(&V));
+  if (!Bytes)
+    return Bytes.takeError();
+  HostTensor H;
+  H.Elem = V.getType().getElementType();
+  H.Shape = V.getType().getStaticSizes();
+  H.Bytes = std::move(*Bytes);
+  return H;
+}
+
+Error Executor::storeBlock(const Value &V, const Tensor &T, OffloadTier Tier) {
+  std::vector<uint8_t> Bytes(T.getSizeInBytes());
+  if (Error E = B.copyToHost(T, Bytes))
+    return valueError(V, toString(std::move(E)));
+  if (Error E = Offload->put(V.getName(), Tier, Bytes, OffloadVersion + 1))
+    return E;
+  Versions[&V] = OffloadVersion + 1;
+  return Error::success();
+}
+
 Expected<HostTensor> Executor::readParam(const Value &P) const {
-  if (OffloadTiers.count(&P)) {
-    Expected<std::vector<uint8_t>> Bytes =
-        Offload->get(P.getName(), Versions.lookup(&P));
-    if (!Bytes)
-      return Bytes.takeError();
-    HostTensor H;
-    H.Elem = P.getType().getElementType();
-    H.Shape = P.getType().getStaticSizes();
-    H.Bytes = std::move(*Bytes);
-    return H;
-  }
+  if (OffloadTiers.count(&P))
+    return readStored(P);
   auto It = Params.find(&P);
   if (It == Params.end())
     return valueError(P, "is not a parameter of the graph");
@@ -324,18 +337,9 @@ Error Executor::writeParam(const Value &P, ArrayRef<uint8_t> Bytes) {
 }
 
 void Executor::findGradients() {
-  SmallVector<const Value *, 32> Work;
   for (const Node *N : Nodes)
-    if (N->getOp() == OpId::AdamW || N->getOp() == OpId::Sgd)
-      Work.push_back(N->getOperand(1));
-  while (!Work.empty()) {
-    const Value *V = Work.pop_back_val();
-    if (!V || V->isParam() || !Gradients.insert(V).second)
-      continue;
-    if (const Node *D = V->getDefiningNode())
-      if (D->getOp() == OpId::Add)
-        Work.append(D->getOperands().begin(), D->getOperands().end());
-  }
+    for (const Value *V : getStepGradientTerms(*N))
+      Gradients.insert(V);
 }
 
 void Executor::findGatheredParams() {
@@ -583,25 +587,13 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
       Observer(N, Start, std::chrono::steady_clock::now());
     for (const Value *V : FreeAfter[I])
       State.free(V);
-    for (const Value *P : WritebackAt[I]) {
-      const Tensor &T = Fetched.find(P)->second;
-      std::vector<uint8_t> Bytes(T.getSizeInBytes());
-      if (Error E = B.copyToHost(T, Bytes))
-        return valueError(*P, toString(std::move(E)));
-      if (Error E = Offload->put(P->getName(), OffloadTiers.lookup(P), Bytes,
-                                 OffloadVersion + 1))
+    for (const Value *P : WritebackAt[I])
+      if (Error E =
+              storeBlock(*P, Fetched.find(P)->second, OffloadTiers.lookup(P)))
         return E;
-      Versions[P] = OffloadVersion + 1;
-    }
     for (const Value *V : EvictAt[I]) {
-      const Tensor &T = *State.lookup(V);
-      std::vector<uint8_t> Bytes(T.getSizeInBytes());
-      if (Error E = B.copyToHost(T, Bytes))
-        return valueError(*V, toString(std::move(E)));
-      if (Error E = Offload->put(V->getName(), EvictedTiers.lookup(V), Bytes,
-                                 OffloadVersion + 1))
+      if (Error E = storeBlock(*V, *State.lookup(V), EvictedTiers.lookup(V)))
         return E;
-      Versions[V] = OffloadVersion + 1;
       State.free(V);
     }
     for (const Value *P : FetchAt[I]) {
@@ -636,15 +628,10 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
     }
     if (EvictedTiers.count(V)) {
       // An offloaded gradient as an output: its stored bytes.
-      Expected<std::vector<uint8_t>> Bytes =
-          Offload->get(V->getName(), Versions.lookup(V));
-      if (!Bytes)
-        return Bytes.takeError();
-      HostTensor H;
-      H.Elem = V->getType().getElementType();
-      H.Shape = V->getType().getStaticSizes();
-      H.Bytes = std::move(*Bytes);
-      Results.push_back(std::move(H));
+      Expected<HostTensor> H = readStored(*V);
+      if (!H)
+        return H.takeError();
+      Results.push_back(std::move(*H));
       continue;
     }
     const Tensor *T = V->isParam() ? &Params.find(V)->second : State.lookup(V);

@@ -150,6 +150,10 @@ private:
   /// The nodes' offload_fetch / offload_writeback / offload_prefetch lists.
   llvm::Error readOffloadLists();
   llvm::Expected<std::vector<uint8_t>> fetchBytes(const Value &P);
+  /// V's block in the store, checked, as a host tensor.
+  llvm::Expected<HostTensor> readStored(const Value &V) const;
+  /// Writes T (V's tensor) to V's block on Tier as the next version.
+  llvm::Error storeBlock(const Value &V, const Tensor &T, OffloadTier Tier);
 
   const Graph &G;
   Backend &B;

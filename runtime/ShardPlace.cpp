@@ -9,11 +9,23 @@
 using namespace autopar;
 using namespace llvm;
 
+bool autopar::isShardedKernel(const Node &N) {
+  OpId Op = N.getOp();
+  if (Op == OpId::ShardSlice)
+    return true;
+  bool MeshAxisSplits = Op == OpId::Gather || Op == OpId::GatherGrad ||
+                        Op == OpId::CrossEntropyLoss ||
+                        Op == OpId::CrossEntropyLossGrad;
+  return MeshAxisSplits && N.getAttr("mesh_axis") != nullptr;
+}
+
 Expected<ShardPlace> autopar::getShardPlace(const KernelArgs &A,
-                                            const Communicator &Comm,
-                                            StringRef AxisAttr) {
+                                            const Communicator &Comm) {
+  if (!A.has(0) || !A.hasResult(0))
+    return A.error("needs its operands and a result");
   StringRef MeshName = A.stringAttr("mesh", "");
-  StringRef Axis = A.stringAttr(AxisAttr, "");
+  StringRef Axis =
+      A.stringAttr(A.N.getOp() == OpId::ShardSlice ? "axis" : "mesh_axis", "");
   const Graph *G = A.N.getGraph();
   const Mesh *M = G ? G->lookupMesh(MeshName) : nullptr;
   if (!M)
@@ -54,5 +66,37 @@ Expected<ShardSlicePlan> autopar::planShardSlice(const KernelArgs &A,
   Plan.Outer = getNumElements(In.getShape().take_front(Dim));
   Plan.Run = size_t(getNumElements(ArrayRef<int64_t>(Local).drop_front(Dim))) *
              getElementSize(In.getElementType());
+  return Plan;
+}
+
+Expected<ShardedGatherPlan> autopar::planShardedGather(const KernelArgs &A,
+                                                       const ShardPlace &P) {
+  bool Grad = A.N.getOp() == OpId::GatherGrad;
+  if (A.intAttr("axis", 0) != 0)
+    return A.error(Grad ? "a vocabulary-parallel GatherGrad scatters along "
+                          "axis 0"
+                        : "a vocabulary-parallel Gather gathers along axis 0");
+  const Tensor &Data = A.In[0], &Idx = A.In[1];
+  if (Data.getRank() == 0)
+    return A.error("data must have a rank of at least 1");
+  ShardedGatherPlan Plan;
+  Plan.Rows = Data.getDim(0);
+  Plan.Offset = P.Index * Plan.Rows;
+  Plan.Total = Plan.Rows * int64_t(P.Ranks.size());
+  Plan.Inner = getNumElements(Data.getShape().drop_front());
+  Plan.Count = Idx.getNumElements();
+  if (Grad) {
+    if (Error E = A.checkShape(0, Data.getShape()))
+      return E;
+    const Tensor &DY = A.In[2];
+    if (DY.getNumElements() != Plan.Count * Plan.Inner)
+      return A.error("dY " + DY.getTypeString() +
+                     " is not the shape of Gather(data, indices)");
+    return Plan;
+  }
+  Shape Out = toShape(Idx.getShape());
+  Out.append(Data.getShape().begin() + 1, Data.getShape().end());
+  if (Error E = A.checkShape(0, Out))
+    return E;
   return Plan;
 }

@@ -27,11 +27,26 @@ struct ShardPlace {
   std::string Label;
 };
 
-/// The place of this rank along the axis that attribute AxisAttr of A's node
-/// names on its `mesh`. In a job of one rank the group is that rank alone.
+/// Ops that split a tensor over a mesh axis inside their kernel: ShardSlice,
+/// and Gather, GatherGrad and the cross-entropy ops with `mesh_axis`.
+bool isShardedKernel(const Node &N);
+
+/// The place of this rank along the axis of A's node (ShardSlice's `axis`,
+/// the others' `mesh_axis`) on its `mesh`; an error unless the node has its
+/// first operand and result. In a job of one rank the group is that rank
+/// alone.
 llvm::Expected<ShardPlace> getShardPlace(const KernelArgs &A,
-                                         const Communicator &Comm,
-                                         llvm::StringRef AxisAttr);
+                                         const Communicator &Comm);
+
+/// A vocabulary-parallel Gather's (or GatherGrad's) block: this rank holds
+/// rows [Offset, Offset + Rows) of Total, Inner elements each; Count
+/// indices (after checking axis 0, the result's shape, and GatherGrad's
+/// dY).
+struct ShardedGatherPlan {
+  int64_t Rows = 0, Offset = 0, Total = 0, Inner = 0, Count = 0;
+};
+llvm::Expected<ShardedGatherPlan> planShardedGather(const KernelArgs &A,
+                                                    const ShardPlace &P);
 
 /// ShardSlice's copy: Outer runs of Run bytes, this rank's run of each
 /// group of P.Ranks.size() consecutive ones (after checking `dim` and the

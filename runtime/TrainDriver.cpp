@@ -551,18 +551,24 @@ struct TrainState {
 /// --memory-report: every rank's measured bytes, gathered on rank 0 and
 /// printed next to the plan's prediction for the rank's pipeline stage
 /// (from the plan the program records).
+/// The figures of MeasuredMemory each rank sends rank 0, in this order.
+static constexpr uint64_t MeasuredMemory::*GatheredFigures[] = {
+    &MeasuredMemory::ParamBytes,
+    &MeasuredMemory::PeakActivationBytes,
+    &MeasuredMemory::OffloadedBytes,
+    &MeasuredMemory::PeakGradientBytes,
+    &MeasuredMemory::PeakNonGradientBytes,
+    &MeasuredMemory::HostBytes,
+    &MeasuredMemory::NvmeBytes,
+    &MeasuredMemory::PeakFetchedBytes};
+
 static Error reportMemory(const Module &Program, Backend &B,
                           const Mesh *Cluster, MeasuredMemory Mine) {
   Communicator &Comm = B.getCommunicator();
-  Expected<std::vector<std::string>> All =
-      gatherTexts(B, std::to_string(Mine.ParamBytes) + " " +
-                         std::to_string(Mine.PeakActivationBytes) + " " +
-                         std::to_string(Mine.OffloadedBytes) + " " +
-                         std::to_string(Mine.PeakGradientBytes) + " " +
-                         std::to_string(Mine.PeakNonGradientBytes) + " " +
-                         std::to_string(Mine.HostBytes) + " " +
-                         std::to_string(Mine.NvmeBytes) + " " +
-                         std::to_string(Mine.PeakFetchedBytes));
+  std::string Text;
+  for (uint64_t MeasuredMemory::*F : GatheredFigures)
+    Text += (Text.empty() ? "" : " ") + std::to_string(Mine.*F);
+  Expected<std::vector<std::string>> All = gatherTexts(B, Text);
   if (!All)
     return fail(RunFailure, "--memory-report: " + toString(All.takeError()));
   if (Comm.getRank() != 0)
@@ -580,16 +586,9 @@ static Error reportMemory(const Module &Program, Backend &B,
     MeasuredMemory M;
     SmallVector<StringRef, 8> Fields;
     StringRef((*All)[R]).split(Fields, ' ');
-    if (Fields.size() == 8) {
-      Fields[5].getAsInteger(10, M.HostBytes);
-      Fields[6].getAsInteger(10, M.NvmeBytes);
-      Fields[7].getAsInteger(10, M.PeakFetchedBytes);
-      Fields[0].getAsInteger(10, M.ParamBytes);
-      Fields[1].getAsInteger(10, M.PeakActivationBytes);
-      Fields[2].getAsInteger(10, M.OffloadedBytes);
-      Fields[3].getAsInteger(10, M.PeakGradientBytes);
-      Fields[4].getAsInteger(10, M.PeakNonGradientBytes);
-    }
+    if (Fields.size() == std::size(GatheredFigures))
+      for (size_t I = 0; I != Fields.size(); ++I)
+        Fields[I].getAsInteger(10, M.*GatheredFigures[I]);
     Measured.push_back(M);
     unsigned Stage = 0;
     if (Cluster)

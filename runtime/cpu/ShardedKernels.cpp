@@ -48,30 +48,22 @@ static Error runShardSlice(const KernelArgs &A, const ShardPlace &P) {
 /// Gather (axis 0) of this rank's rows [Offset, Offset + Rows): rows of
 /// other ranks give zeros.
 static Error runShardedGather(const KernelArgs &A, const ShardPlace &P) {
-  if (A.intAttr("axis", 0) != 0)
-    return A.error("a vocabulary-parallel Gather gathers along axis 0");
   if (Error E = A.checkType(1, {ElementType::I64, ElementType::I32}))
     return E;
+  Expected<ShardedGatherPlan> Plan = planShardedGather(A, P);
+  if (!Plan)
+    return Plan.takeError();
   const Tensor &Data = A.In[0], &Idx = A.In[1];
-  if (Data.getRank() == 0)
-    return A.error("data must have a rank of at least 1");
-  int64_t Rows = Data.getDim(0), Offset = P.Index * Rows;
-  int64_t Total = Rows * int64_t(P.Ranks.size());
-  Shape Out = toShape(Idx.getShape());
-  Out.append(Data.getShape().begin() + 1, Data.getShape().end());
-  if (Error E = A.checkShape(0, Out))
-    return E;
-  size_t Row = size_t(getNumElements(Data.getShape().drop_front())) *
-               getElementSize(Data.getElementType());
+  size_t Row = size_t(Plan->Inner) * getElementSize(Data.getElementType());
   const char *Src = static_cast<const char *>(Data.getData());
   char *Dst = static_cast<char *>(A.Out[0].getData());
-  for (int64_t K = 0, E = Idx.getNumElements(); K != E; ++K) {
+  for (int64_t K = 0; K != Plan->Count; ++K) {
     int64_t I = readIndex(Idx, K);
-    if (I < 0 || I >= Total)
-      return A.error("index " + Twine(I) + " is outside [0, " + Twine(Total) +
-                     ")");
-    if (I >= Offset && I < Offset + Rows)
-      std::memcpy(Dst + K * Row, Src + (I - Offset) * Row, Row);
+    if (I < 0 || I >= Plan->Total)
+      return A.error("index " + Twine(I) + " is outside [0, " +
+                     Twine(Plan->Total) + ")");
+    if (I >= Plan->Offset && I < Plan->Offset + Plan->Rows)
+      std::memcpy(Dst + K * Row, Src + (I - Plan->Offset) * Row, Row);
     else
       std::memset(Dst + K * Row, 0, Row);
   }
@@ -86,23 +78,16 @@ static Error runShardedGatherGrad(const KernelArgs &A, const ShardPlace &P) {
     return E;
   if (Error E = A.checkType(2, {ElementType::F32}))
     return E;
-  if (A.intAttr("axis", 0) != 0)
-    return A.error("a vocabulary-parallel GatherGrad scatters along axis 0");
-  const Tensor &Data = A.In[0], &Idx = A.In[1], &DY = A.In[2];
-  if (Error E = A.checkShape(0, Data.getShape()))
-    return E;
-  int64_t Rows = Data.getDim(0), Offset = P.Index * Rows;
-  int64_t Inner = getNumElements(Data.getShape().drop_front());
-  int64_t Count = Idx.getNumElements();
-  if (DY.getNumElements() != Count * Inner)
-    return A.error("dY " + DY.getTypeString() +
-                   " is not the shape of Gather(data, indices)");
+  Expected<ShardedGatherPlan> Plan = planShardedGather(A, P);
+  if (!Plan)
+    return Plan.takeError();
+  int64_t Inner = Plan->Inner;
   float *Out = A.Out[0].data<float>();
-  std::fill_n(Out, Data.getNumElements(), 0.0f);
-  const float *Up = DY.data<float>();
-  for (int64_t K = 0; K != Count; ++K) {
-    int64_t I = readIndex(Idx, K) - Offset;
-    if (I < 0 || I >= Rows)
+  std::fill_n(Out, A.In[0].getNumElements(), 0.0f);
+  const float *Up = A.In[2].data<float>();
+  for (int64_t K = 0; K != Plan->Count; ++K) {
+    int64_t I = readIndex(A.In[1], K) - Plan->Offset;
+    if (I < 0 || I >= Plan->Rows)
       continue;
     float *Row = Out + I * Inner;
     const float *Src = Up + K * Inner;
@@ -239,25 +224,12 @@ static Error runShardedCrossEntropy(const KernelArgs &A, const ShardPlace &P,
   return Error::success();
 }
 
-bool autopar::isShardedKernel(const Node &N) {
-  OpId Op = N.getOp();
-  if (Op == OpId::ShardSlice)
-    return true;
-  bool MeshAxisSplits = Op == OpId::Gather || Op == OpId::GatherGrad ||
-                        Op == OpId::CrossEntropyLoss ||
-                        Op == OpId::CrossEntropyLossGrad;
-  return MeshAxisSplits && N.getAttr("mesh_axis") != nullptr;
-}
-
 Error autopar::runShardedKernel(const KernelArgs &A, Communicator &Comm,
                                 Communicator::Duration Timeout) {
-  bool Slice = A.N.getOp() == OpId::ShardSlice;
-  Expected<ShardPlace> P = getShardPlace(A, Comm, Slice ? "axis" : "mesh_axis");
+  Expected<ShardPlace> P = getShardPlace(A, Comm);
   if (!P)
     return P.takeError();
-  if (!A.has(0) || !A.hasResult(0))
-    return A.error("needs its operands and a result");
-  if (Slice)
+  if (A.N.getOp() == OpId::ShardSlice)
     return runShardSlice(A, *P);
   if (A.N.getOp() == OpId::Gather)
     return runShardedGather(A, *P);

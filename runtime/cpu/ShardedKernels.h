@@ -13,13 +13,13 @@
 #ifndef AUTOPAR_RUNTIME_CPU_SHARDEDKERNELS_H
 #define AUTOPAR_RUNTIME_CPU_SHARDEDKERNELS_H
 
+#include "runtime/ShardPlace.h"
 #include "runtime/cpu/KernelSupport.h"
 
 namespace autopar {
 
-/// True when N is one of these ops in its split form.
-bool isShardedKernel(const Node &N);
-/// Runs such a node; communication goes through Comm with Timeout.
+/// Runs a node isShardedKernel (runtime/ShardPlace.h) names; communication goes
+/// through Comm with Timeout.
 llvm::Error runShardedKernel(const KernelArgs &A, Communicator &Comm,
                              Communicator::Duration Timeout);
 

@@ -216,8 +216,8 @@ Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
   if (A.has(Probs)) {
     if (P->getShape() != DS->getShape() || P->getElementType() != Elem)
       return A.error("probs " + P->getTypeString() +
-                     " is not [batch, q "
-                     "heads, q sequence, kv sequence] in Q's type");
+                     " is not [batch, q heads, q sequence, kv sequence] in "
+                     "Q's type");
   } else if (Error E = computeProbabilities(A, C, Fwd, S, Scale, *P)) {
     return E;
   }

@@ -1,10 +1,10 @@
 //===- CudaBackend.cpp - The CUDA backend ---------------------------------===//
 
 #include "runtime/cuda/CudaBackend.h"
+#include "runtime/ShardPlace.h"
 #include "runtime/cpu/CollectiveKernels.h"
 #include "runtime/cpu/CpuBackend.h"
 #include "runtime/cpu/MpiCommunicator.h"
-#include "runtime/cpu/ShardedKernels.h"
 #include "runtime/cuda/CudaAllocator.h"
 #include "runtime/cuda/CudaOps.h"
 #include "runtime/cuda/CudaShardedOps.h"

@@ -43,61 +43,48 @@ static Error runShardSlice(const KernelArgs &A, CudaContext &C,
 
 static Error runShardedGather(const KernelArgs &A, CudaContext &C,
                               const ShardPlace &P) {
-  if (A.intAttr("axis", 0) != 0)
-    return A.error("a vocabulary-parallel Gather gathers along axis 0");
   if (Error E = checkIndexType(A, 1))
     return E;
+  Expected<ShardedGatherPlan> Plan = planShardedGather(A, P);
+  if (!Plan)
+    return Plan.takeError();
   const Tensor &Data = A.In[0], &Idx = A.In[1], &Y = A.Out[0];
-  if (Data.getRank() == 0)
-    return A.error("data must have a rank of at least 1");
   if (Y.getElementType() != Data.getElementType())
     return A.error("the result must have the type of " + Data.getTypeString());
-  int64_t Rows = Data.getDim(0), Offset = P.Index * Rows;
-  int64_t Total = Rows * int64_t(P.Ranks.size());
-  Shape Out = toShape(Idx.getShape());
-  Out.append(Data.getShape().begin() + 1, Data.getShape().end());
-  if (Error E = A.checkShape(0, Out))
-    return E;
-  int64_t InnerBytes = getNumElements(Data.getShape().drop_front()) *
-                       int64_t(getElementSize(Data.getElementType()));
-  int Code = C.getErrorCode(A.N, "an index is outside [0, " + Twine(Total) +
-                                     "), the whole table's rows");
+  int64_t InnerBytes =
+      Plan->Inner * int64_t(getElementSize(Data.getElementType()));
+  int Code =
+      C.getErrorCode(A.N, "an index is outside [0, " + Twine(Plan->Total) +
+                              "), the whole table's rows");
   return launched(A, shardedGather(Data.getData(), Idx.getData(),
                                    Idx.getElementType() == ElementType::I64,
-                                   Y.getData(), Rows, Offset, Total,
-                                   Idx.getNumElements(), InnerBytes,
+                                   Y.getData(), Plan->Rows, Plan->Offset,
+                                   Plan->Total, Plan->Count, InnerBytes,
                                    C.getErrorWord(), Code, C.getStream()));
 }
 
 static Error runShardedGatherGrad(const KernelArgs &A, CudaContext &C,
                                   const ShardPlace &P) {
-  if (A.intAttr("axis", 0) != 0)
-    return A.error("a vocabulary-parallel GatherGrad scatters along axis 0");
   if (Error E = checkIndexType(A, 1))
     return E;
   if (Error E = checkFloat(A, 2))
     return E;
   if (Error E = checkFloatResult(A, 0))
     return E;
-  const Tensor &Data = A.In[0], &Idx = A.In[1], &DY = A.In[2], &Out = A.Out[0];
-  if (Error E = A.checkShape(0, Data.getShape()))
-    return E;
-  int64_t Rows = Data.getRank() ? Data.getDim(0) : 1;
-  int64_t Inner = getNumElements(Data.getShape().drop_front());
-  int64_t Count = Idx.getNumElements();
-  if (DY.getNumElements() != Count * Inner)
-    return A.error("dY " + DY.getTypeString() +
-                   " is not the shape of Gather(data, indices)");
+  Expected<ShardedGatherPlan> Plan = planShardedGather(A, P);
+  if (!Plan)
+    return Plan.takeError();
+  const Tensor &Idx = A.In[1], &DY = A.In[2], &Out = A.Out[0];
   Scratch S(C);
   Expected<Tensor> SumsOr = getF32Sums(A, S, Out);
   if (!SumsOr)
     return SumsOr.takeError();
   const Tensor &Sums = *SumsOr;
   if (Error E = launched(
-          A, shardedGatherGrad(Idx.getData(),
-                               Idx.getElementType() == ElementType::I64, dt(DY),
-                               DY.getData(), Sums.data<float>(), Rows,
-                               P.Index * Rows, Count, Inner, C.getStream())))
+          A, shardedGatherGrad(
+                 Idx.getData(), Idx.getElementType() == ElementType::I64,
+                 dt(DY), DY.getData(), Sums.data<float>(), Plan->Rows,
+                 Plan->Offset, Plan->Count, Plan->Inner, C.getStream())))
     return E;
   return castFromF32(A, C, Sums, Out);
 }
@@ -183,13 +170,10 @@ static Error runShardedCrossEntropy(const KernelArgs &A, CudaContext &C,
 
 Error cuda::runShardedOp(const KernelArgs &A, CudaContext &C,
                          Communicator &Comm, Communicator::Duration Timeout) {
-  bool Slice = A.N.getOp() == OpId::ShardSlice;
-  Expected<ShardPlace> P = getShardPlace(A, Comm, Slice ? "axis" : "mesh_axis");
+  Expected<ShardPlace> P = getShardPlace(A, Comm);
   if (!P)
     return P.takeError();
-  if (!A.has(0) || !A.hasResult(0))
-    return A.error("needs its operands and a result");
-  if (Slice)
+  if (A.N.getOp() == OpId::ShardSlice)
     return runShardSlice(A, C, *P);
   if (A.N.getOp() == OpId::Gather)
     return runShardedGather(A, C, *P);

@@ -2,7 +2,7 @@
 //-*-===//
 //
 // ShardSlice and the vocabulary-parallel Gather, GatherGrad and
-// cross-entropy (ops that runtime/cpu/ShardedKernels.h's isShardedKernel
+// cross-entropy (ops that runtime/ShardPlace.h's isShardedKernel
 // names): kernels with the collectives between them, which the backend
 // runs outside its kernel table because they need the communicator.
 //

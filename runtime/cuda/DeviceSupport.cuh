@@ -35,6 +35,26 @@ inline unsigned rowThreads(int64_t Len) {
 /// Rows are blocks; grids hold up to 2^31 - 1 of them.
 constexpr int64_t MaxRows = 2147483647;
 
+/// Calls Launch with a null pointer to the widest unit (16, 8, 4, 2 or 1
+/// bytes) that divides RowBytes, 16 only when X and Y are 16-byte aligned:
+/// kernels that copy whole rows move them in that unit.
+template <typename LaunchFn>
+void launchByRowUnit(const void *X, const void *Y, int64_t RowBytes,
+                     LaunchFn Launch) {
+  bool Aligned16 = reinterpret_cast<uintptr_t>(X) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(Y) % 16 == 0;
+  if (Aligned16 && RowBytes % 16 == 0)
+    Launch(static_cast<uint4 *>(nullptr));
+  else if (RowBytes % 8 == 0)
+    Launch(static_cast<uint64_t *>(nullptr));
+  else if (RowBytes % 4 == 0)
+    Launch(static_cast<uint32_t *>(nullptr));
+  else if (RowBytes % 2 == 0)
+    Launch(static_cast<uint16_t *>(nullptr));
+  else
+    Launch(static_cast<uint8_t *>(nullptr));
+}
+
 /// Element K of an i64 or i32 index tensor.
 __device__ __forceinline__ int64_t loadIndex(const void *Indices, bool I64,
                                              int64_t K) {

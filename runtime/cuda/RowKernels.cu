@@ -503,18 +503,7 @@ cudaError_t gather(const void *X, const void *Indices, bool I64, void *Y,
         static_cast<const T *>(X), Indices, I64, static_cast<T *>(Y), Outer,
         Len, Count, Inner, ErrorWord, Code);
   };
-  bool Aligned16 = reinterpret_cast<uintptr_t>(X) % 16 == 0 &&
-                   reinterpret_cast<uintptr_t>(Y) % 16 == 0;
-  if (Aligned16 && InnerBytes % 16 == 0)
-    Launch(static_cast<uint4 *>(nullptr));
-  else if (InnerBytes % 8 == 0)
-    Launch(static_cast<uint64_t *>(nullptr));
-  else if (InnerBytes % 4 == 0)
-    Launch(static_cast<uint32_t *>(nullptr));
-  else if (InnerBytes % 2 == 0)
-    Launch(static_cast<uint16_t *>(nullptr));
-  else
-    Launch(static_cast<uint8_t *>(nullptr));
+  launchByRowUnit(X, Y, InnerBytes, Launch);
   return cudaGetLastError();
 }
 

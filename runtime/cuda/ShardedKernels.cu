@@ -171,14 +171,7 @@ cudaError_t shardedGather(const void *X, const void *Indices, bool I64,
         static_cast<const T *>(X), Indices, I64, static_cast<T *>(Y), Rows,
         Offset, Total, Count, Inner, ErrorWord, Code);
   };
-  if (InnerBytes % 8 == 0)
-    Launch(static_cast<uint64_t *>(nullptr));
-  else if (InnerBytes % 4 == 0)
-    Launch(static_cast<uint32_t *>(nullptr));
-  else if (InnerBytes % 2 == 0)
-    Launch(static_cast<uint16_t *>(nullptr));
-  else
-    Launch(static_cast<uint8_t *>(nullptr));
+  launchByRowUnit(X, Y, InnerBytes, Launch);
   return cudaGetLastError();
 }
 
