@@ -311,6 +311,96 @@ double autopar::savedActivationBytes(
   return Total;
 }
 
+double autopar::backwardExcessBytes(
+    ArrayRef<const Node *> Nodes, function_ref<LoopSplit(const Node &)> SplitOf,
+    const GradientFlow &Flow, const CostSettings &Settings) {
+  // Each kept value's bytes (as savedActivationBytes counts them) and the
+  // first node that keeps it; tensors internal to a node by node.
+  MapVector<const Value *, std::pair<double, unsigned>> Kept;
+  std::vector<double> Internal(Nodes.size(), 0);
+  // Each activation's bytes on one rank as its producer (or, for a layer
+  // input, its first reader) lays it out: its gradient's size.
+  DenseMap<const Value *, double> Size;
+  SmallVector<SavedTensor, 8> Saved;
+  for (unsigned K = 0; K != Nodes.size(); ++K) {
+    const Node &N = *Nodes[K];
+    std::optional<OpLoops> Loops = getOpLoops(N);
+    LoopSplit Split = Loops ? SplitOf(N) : LoopSplit();
+    auto Bytes = [&](const Value &V, ArrayRef<int> Map) {
+      return localElements(V, Loops ? Map : ArrayRef<int>(), Split) *
+             trainingElementBytes(V, Settings);
+    };
+    for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I)
+      if (const Value *O = N.getOperand(I))
+        Size.try_emplace(O, Bytes(*O, Loops ? ArrayRef<int>(Loops->Operands[I])
+                                            : ArrayRef<int>()));
+    for (unsigned I = 0, E = N.getNumResults(); I != E; ++I)
+      if (const Value *R = N.getResult(I))
+        Size[R] = Bytes(*R, Loops ? ArrayRef<int>(Loops->Results[I])
+                                  : ArrayRef<int>());
+    Saved.clear();
+    getSavedTensors(N, Loops, Flow, Settings, Saved);
+    for (const SavedTensor &T : Saved) {
+      if (!T.V) {
+        Internal[K] += T.bytes(Split);
+        continue;
+      }
+      auto [It, New] = Kept.insert({T.V, {T.bytes(Split), K}});
+      if (!New)
+        It->second.first = std::min(It->second.first, T.bytes(Split));
+    }
+  }
+  double SavedTotal = 0;
+  std::vector<double> FreedAfter(Internal);
+  for (auto &[V, Entry] : Kept) {
+    auto Produced = Size.find(V);
+    if (Produced != Size.end())
+      Entry.first = std::min(Entry.first, Produced->second);
+    SavedTotal += Entry.first;
+    FreedAfter[Entry.second] += Entry.first;
+  }
+  for (double Bytes : Internal)
+    SavedTotal += Bytes;
+
+  auto NeedsGrad = [&](const Value *V) {
+    return V && !V->isParam() && Flow.isActivation(V) && Flow.needsGrad(V);
+  };
+  SmallPtrSet<const Node *, 32> Inside(Nodes.begin(), Nodes.end());
+  SmallPtrSet<const Value *, 32> Grads;
+  double Live = SavedTotal;
+  // The gradients of the layer's outputs arrive from outside.
+  for (const Node *N : Nodes)
+    for (const Value *R : N->getResults()) {
+      if (!NeedsGrad(R))
+        continue;
+      bool Outside = R->getNumOutputUses() != 0;
+      for (const Node *U : R->getUsers())
+        Outside |= !Inside.count(U);
+      if (Outside && Grads.insert(R).second)
+        Live += Size.lookup(R);
+    }
+  double Peak = Live;
+  for (unsigned K = Nodes.size(); K-- > 0;) {
+    const Node &N = *Nodes[K];
+    // The node's backward makes a gradient term per operand; one that
+    // already has a gradient is added to it and goes.
+    SmallPtrSet<const Value *, 4> Seen;
+    double Terms = 0;
+    for (const Value *O : N.getOperands())
+      if (NeedsGrad(O) && Seen.insert(O).second)
+        Terms += Size.lookup(O);
+    Peak = std::max(Peak, Live + Terms);
+    for (const Value *O : Seen)
+      if (Grads.insert(O).second)
+        Live += Size.lookup(O);
+    for (const Value *R : N.getResults())
+      if (R && Grads.erase(R))
+        Live -= Size.lookup(R);
+    Live -= FreedAfter[K];
+  }
+  return std::max(0.0, Peak - SavedTotal);
+}
+
 ShardedNodeCost autopar::getShardedNodeCost(const Node &N,
                                             const std::optional<OpLoops> &Loops,
                                             LoopSplit Split,

@@ -59,6 +59,20 @@ double savedActivationBytes(llvm::ArrayRef<const Node *> Nodes,
                             Recompute Mode, const GradientFlow &Flow,
                             const CostSettings &Settings);
 
+/// How far the backward of Nodes (one layer, no recomputation) rises above
+/// the bytes the layer keeps (savedActivationBytes), on one rank: walking
+/// the nodes in reverse, the kept tensors still to be read plus the
+/// gradients of activations alive at each node's backward (its results'
+/// gradients and the ones it makes for its operands; a gradient lives from
+/// its last reader's backward to its producer's; kept tensors go after
+/// their first keeper's backward), less what the layer keeps. The
+/// runtime's gradients of activations are buffers too; this is what they
+/// add at the layer's backward.
+double backwardExcessBytes(llvm::ArrayRef<const Node *> Nodes,
+                           llvm::function_ref<LoopSplit(const Node &)> SplitOf,
+                           const GradientFlow &Flow,
+                           const CostSettings &Settings);
+
 /// A node on one rank under a split: its cost and the bytes its backward
 /// keeps (no recomputation). What test-print-cost and `autopar explain`
 /// print per op.

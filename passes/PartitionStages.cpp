@@ -25,6 +25,7 @@
 #include "passes/StageCut.h"
 
 #include "cost/ActivationMemory.h"
+#include "cost/HeldParams.h"
 #include "ir/Graph.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
@@ -145,19 +146,19 @@ LogicalResult PartitionStagesPass::partition(Graph &G, DiagnosticEngine &Diag) {
   std::vector<double> Time;
   for (const LayerUnit &U : Units) {
     UnitFigures F;
-    SmallPtrSet<const Value *, 16> Seen;
     for (const Node *N : U.Nodes) {
       std::optional<OpLoops> L = getOpLoops(*N);
-      LoopSplit Split = getAnnotatedSplit(*N, L, Axis);
-      NodeCost C = getNodeCost(*N, L, Split, Device, Settings, Flow);
+      NodeCost C = getNodeCost(*N, L, getAnnotatedSplit(*N, L, Axis), Device,
+                               Settings, Flow);
       F.Seconds += C.FwdSeconds + C.BwdSeconds;
-      for (unsigned I = 0, E = N->getNumOperands(); I != E; ++I) {
-        const Value *O = N->getOperand(I);
-        if (O && O->isParam() && Seen.insert(O).second)
-          F.ParamElements += localElements(
-              *O, L ? ArrayRef<int>(L->Operands[I]) : ArrayRef<int>(), Split);
-      }
     }
+    F.ParamElements = sumElements(getHeldParams(
+        U.Nodes,
+        [&](unsigned K) {
+          const Node &N = *U.Nodes[K];
+          return getAnnotatedSplit(N, getOpLoops(N), Axis);
+        },
+        Flow));
     F.ActivationBytes = savedActivationBytes(
         U.Nodes,
         [&](const Node &N) {

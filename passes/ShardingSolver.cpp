@@ -24,6 +24,7 @@
 #include "passes/ShardingSolver.h"
 
 #include "cost/ActivationMemory.h"
+#include "cost/HeldParams.h"
 #include "ir/BackendCapabilities.h"
 #include "ir/Graph.h"
 #include "ir/OpLoops.h"
@@ -61,32 +62,6 @@ int layoutOfBit(unsigned Bit) {
   if (Bit == 1)
     return LayoutPartial;
   return int(Bit) - 2;
-}
-
-/// The parameter V reads, through transposes and identities, and the layout
-/// of that parameter when V has Layout; null when V is not such a view.
-std::pair<const Value *, int> traceParam(const Value *V, int Layout) {
-  for (unsigned Depth = 0; V && Depth != 8; ++Depth) {
-    if (V->isParam())
-      return {V, Layout};
-    const Node *N = V->getDefiningNode();
-    if (!N || N->getNumOperands() < 1)
-      return {nullptr, 0};
-    if (N->getOp() == OpId::Transpose) {
-      const Attribute *A = N->getAttr("perm");
-      unsigned Rank = V->getType().getRank();
-      if (Layout >= 0) {
-        if (A && unsigned(Layout) < A->getIntList().size())
-          Layout = int(A->getIntList()[Layout]);
-        else
-          Layout = int(Rank) - 1 - Layout;
-      }
-    } else if (N->getOp() != OpId::Identity && N->getOp() != OpId::Cast) {
-      return {nullptr, 0};
-    }
-    V = N->getOperand(0);
-  }
-  return {nullptr, 0};
 }
 
 /// Memory breaks ties between equally fast strategies: one second per
@@ -862,7 +837,6 @@ Expected<ShardingSolution> Solver::solve() {
   Breakdown Total;
   Total.Placed = &Sol.Collectives;
   Frontier F = initialFrontier();
-  SmallPtrSet<const Value *, 16> SeenParams;
   for (unsigned K = 0; K != P.Nodes.size(); ++K) {
     const Strategy &S = Strategies[K][Chosen[K]];
     F = *step(F, K, Chosen[K], Total);
@@ -871,12 +845,8 @@ Expected<ShardingSolution> Solver::solve() {
     for (unsigned R = 0, E = N.getNumResults(); R != E; ++R)
       if (N.getResult(R))
         Sol.Layouts[N.getResult(R)] = S.ResultLayouts[R];
-    std::optional<OpLoops> L = getOpLoops(N);
     for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
       const Value *O = N.getOperand(I);
-      if (O && O->isParam() && SeenParams.insert(O).second)
-        Sol.ParamElements += localElements(
-            *O, L ? ArrayRef<int>(L->Operands[I]) : ArrayRef<int>(), S.Split);
       if (O && !P.Flow->isActivation(O)) {
         auto [Param, Layout] = traceParam(O, S.Required[I]);
         if (Param) {
@@ -887,6 +857,9 @@ Expected<ShardingSolution> Solver::solve() {
       }
     }
   }
+  Sol.HeldParams = getHeldParams(
+      P.Nodes, [&](unsigned K) { return Sol.Splits[K]; }, *P.Flow);
+  Sol.ParamElements = sumElements(Sol.HeldParams);
   finish(F, Total);
   Sol.FwdComputeSeconds = Total.FwdCompute;
   Sol.BwdComputeSeconds = Total.BwdCompute;

@@ -18,6 +18,7 @@
 #define AUTOPAR_PASSES_SHARDINGSOLVER_H
 
 #include "cost/Collectives.h"
+#include "cost/HeldParams.h"
 #include "cost/OpCost.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -110,7 +111,9 @@ struct ShardingSolution {
   double FwdComputeSeconds = 0, BwdComputeSeconds = 0;
   double FwdCommSeconds = 0, BwdCommSeconds = 0;
   double GradSyncSeconds = 0;
-  /// Parameter elements held on one rank (each parameter once).
+  /// The parameters held on one rank (cost/HeldParams.h), and the sum of
+  /// their elements.
+  std::vector<HeldParam> HeldParams;
   double ParamElements = 0;
   /// The layout each parameter is read in, also through a transpose of it
   /// (a tied LM head reads the embedding table transposed).

@@ -3,6 +3,7 @@
 #include "planner/ModelProfile.h"
 
 #include "cost/Collectives.h"
+#include "cost/HeldParams.h"
 
 #include "ir/Graph.h"
 #include "ir/OpLoops.h"
@@ -99,6 +100,13 @@ Error ModelProfile::init() {
   Units = getLayerUnits(G, *Flow);
   if (Units.empty())
     return error("the graph computes nothing from its inputs");
+  // Parameters that more than one unit holds (tied embeddings).
+  DenseMap<const Value *, unsigned> Holders;
+  for (const LayerUnit &U : Units)
+    for (const HeldParam &H : getHeldParams(
+             U.Nodes, [](unsigned) { return LoopSplit(); }, *Flow))
+      if (++Holders[H.Param] == 2)
+        SharedParams.insert(H.Param);
   for (const std::unique_ptr<Value> &P : G.getParams())
     if (Flow->needsGrad(P.get()))
       TotalParams += double(P->getType().getStaticNumElements().value_or(0));
@@ -179,8 +187,19 @@ Expected<std::vector<UnitCost>> ModelProfile::compute(unsigned TP, bool SP) {
     const LayerUnit &U = Units[I];
     const ShardingSolution &Sol = *(*Sharding)->Units[I];
     auto Seen = Done.find(&Sol);
+    auto GetShared = [&] {
+      std::vector<HeldParam> Shared;
+      if (SharedParams.empty())
+        return Shared;
+      for (const HeldParam &H : getHeldParams(
+               U.Nodes, [&](unsigned K) { return Sol.Splits[K]; }, *Flow))
+        if (SharedParams.contains(H.Param))
+          Shared.push_back(H);
+      return Shared;
+    };
     if (Seen != Done.end() && Units[Seen->second].Class == U.Class) {
       Out.push_back(Out[Seen->second]);
+      Out.back().SharedParams = GetShared();
       continue;
     }
     Done.insert({&Sol, I});
@@ -195,6 +214,7 @@ Expected<std::vector<UnitCost>> ModelProfile::compute(unsigned TP, bool SP) {
               std::end(Sol.BwdCollectiveSeconds), C.BwdCollectiveSeconds);
     C.GradSyncSeconds = Sol.GradSyncSeconds;
     C.ParamElements = Sol.ParamElements;
+    C.SharedParams = GetShared();
     DenseMap<const Node *, LoopSplit> Splits;
     for (unsigned K = 0; K != U.Nodes.size(); ++K)
       Splits[U.Nodes[K]] = Sol.Splits[K];
@@ -202,6 +222,8 @@ Expected<std::vector<UnitCost>> ModelProfile::compute(unsigned TP, bool SP) {
     for (Recompute R : {Recompute::None, Recompute::Selective, Recompute::Full})
       C.SavedBytes[unsigned(R)] =
           savedActivationBytes(U.Nodes, SplitOf, R, *Flow, Settings);
+    C.BackwardExcessBytes =
+        backwardExcessBytes(U.Nodes, SplitOf, *Flow, Settings);
     SmallPtrSet<const Node *, 32> Inside(U.Nodes.begin(), U.Nodes.end());
     for (const Node *N : U.Nodes) {
       std::optional<OpLoops> L = getOpLoops(*N);
@@ -306,4 +328,19 @@ std::vector<unsigned> ModelProfile::getRepeatedUnits() const {
     if (Units[I].Class == Best)
       Repeated.push_back(I);
   return Repeated;
+}
+
+double
+autopar::heldParamElements(ArrayRef<UnitCost> Costs,
+                           ArrayRef<std::pair<unsigned, unsigned>> Ranges) {
+  double Elements = 0;
+  SmallPtrSet<const Value *, 4> Shared;
+  for (auto [Begin, End] : Ranges)
+    for (unsigned U = Begin; U != End; ++U) {
+      Elements += Costs[U].ParamElements;
+      for (const HeldParam &H : Costs[U].SharedParams)
+        if (!Shared.insert(H.Param).second)
+          Elements -= H.Elements;
+    }
+  return Elements;
 }

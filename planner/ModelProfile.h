@@ -19,11 +19,13 @@
 
 #include "cost/ActivationMemory.h"
 #include "cost/Cluster.h"
+#include "cost/HeldParams.h"
 #include "cost/OpCost.h"
 #include "ir/Types.h"
 #include "passes/LayerUnits.h"
 #include "passes/ShardingSolver.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Error.h"
 
 #include <map>
@@ -53,10 +55,15 @@ struct UnitCost {
   /// Forward time of the attention cores: what selective recomputation
   /// runs again.
   double AttentionCoreSeconds = 0;
-  /// Bytes kept for the backward, by Recompute mode.
+  /// Bytes kept for the backward, by Recompute mode, and how far the
+  /// unit's backward rises above them (cost/ActivationMemory.h).
   double SavedBytes[3] = {0, 0, 0};
-  /// Parameter elements held on this rank.
+  double BackwardExcessBytes = 0;
+  /// Parameter elements held on this rank (cost/HeldParams.h), and those
+  /// of them that other units hold too (a tied embedding table), which a
+  /// rank holding several of those units keeps once (heldParamElements).
   double ParamElements = 0;
+  std::vector<HeldParam> SharedParams;
   /// Bytes handed to the next unit (a pipeline send), on this rank.
   double OutputBytes = 0;
   /// Whether that output is replicated over the tensor-parallel group (then
@@ -76,6 +83,11 @@ struct OpCostDetail {
   ShardedNodeCost Cost;
   std::vector<PlacedCollective> Collectives;
 };
+
+/// Parameter elements that a rank holding units [Begin, End) of each of
+/// Ranges keeps: each unit's, a parameter that several of them hold once.
+double heldParamElements(llvm::ArrayRef<UnitCost> Costs,
+                         llvm::ArrayRef<std::pair<unsigned, unsigned>> Ranges);
 
 class ModelProfile {
 public:
@@ -125,6 +137,8 @@ private:
   CostSettings Settings;
   std::unique_ptr<GradientFlow> Flow;
   std::vector<LayerUnit> Units;
+  /// Parameters that more than one unit holds.
+  llvm::DenseSet<const Value *> SharedParams;
   std::string BatchSymbol;
   std::optional<int64_t> FixedBatch;
   int64_t TokensPerSample = 1;

@@ -185,23 +185,27 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                       ArrayRef<std::pair<unsigned, unsigned>> Ranges,
                       unsigned InFlight) const {
   RankPrediction R;
-  double Params = 0, Largest = 0, Saved = 0, Working = 0, Loss = 0;
+  double Params = heldParamElements(Costs, Ranges);
+  double Largest = 0, Saved = 0, Working = 0, Loss = 0;
   for (auto [Begin, End] : Ranges)
     for (unsigned U = Begin; U != End; ++U) {
       const UnitCost &Cost = Costs[U];
-      Params += Cost.ParamElements;
       Largest = std::max(Largest, Cost.ParamElements);
       Recompute Mode =
           recomputes(U, Costs.size()) ? C.Recomputation : Recompute::None;
       Saved += Cost.SavedBytes[unsigned(Mode)];
-      // Recomputing a unit holds its whole activations for a moment. The
-      // attention core of selective recomputation is recomputed inside
-      // AttentionGrad (runtime/cpu/AttentionKernel.cpp row by row; the CUDA
-      // kernel in the scratch that holds dS in every mode), so it adds
-      // nothing that outlives a kernel.
-      if (Mode == Recompute::Full)
-        Working = std::max(Working, Cost.SavedBytes[0] -
-                                        Cost.SavedBytes[unsigned(Mode)]);
+      // A unit's backward holds the gradients of its activations on top
+      // of what it keeps, and recomputing a unit holds its whole
+      // activations for a moment. The attention core of selective
+      // recomputation is recomputed inside AttentionGrad
+      // (runtime/cpu/AttentionKernel.cpp row by row; the CUDA kernel in
+      // the scratch that holds dS in every mode), so it adds nothing that
+      // outlives a kernel.
+      double Recomputed =
+          Mode == Recompute::Full
+              ? Cost.SavedBytes[0] - Cost.SavedBytes[unsigned(Mode)]
+              : 0;
+      Working = std::max(Working, Recomputed + Cost.BackwardExcessBytes);
       Loss += Cost.LossBytes;
     }
   ModelStateConfig MS;
@@ -448,14 +452,15 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   double Kinds[NumCollectives] = {}, WorstKinds[NumCollectives] = {};
   unsigned First = 0;
   std::vector<double> RankParams(C.PP, 0), RankGradSync(C.PP, 0);
+  std::vector<std::vector<std::pair<unsigned, unsigned>>> RankRanges(C.PP);
   // ZeRO-3 gathers and reduce-scatters layer by layer: one collective per
   // unit, each paying its latency.
   std::vector<double> RankGathers(C.PP, 0), RankScatters(C.PP, 0);
   // Weights and gradients travel in the compute precision.
   double ElemBytes = getPrecisionBytes(C.TrainPrecision);
   for (unsigned J = 0; J != Pipe.StageUnits.size(); ++J) {
+    RankRanges[J % C.PP].push_back({First, First + Pipe.StageUnits[J]});
     for (unsigned U = First; U != First + Pipe.StageUnits[J]; ++U) {
-      RankParams[J % C.PP] += Costs[U].ParamElements;
       RankGradSync[J % C.PP] += Costs[U].GradSyncSeconds;
       if (C.Zero == 3 && C.DP > 1 && Costs[U].ParamElements > 0) {
         RankGathers[J % C.PP] +=
@@ -468,6 +473,8 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
     }
     First += Pipe.StageUnits[J];
   }
+  for (unsigned R = 0; R != C.PP; ++R)
+    RankParams[R] = heldParamElements(Costs, RankRanges[R]);
   for (unsigned R = 0; R != C.PP; ++R) {
     double GradBytes = RankParams[R] * ElemBytes,
            WeightBytes = RankParams[R] * ElemBytes;

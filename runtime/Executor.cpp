@@ -4,6 +4,7 @@
 #include "runtime/ParamInit.h"
 
 #include "ir/Graph.h"
+#include "runtime/KernelFamily.h"
 #include "weights/WeightReader.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -338,8 +339,12 @@ Error Executor::writeParam(const Value &P, ArrayRef<uint8_t> Bytes) {
 
 void Executor::findGradients() {
   for (const Node *N : Nodes)
-    for (const Value *V : getStepGradientTerms(*N))
+    for (const Value *V : getStepGradientTerms(*N)) {
       Gradients.insert(V);
+      // A view holds no bytes: the tensor it views holds the gradient.
+      if (const Value *Root = ViewRoots.lookup(V))
+        Gradients.insert(Root);
+    }
 }
 
 void Executor::findGatheredParams() {
@@ -355,7 +360,37 @@ void Executor::findGatheredParams() {
   }
 }
 
+void Executor::planViews() {
+  ViewOf.assign(Nodes.size(), nullptr);
+  for (unsigned I = 0; I != Nodes.size(); ++I) {
+    const Node &N = *Nodes[I];
+    if (getKernelFamily(N.getOp()) != KernelFamily::ReshapeLike ||
+        N.getNumResults() != 1 || N.getNumOperands() < 1)
+      continue;
+    const Value *X = N.getOperand(0), *Y = N.getResult(0);
+    // Parameters are updated in place and offloaded gradients leave the
+    // device: a view of either could see other bytes.
+    if (!X || !Y || X->isParam() || getUpdatedParam(*X) ||
+        getUpdatedParam(*Y) || EvictedTiers.count(X) || EvictedTiers.count(Y) ||
+        X->getType().getElementType() != Y->getType().getElementType() ||
+        !X->getType().getStaticNumElements() ||
+        X->getType().getStaticNumElements() !=
+            Y->getType().getStaticNumElements())
+      continue;
+    // A shape computed at run time is the kernel's to check.
+    if (any_of(N.getOperands().drop_front(), [](const Value *O) {
+          return O && (!O->getDefiningNode() ||
+                       O->getDefiningNode()->getOp() != OpId::Constant);
+        }))
+      continue;
+    const Value *Root = ViewRoots.lookup(X);
+    ViewOf[I] = Root ? Root : X;
+    ViewRoots[Y] = ViewOf[I];
+  }
+}
+
 void Executor::planFrees() {
+  planViews();
   DenseSet<const Value *> Outputs(G.getOutputs().begin(), G.getOutputs().end());
   DenseMap<const Value *, unsigned> LastUse;
   for (unsigned I = 0; I != Nodes.size(); ++I) {
@@ -367,25 +402,82 @@ void Executor::planFrees() {
       if (!getUpdatedParam(*Nodes[I]->getResult(R)))
         LastUse.try_emplace(Nodes[I]->getResult(R), I);
   }
+  // A tensor and its views live until the last use of any of them; none
+  // is freed when one of them is an output.
+  DenseMap<const Value *, unsigned> GroupEnd;
+  DenseSet<const Value *> KeptGroups;
+  for (auto &[View, Root] : ViewRoots) {
+    unsigned &End =
+        GroupEnd.try_emplace(Root, LastUse.lookup(Root)).first->second;
+    End = std::max(End, LastUse.lookup(View));
+    if (Outputs.count(View) || Outputs.count(Root))
+      KeptGroups.insert(Root);
+  }
+  auto FreeAt = [&](const Value *V) -> std::optional<unsigned> {
+    const Value *Root = ViewRoots.lookup(V);
+    if (!Root && GroupEnd.count(V))
+      Root = V;
+    if (!Root)
+      return Outputs.count(V) ? std::nullopt
+                              : std::optional<unsigned>(LastUse.lookup(V));
+    if (KeptGroups.count(Root))
+      return std::nullopt;
+    return GroupEnd.lookup(Root);
+  };
   FreeAfter.assign(Nodes.size(), {});
   // Visit values in a fixed order (inputs, then results by node) so that
   // frees happen in the same order every run.
   for (const std::unique_ptr<Value> &V : G.getInputs()) {
     if (Outputs.count(V.get()))
       continue;
-    auto It = LastUse.find(V.get());
-    if (It == LastUse.end())
+    if (!LastUse.count(V.get()))
       UnusedInputs.push_back(V.get());
-    else
-      FreeAfter[It->second].push_back(V.get());
+    else if (std::optional<unsigned> At = FreeAt(V.get()))
+      FreeAfter[*At].push_back(V.get());
   }
   for (const Node *N : Nodes)
     for (unsigned R = 0; R != N->getNumResults(); ++R) {
       const Value *V = N->getResult(R);
       // Offloaded gradients are freed when written to their tier.
-      if (!Outputs.count(V) && !getUpdatedParam(*V) && !EvictedTiers.count(V))
-        FreeAfter[LastUse.lookup(V)].push_back(V);
+      if (getUpdatedParam(*V) || EvictedTiers.count(V))
+        continue;
+      if (std::optional<unsigned> At = FreeAt(V))
+        FreeAfter[*At].push_back(V);
     }
+  // Views go before the tensor they view.
+  for (std::vector<const Value *> &Frees : FreeAfter)
+    std::stable_partition(Frees.begin(), Frees.end(), [&](const Value *V) {
+      return ViewRoots.count(V) != 0;
+    });
+  planInPlaceAdds();
+}
+
+void Executor::planInPlaceAdds() {
+  InPlaceOperand.assign(Nodes.size(), nullptr);
+  DenseSet<const Value *> HasViews;
+  for (auto &Entry : ViewRoots)
+    HasViews.insert(Entry.second);
+  for (unsigned I = 0; I != Nodes.size(); ++I) {
+    const Node &N = *Nodes[I];
+    if (N.getOp() != OpId::Add || N.getNumResults() != 1 ||
+        N.getNumOperands() != 2 || !N.getResult(0) ||
+        getUpdatedParam(*N.getResult(0)))
+      continue;
+    const TensorType &Ty = N.getResult(0)->getType();
+    for (const Value *X : N.getOperands()) {
+      // Dies here (FreeAfter holds no parameter, output, optimizer result
+      // or offloaded gradient), has the result's type and shares its
+      // tensor with no view.
+      auto Dies = find(FreeAfter[I], X);
+      if (!X || Dies == FreeAfter[I].end() || X->getType() != Ty ||
+          ViewRoots.count(X) || HasViews.count(X) ||
+          N.getOperand(0) == N.getOperand(1) || !Ty.getStaticNumElements())
+        continue;
+      InPlaceOperand[I] = X;
+      FreeAfter[I].erase(Dies);
+      break;
+    }
+  }
 }
 
 namespace {
@@ -398,7 +490,15 @@ public:
       : B(B), Gradients(Gradients), Gathered(Gathered), TopCount(TopCount) {}
   ~RunState() {
     for (auto &Entry : Live)
-      B.deallocate(Entry.second);
+      if (!Views.count(Entry.first))
+        B.deallocate(Entry.second);
+  }
+
+  /// V as a view of a live tensor's bytes (T): no bytes of its own.
+  Tensor addView(const Value &V, Tensor T) {
+    Live[&V] = T;
+    Views.insert(&V);
+    return T;
   }
 
   Expected<Tensor> allocate(const Value &V) {
@@ -427,9 +527,38 @@ public:
     PeakActivations = std::max(PeakActivations, Activations);
     return T;
   }
+  /// V takes From's tensor (an in-place update): From is no longer live.
+  Tensor rename(const Value *From, const Value &V) {
+    auto It = Live.find(From);
+    assert(It != Live.end() && "renaming a value that is not live");
+    Tensor T = It->second;
+    Live.erase(It);
+    uint64_t Size = T.getSizeInBytes();
+    Bytes -= Size;
+    if (Gradients.count(From))
+      GradientBytes -= Size;
+    if (Gathered.count(From))
+      GatheredBytes -= Size;
+    Live[&V] = T;
+    Bytes += Size;
+    if (Gradients.count(&V))
+      GradientBytes += Size;
+    if (Gathered.count(&V))
+      GatheredBytes += Size;
+    Peak = std::max(Peak, Bytes - GatheredBytes);
+    PeakGradients = std::max(PeakGradients, GradientBytes);
+    PeakGathered = std::max(PeakGathered, GatheredBytes);
+    PeakActivations =
+        std::max(PeakActivations, Bytes - GradientBytes - GatheredBytes);
+    return T;
+  }
   void free(const Value *V) {
     auto It = Live.find(V);
     assert(It != Live.end() && "freeing a value that is not live");
+    if (Views.erase(V)) {
+      Live.erase(It);
+      return;
+    }
     Bytes -= It->second.getSizeInBytes();
     if (Gradients.count(V))
       GradientBytes -= It->second.getSizeInBytes();
@@ -456,7 +585,7 @@ private:
   void noteTop() {
     Top.clear();
     for (auto &[V, T] : Live)
-      if (!Gradients.count(V) && !Gathered.count(V))
+      if (!Gradients.count(V) && !Gathered.count(V) && !Views.count(V))
         Top.push_back({T.getSizeInBytes(), V->getName().str()});
     // Largest first, then by name: the same list whatever the map's order.
     llvm::sort(Top, [](const auto &A, const auto &B) {
@@ -472,6 +601,7 @@ private:
   uint64_t Noted = 0;
   std::vector<std::pair<uint64_t, std::string>> Top;
   DenseMap<const Value *, Tensor> Live;
+  DenseSet<const Value *> Views;
   uint64_t Bytes = 0, Peak = 0, GradientBytes = 0, PeakGradients = 0,
            PeakActivations = 0, GatheredBytes = 0, PeakGathered = 0;
 };
@@ -575,14 +705,26 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
         Out.push_back(ParamTensor(N.getOperand(*Op)));
         continue;
       }
+      if (const Value *X = InPlaceOperand[I]) {
+        Out.push_back(State.rename(X, *N.getResult(R)));
+        continue;
+      }
+      if (ViewOf[I]) {
+        const Value &Y = *N.getResult(R);
+        Out.push_back(State.addView(Y, Tensor(Y.getType().getElementType(),
+                                              Y.getType().getStaticSizes(),
+                                              In[0].getData())));
+        continue;
+      }
       Expected<Tensor> T = State.allocate(*N.getResult(R));
       if (!T)
         return T.takeError();
       Out.push_back(*T);
     }
     auto Start = std::chrono::steady_clock::now();
-    if (Error E = B.runNode(N, In, Out))
-      return E;
+    if (!ViewOf[I])
+      if (Error E = B.runNode(N, In, Out))
+        return E;
     if (Observer)
       Observer(N, Start, std::chrono::steady_clock::now());
     for (const Value *V : FreeAfter[I])

@@ -143,6 +143,11 @@ private:
   Executor(const Graph &G, Backend &B) : G(G), B(B) {}
   llvm::Error loadParams(const ExecutorOptions &Options);
   void planFrees();
+  /// Reshape-like nodes whose result can share its operand's bytes.
+  void planViews();
+  /// An Add whose operand dies there writes into that operand's tensor
+  /// (gradient sums over micro-batches grow in place).
+  void planInPlaceAdds();
   /// Gradients: what optimizer steps read, and the sums over micro-batches
   /// (trees of Adds) that build it. Gathered: whole copies of parameters.
   void findGradients();
@@ -161,6 +166,13 @@ private:
   llvm::DenseMap<const Value *, Tensor> Params;
   /// FreeAfter[I]: the values whose last use is node I.
   std::vector<std::vector<const Value *>> FreeAfter;
+  /// InPlaceOperand[I]: the operand whose tensor node I's result takes, or
+  /// null.
+  std::vector<const Value *> InPlaceOperand;
+  /// ViewOf[I]: the tensor whose bytes node I's result views (a reshape
+  /// without a copy), or null; ViewRoots maps each view to that tensor.
+  std::vector<const Value *> ViewOf;
+  llvm::DenseMap<const Value *, const Value *> ViewRoots;
   /// Inputs that no node or output uses.
   std::vector<const Value *> UnusedInputs;
   /// The values optimizer steps read as gradients.

@@ -1,0 +1,99 @@
+//===- HeldParams.cpp - The parameters a unit of a model holds ------------===//
+
+#include "cost/HeldParams.h"
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/SmallVector.h"
+
+using namespace autopar;
+using namespace llvm;
+
+std::pair<const Value *, int> autopar::traceParam(const Value *V, int Layout) {
+  for (unsigned Depth = 0; V && Depth != 8; ++Depth) {
+    if (V->isParam())
+      return {V, Layout};
+    const Node *N = V->getDefiningNode();
+    if (!N || N->getNumOperands() < 1)
+      return {nullptr, 0};
+    if (N->getOp() == OpId::Transpose) {
+      const Attribute *A = N->getAttr("perm");
+      unsigned Rank = V->getType().getRank();
+      if (Layout >= 0) {
+        if (A && unsigned(Layout) < A->getIntList().size())
+          Layout = int(A->getIntList()[Layout]);
+        else
+          Layout = int(Rank) - 1 - Layout;
+      }
+    } else if (N->getOp() != OpId::Identity && N->getOp() != OpId::Cast) {
+      return {nullptr, 0};
+    }
+    V = N->getOperand(0);
+  }
+  return {nullptr, 0};
+}
+
+/// Adds the parameters behind the parameter-derived value V (no
+/// activation) to Out, whole, each once.
+static void addParamsBehind(const Value *V, const GradientFlow &Flow,
+                            SmallPtrSetImpl<const Value *> &Seen,
+                            std::vector<HeldParam> &Out) {
+  SmallVector<const Value *, 8> Work{V};
+  SmallPtrSet<const Value *, 16> Visited;
+  while (!Work.empty()) {
+    const Value *W = Work.pop_back_val();
+    if (!W || Flow.isActivation(W) || !Visited.insert(W).second)
+      continue;
+    if (W->isParam()) {
+      if (Seen.insert(W).second)
+        Out.push_back(
+            {W, double(W->getType().getStaticNumElements().value_or(0))});
+      continue;
+    }
+    if (const Node *N = W->getDefiningNode())
+      for (unsigned I = 0, E = N->getNumOperands(); I != E; ++I)
+        Work.push_back(N->getOperand(I));
+  }
+}
+
+std::vector<HeldParam>
+autopar::getHeldParams(ArrayRef<const Node *> Nodes,
+                       function_ref<LoopSplit(unsigned K)> SplitOf,
+                       const GradientFlow &Flow) {
+  std::vector<HeldParam> Out;
+  SmallPtrSet<const Value *, 16> Seen;
+  for (unsigned K = 0; K != Nodes.size(); ++K) {
+    const Node &N = *Nodes[K];
+    std::optional<OpLoops> L;
+    bool HaveLoops = false;
+    for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
+      const Value *O = N.getOperand(I);
+      if (!O || Flow.isActivation(O))
+        continue;
+      const Value *Param = traceParam(O, -1).first;
+      if (!Param) {
+        addParamsBehind(O, Flow, Seen, Out);
+        continue;
+      }
+      if (!Seen.insert(Param).second)
+        continue;
+      if (!HaveLoops) {
+        L = getOpLoops(N);
+        HaveLoops = true;
+      }
+      Out.push_back({Param, localElements(*O,
+                                          L ? ArrayRef<int>(L->Operands[I])
+                                            : ArrayRef<int>(),
+                                          SplitOf(K))});
+    }
+  }
+  return Out;
+}
+
+double autopar::sumElements(ArrayRef<HeldParam> Held) {
+  double Sum = 0;
+  for (const HeldParam &H : Held)
+    Sum += H.Elements;
+  return Sum;
+}

@@ -1,0 +1,58 @@
+//===- HeldParams.h - The parameters a unit of a model holds ----*- C++ -*-===//
+//
+// Which parameters a layer unit's nodes keep on one rank, and how many of
+// their elements: the parameters they read directly, and those behind the
+// parameter-derived values they read (computed once per step from
+// parameters and constants, not activations: a tied LM head's transpose of
+// the embedding table, a position table gathered at constant positions).
+// Both the search (planner/ModelProfile.cpp, per unit) and the stage cut
+// (passes/PartitionStages.cpp) count model states from it, so a parameter
+// that two units read (tied embeddings) is held by both, and held once
+// when both are on one rank.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_COST_HELDPARAMS_H
+#define AUTOPAR_COST_HELDPARAMS_H
+
+#include "cost/OpCost.h"
+#include "ir/OpLoops.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace autopar {
+
+class Node;
+class Value;
+
+/// The parameter V reads, through transposes, identities and casts, and the
+/// layout of that parameter when V has Layout; null when V is not such a
+/// view.
+std::pair<const Value *, int> traceParam(const Value *V, int Layout);
+
+/// A parameter held on one rank and its elements there.
+struct HeldParam {
+  const Value *Param = nullptr;
+  double Elements = 0;
+};
+
+/// The parameters Nodes hold on one rank, each once, in the order they are
+/// first read. SplitOf(K) gives node K's split. A parameter read directly
+/// or through a view (traceParam) is split as its reader splits that
+/// operand; one behind another computation is held whole.
+std::vector<HeldParam>
+getHeldParams(llvm::ArrayRef<const Node *> Nodes,
+              llvm::function_ref<LoopSplit(unsigned K)> SplitOf,
+              const GradientFlow &Flow);
+
+/// The sum of Held's elements.
+double sumElements(llvm::ArrayRef<HeldParam> Held);
+
+} // namespace autopar
+
+#endif // AUTOPAR_COST_HELDPARAMS_H
