@@ -17,6 +17,7 @@
 
 #include "cost/ActivationMemory.h"
 #include "cost/GemmEfficiency.h"
+#include "cost/HeldParams.h"
 #include "cost/OpCost.h"
 #include "ir/Graph.h"
 #include "ir/OpLoops.h"
@@ -541,6 +542,88 @@ TEST(TrainingCost, GradientFlowSkipsDataAndIntegers) {
     }
   }
   EXPECT_FALSE(Flow.needsGrad(M.graph().getInputs()[0].get()));
+}
+
+// The parameters units hold: a tied head holds the embedding table through
+// its transpose (split as the head splits it), the embedding unit the
+// position table behind a Gather at constant positions (whole).
+TEST(TrainingCost, UnitsHoldParametersBehindDerivedValues) {
+  const char *Text =
+      R"(graph @tied(%ids: i64[2, 4]) {
+  param %wte: f32[16, 8]
+  param %wpe: f32[4, 8]
+  %pos = Constant() {value = dense<i64[4], [0, 1, 2, 3]>} : i64[4]
+  %p = Gather(%wpe, %pos) : f32[4, 8]
+  %e = Gather(%wte, %ids) : f32[2, 4, 8]
+  %h = Add(%e, %p) : f32[2, 4, 8]
+  %wt = Transpose(%wte) {perm = [1, 0]} : f32[8, 16]
+  %logits = MatMul(%h, %wt) : f32[2, 4, 16]
+  return %logits
+}
+)";
+  SourceMgr SM;
+  std::unique_ptr<Module> M = parseText(SM, Text, "tied.air");
+  ASSERT_TRUE(M && M->getGraphs().size() == 1);
+  const Graph &G = *M->getGraphs().front();
+  GradientFlow Flow(G);
+  std::vector<const Node *> Embedding, Head;
+  for (const Node &N : G.getNodes()) {
+    StringRef Name = N.getResult(0)->getName();
+    if (Name == "e" || Name == "h")
+      Embedding.push_back(&N);
+    if (Name == "logits")
+      Head.push_back(&N);
+  }
+  auto Unsplit = [](unsigned) { return LoopSplit(); };
+  std::vector<HeldParam> E = getHeldParams(Embedding, Unsplit, Flow);
+  ASSERT_EQ(E.size(), 2u);
+  EXPECT_EQ(E[0].Param->getName(), "wte");
+  EXPECT_EQ(E[1].Param->getName(), "wpe");
+  EXPECT_EQ(sumElements(E), 16 * 8 + 4 * 8);
+  // The head splits its output columns (the vocabulary) in two: half the
+  // table.
+  std::optional<OpLoops> L = getOpLoops(*Head[0]);
+  ASSERT_TRUE(L);
+  LoopSplit Columns{L->Results[0][2], 2};
+  std::vector<HeldParam> H = getHeldParams(
+      Head, [&](unsigned) { return Columns; }, Flow);
+  ASSERT_EQ(H.size(), 1u);
+  EXPECT_EQ(H[0].Param->getName(), "wte");
+  EXPECT_EQ(H[0].Elements, 16 * 8 / 2);
+}
+
+// A chain's backward: a = x * w, b = Tanh(a), y = b * b. The excess is what
+// the gradients of activations add to what the chain keeps at its worst
+// node: at y's backward, dy (arriving) and db (made; b read twice is one
+// gradient).
+TEST(TrainingCost, BackwardExcessCountsActivationGradients) {
+  const char *Text =
+      R"(graph @chain(%x: f32[256]) {
+  param %w: f32[256]
+  %a = Mul(%x, %w) : f32[256]
+  %b = Tanh(%a) : f32[256]
+  %y = Mul(%b, %b) : f32[256]
+  return %y
+}
+)";
+  SourceMgr SM;
+  std::unique_ptr<Module> M = parseText(SM, Text, "chain.air");
+  ASSERT_TRUE(M && M->getGraphs().size() == 1);
+  const Graph &G = *M->getGraphs().front();
+  GradientFlow Flow(G);
+  std::vector<const Node *> Nodes;
+  for (const Node &N : G.getNodes())
+    Nodes.push_back(&N);
+  CostSettings Settings;
+  Settings.Compute = Precision::FP32;
+  auto Unsplit = [](const Node &) { return LoopSplit(); };
+  double Saved =
+      savedActivationBytes(Nodes, Unsplit, Recompute::None, Flow, Settings);
+  double Excess = backwardExcessBytes(Nodes, Unsplit, Flow, Settings);
+  // At the last Mul's backward: dy (arriving) and db (made) on top of all
+  // that is kept; then Tanh frees b's share as it makes da.
+  EXPECT_EQ(Excess, 2 * 256 * 4);
+  EXPECT_GT(Saved, 0);
 }
 
 } // namespace
