@@ -5,8 +5,9 @@
 // nothing of nodes, attributes or LLVM: the backend (CudaOps.cpp) checks
 // shapes and types, computes sizes and strides, and names the node in
 // errors. Floats are stored as f32, f16 or bf16 (DType) and computed in f32
-// (reductions in f64); the launchers take the storage type of each operand,
-// so one compiled kernel serves every mix of types.
+// (reductions in f64, except the flash-attention kernels' running sums);
+// the launchers take the storage type of each operand, so one compiled
+// kernel serves every mix of types.
 //
 // Index checks on the device (Gather's indices, the loss's labels) set a
 // word in device memory (ErrorWord) to the code of the first failure; the
