@@ -8,7 +8,8 @@
 //     ceiling;
 //   - memory bandwidth: cudaMemcpy device to device, and a streaming kernel;
 //   - the runtime's kernels (runtime/cuda/CudaKernels.h) at sizes of a
-//     GPT layer (h 4096, seq 2048), as time and effective bandwidth.
+//     GPT layer (h 4096, seq 2048), as time and effective bandwidth (the
+//     flash-attention kernels also as TFLOP/s: they are compute-bound).
 // With --calibration FILE it writes the GEMM curves as a calibration file
 // for `autopar --calibration FILE` (docs/CostModel.md, "Calibration
 // files"): efficiency = measured FLOP/s / the catalog's peak for the
@@ -19,7 +20,7 @@
 // machine:
 //   nvcc -O2 -std=c++17 -arch=sm_90 -I. bench/gpu-calibrate.cu
 //     runtime/cuda/ElementwiseKernels.cu runtime/cuda/RowKernels.cu
-//     -lcublas -o gpu-calibrate
+//     runtime/cuda/FlashAttentionKernels.cu -lcublas -o gpu-calibrate
 // The CMake build makes it as bin/autopar-gpu-calibrate (AUTOPAR_CUDA).
 //
 //===----------------------------------------------------------------------===//
@@ -419,6 +420,41 @@ int main(int Argc, char **Argv) {
       check(softmaxGrad(DType::BF16, P, Q, R, Heads * Rows, Rows, 1, G.S),
             "softmaxGrad");
     });
+    {
+      // Causal flash attention over [1, 32, 2048, 128] (Q, K, V, dY in P;
+      // Y and the statistics in R; dQ, dK, dV in Q). FLOPs as the kernels
+      // do them: the forward's two products over the causal half, the
+      // gradient's statistics pass, dQ (three products) and dK, dV (four).
+      const int64_t Dh = H / Heads, Elems = Heads * Rows * Dh;
+      char *In = static_cast<char *>(P), *Grads = static_cast<char *>(Q);
+      char *Out = static_cast<char *>(R);
+      FlashShape F;
+      F.B = 1;
+      F.Hq = F.Hkv = Heads;
+      F.Sq = F.Skv = Rows;
+      F.D = F.Dv = Dh;
+      F.Scale = 1 / std::sqrt(float(Dh));
+      F.Causal = true;
+      AttentionMask NoMask;
+      double Half = 2.0 * Heads * Rows * Rows * Dh / 2; // One causal product.
+      auto Flash = [&](const char *Op, double Products, double Moved, auto Fn) {
+        Add(Op, "[1, 32, 2048, 128]", Moved, Fn);
+        std::printf("kernel %-22s %7.1f TFLOP/s\n", Op,
+                    Products * Half / Ops.back().Seconds / 1e12);
+      };
+      Flash("flash-attention", 2, 4.0 * Elems * 2, [&] {
+        check(flashAttention(DType::BF16, In, In + Elems * 2, In + Elems * 4,
+                             NoMask, F, Out, nullptr, G.S),
+              "flashAttention");
+      });
+      Flash("flash-attention-grad", 9, 7.0 * Elems * 2, [&] {
+        check(flashAttentionGrad(DType::BF16, In + Elems * 6, In,
+                                 In + Elems * 2, In + Elems * 4, NoMask, F,
+                                 Grads, Grads + Elems * 2, Grads + Elems * 4,
+                                 reinterpret_cast<float *>(Out), G.S),
+              "flashAttentionGrad");
+      });
+    }
     Add("gelu-tanh", "[2048, 16384]", 2.0 * Rows * Ffn * 2, [&] {
       check(unary(UnaryOp::GeluTanh, 0, DType::BF16, P, DType::BF16, Q,
                   Rows * Ffn, G.S),

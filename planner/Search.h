@@ -138,8 +138,8 @@ llvm::Error checkCapabilities(const Cluster &Cl, const PlanConfig &C,
                               llvm::StringRef Given);
 /// Flash attention where it exists: GPUs training in bf16 or fp16
 /// (FlashAttention's kernels take 16-bit inputs only) whose backend has a
-/// flash kernel (ir/BackendCapabilities.def); materialized scores
-/// otherwise (fp32, the CPU runtime, CUDA until its flash kernel lands).
+/// flash kernel (ir/BackendCapabilities.def; CUDA has); materialized
+/// scores otherwise (fp32, the CPU runtime).
 AttentionKernel defaultAttentionKernel(const DeviceSpec &Device,
                                        Precision Train);
 

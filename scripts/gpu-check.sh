@@ -5,13 +5,16 @@
 #   1. the CUDA backend's unit tests (kernels against the CPU backend on
 #      small programs; test/Unit/CudaBackendTest.cpp);
 #   2. a tiny GPT-2 trained 5 steps on the CPU and on the GPU: the losses
-#      must agree (fp32, 1e-5 first step, 1e-4 after);
+#      must agree (fp32, 1e-5 first step, 1e-4 after); its plan pins
+#      attention=flash (fp32 plans default to materialized scores), so the
+#      GPU runs the flash kernels forward and backward;
 #   3. the calibration benchmark (bench/gpu-calibrate.cu): GEMMs over a grid
 #      and over the big GPT's shapes, memory bandwidth, the runtime's
 #      kernels; it writes $OUT/calibration.json for `autopar --calibration`;
 #   4. a training step of a GPT-2 that fills an H200 (24 layers, hidden 4096,
-#      sequence 2048, bf16), timed, next to the plan's prediction with and
-#      without the calibration;
+#      sequence 2048, bf16, flash attention: the default of bf16 GPU plans),
+#      timed, next to the plan's prediction with and without the
+#      calibration;
 # and prints a table last. Binaries come from carry/autopar-gpu.tar.xz
 # (scripts/gpu-bundle.sh, built on a machine with LLVM); when it is missing
 # or does not run, only the calibration benchmark is built here with nvcc,
@@ -32,6 +35,7 @@ log() { echo "== [$(($(date +%s) - started)) s] $*"; }
 declare -A row
 row[tests]="not run"
 row[tiny]="not run"
+row[flash]="not run"
 row[gemm]="not run"
 row[bandwidth]="not run"
 row[mfu]="not run"
@@ -80,7 +84,8 @@ if [[ $mode != bundle ]]; then
   log "building the calibration benchmark with nvcc; the rest needs LLVM"
   mkdir -p "$work/bin"
   if timeout 240 nvcc -O2 -std=c++17 -arch=sm_90 -I. bench/gpu-calibrate.cu \
-    runtime/cuda/ElementwiseKernels.cu runtime/cuda/RowKernels.cu -lcublas \
+    runtime/cuda/ElementwiseKernels.cu runtime/cuda/RowKernels.cu \
+    runtime/cuda/FlashAttentionKernels.cu -lcublas \
     -o "$work/bin/autopar-gpu-calibrate" >"$L/nvcc.log" 2>&1; then
     mode=source
   else
@@ -113,6 +118,30 @@ for suite in d.get("testsuites", []):
         elif case.get("result") == "SKIPPED":
             s += 1
 print("%d passed, %d failed, %d skipped of %d" % (t - f - s, f, s, t))
+EOF
+)
+  # The flash kernels: their unit tests, and the attention of the plans.
+  row[flash]=$(python3 - "$L/gtest.json" "$plans/tiny/plan/plan.json" \
+    "$plans/big/plan/plan.json" <<'EOF'
+import json, sys
+try:
+    cases = [c for suite in json.load(open(sys.argv[1])).get("testsuites", [])
+             for c in suite.get("testsuite", [])
+             if c.get("name", "").startswith("FlashAttention")
+             or c.get("name") == "AttentionAndItsGradient"]
+    passed = sum(1 for c in cases if not c.get("failures")
+                 and c.get("result") != "SKIPPED")
+    tests = "%d of %d tests passed" % (passed, len(cases))
+except Exception:
+    tests = "tests not run"
+plans = []
+for name, path in (("tiny", sys.argv[2]), ("big", sys.argv[3])):
+    try:
+        p = json.load(open(path))["plan"]
+        plans.append("%s %s attention=%s" % (name, p["precision"], p["attention"]))
+    except Exception:
+        plans.append("%s: no plan" % name)
+print(tests + "; plans: " + ", ".join(plans))
 EOF
 )
 
@@ -162,6 +191,20 @@ EOF
 )
     row[gemm]=${gemm//_/ }
     row[bandwidth]=${bandwidth//_/ }
+    # The flash kernels' times at one layer of the big GPT.
+    flash=$(python3 - "$OUT/measurements.json" <<'EOF'
+import json, sys
+k = {o["op"]: o["ms"] for o in json.load(open(sys.argv[1])).get("kernels", [])}
+if "flash-attention" in k:
+    print("causal [1, 32, 2048, 128] bf16: forward %.1f ms, gradient %.1f ms"
+          % (k["flash-attention"], k.get("flash-attention-grad", -1)))
+EOF
+)
+    if [[ -n $flash && ${row[flash]} == "not run" ]]; then
+      row[flash]=$flash
+    elif [[ -n $flash ]]; then
+      row[flash]="${row[flash]}; $flash"
+    fi
   fi
 fi
 
@@ -172,7 +215,7 @@ if [[ $mode == bundle ]]; then
   if [[ -f "$OUT/calibration.json" ]]; then
     log "the big GPT's plan with the calibration"
     timeout 60 "$work/bin/autopar" "$plans/big/model.onnx" --gpu h200 \
-      --gpus 1 --global-batch 2 --fix mbs=2,attention=materialized \
+      --gpus 1 --global-batch 2 --fix mbs=2 \
       --calibration "$OUT/calibration.json" -o "$work/big-calibrated" \
       >"$L/big-plan-calibrated.txt" 2>&1
     cat "$L/big-plan-calibrated.txt"
@@ -220,6 +263,7 @@ summary=$(cat <<EOF
 | binaries | $mode |
 | CUDA unit tests | ${row[tests]} |
 | tiny GPT-2, CPU vs GPU losses | ${row[tiny]} |
+| flash attention | ${row[flash]} |
 | bf16 GEMM | ${row[gemm]} |
 | memory bandwidth | ${row[bandwidth]} |
 | GPT-2 24x4096 bf16 step time | ${row[step]} |

@@ -26,15 +26,7 @@ __device__ __forceinline__ float maskedScore(DType ST, const void *S,
                                              const AttentionMask &M) {
   if (R.Causal && J > I + R.Past)
     return -INFINITY;
-  float X = loadF(ST, S, Base + J);
-  if (!M.Data)
-    return X;
-  if (J >= M.Len)
-    return -INFINITY;
-  int64_t At = B * M.StrideB + H * M.StrideH + I * M.StrideI + J * M.StrideJ;
-  if (M.T == DType::Bool)
-    return static_cast<const unsigned char *>(M.Data)[At] ? X : -INFINITY;
-  return X + loadF(M.T, M.Data, At);
+  return maskScore(loadF(ST, S, Base + J), B, H, I, J, R.Past, R.Causal, M);
 }
 
 __global__ void attentionSoftmaxKernel(DType ST, void *S, AttentionRows R,
@@ -154,8 +146,8 @@ cudaError_t attentionSoftmax(DType ST, void *S, int64_t Rows,
     return cudaSuccess;
   if (Rows > MaxRows || R.Sq == 0 || R.Hq == 0)
     return cudaErrorInvalidConfiguration;
-  attentionSoftmaxKernel<<<unsigned(Rows), rowThreads(R.T), 0,
-                           Stream>>>(ST, S, R, M);
+  attentionSoftmaxKernel<<<unsigned(Rows), rowThreads(R.T), 0, Stream>>>(ST, S,
+                                                                         R, M);
   return cudaGetLastError();
 }
 
@@ -166,8 +158,8 @@ cudaError_t attentionSoftmaxGrad(DType T, const void *P, void *DP, int64_t Rows,
     return cudaSuccess;
   if (Rows > MaxRows)
     return cudaErrorInvalidConfiguration;
-  attentionSoftmaxGradKernel<<<unsigned(Rows), rowThreads(Len), 0,
-                               Stream>>>(T, P, DP, Len, Scale);
+  attentionSoftmaxGradKernel<<<unsigned(Rows), rowThreads(Len), 0, Stream>>>(
+      T, P, DP, Len, Scale);
   return cudaGetLastError();
 }
 

@@ -1,19 +1,27 @@
 //===- CudaAttentionOps.cpp - Attention and its gradient ------------------===//
 //
 // ONNX Attention in its 4-D form without a KV cache, softcap or
-// qk_matmul_output, and AttentionGrad, with the scores materialized in
-// scratch (the plan's `attention=materialized` kernel): cuBLAS products,
-// strided-batched over batch x key/value heads (a group's query heads are
-// consecutive rows of Q, so one product serves the group in grouped-query
-// attention), and AttentionKernels.cu's masked softmax rows. Semantics are
-// the CPU kernel's (runtime/cpu/AttentionKernel.cpp): scale defaults to
-// 1 / sqrt(D), is_causal masks key j > i, a bool attn_mask masks where
-// false and a float one is added (broadcast to [B, Hq, Sq, T], a shorter
-// last dimension padded with masked keys), a row whose keys are all masked
-// gives zeros. The scores are kept in the operands' type; the softmax
-// computes in f32 with f64 sums.
+// qk_matmul_output, and AttentionGrad. Semantics are the CPU kernel's
+// (runtime/cpu/AttentionKernel.cpp): scale defaults to 1 / sqrt(D),
+// is_causal masks key j > i, a bool attn_mask masks where false and a float
+// one is added (broadcast to [B, Hq, Sq, Skv], a shorter last dimension
+// padded with masked keys), query head h reads key/value head h / (Hq /
+// Hkv) (grouped-query attention), and a row whose keys are all masked gives
+// zeros. Two kernels, as the plan chooses:
 //
-// The gradient recomputes the probabilities P, then dV = P^T dY,
+// Flash (`attention=flash`): Attention and an AttentionGrad without probs
+// run FlashAttentionKernels.cu's tiled kernels, which never hold the
+// scores: an online softmax in f32 over key tiles in shared memory, and a
+// gradient that recomputes the scores tile by tile from each row's
+// log-sum-exp and dY . Y (2 x [B, Hq, Sq] floats of scratch). D and Dv up
+// to 256.
+//
+// Materialized (`attention=materialized`): AttentionWithProbs and an
+// AttentionGrad that reads its probabilities hold the scores: cuBLAS
+// products, strided-batched over batch x key/value heads (a group's query
+// heads are consecutive rows of Q, so one product serves the group), and
+// AttentionKernels.cu's masked softmax rows (in f32 with f64 sums, the
+// scores kept in the operands' type). The gradient computes dV = P^T dY,
 // dP = dY V^T, dS = scale P (dP - rowsum(P dP)), dQ = dS K, dK = dS^T Q.
 //
 // RotaryEmbedding (opset 23; the CPU kernel is runtime/cpu/RotaryKernel.cpp)
@@ -93,6 +101,28 @@ getMask(const KernelArgs &Fwd, const Shapes &S) {
   return std::make_pair(R, M);
 }
 
+/// The flash kernels' view of Fwd's shapes and attributes; an error when a
+/// head dimension is over FlashMaxHeadDim.
+static Expected<FlashShape> getFlashShape(const KernelArgs &Fwd,
+                                          const Shapes &S) {
+  if (S.D > FlashMaxHeadDim || S.Dv > FlashMaxHeadDim || S.D < 1 || S.Dv < 1)
+    return Fwd.error("the CUDA flash-attention kernel takes head dimensions "
+                     "from 1 to " +
+                     Twine(FlashMaxHeadDim) + "; Q's is " + Twine(S.D) +
+                     " and V's " + Twine(S.Dv));
+  FlashShape F;
+  F.B = S.B;
+  F.Hq = S.Hq;
+  F.Hkv = S.Hkv;
+  F.Sq = S.Sq;
+  F.Skv = S.Skv;
+  F.D = S.D;
+  F.Dv = S.Dv;
+  F.Scale = float(Fwd.floatAttr("scale", 1 / std::sqrt(double(S.D))));
+  F.Causal = Fwd.intAttr("is_causal", 0) != 0;
+  return F;
+}
+
 /// Out = Alpha op(X) op(W) for each (batch, key/value head) group: op(X) is
 /// [M, K], op(W) [K, N], each group's matrices consecutive.
 static Error groupProduct(const KernelArgs &A, CudaContext &C, const Shapes &S,
@@ -141,23 +171,21 @@ Error cuda::runAttention(const KernelArgs &A, CudaContext &C) {
     if (A.hasResult(I))
       return A.error("the CUDA kernel writes no present_key, present_value "
                      "or qk_matmul_output");
-  const Tensor &QT = A.In[Q], &VT = A.In[V], &Y = A.Out[0];
+  const Tensor &QT = A.In[Q], &Y = A.Out[0];
   if (Error E = A.checkShape(0, {S.B, S.Hq, S.Sq, S.Dv}))
     return E;
   if (Y.getElementType() != QT.getElementType())
     return A.error("the result " + Y.getTypeString() + " and Q " +
                    QT.getTypeString() + " differ in type");
-  Scratch Work(C);
-  Expected<Tensor> P =
-      Work.get(A, QT.getElementType(), {S.B, S.Hq, S.Sq, S.Skv});
-  if (!P)
-    return P.takeError();
-  double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
-  if (Error E = computeProbabilities(A, C, A, S, Scale, *P))
-    return E;
-  // Y = P V over each group's rows.
-  return groupProduct(A, C, S, false, false, rep(S) * S.Sq, S.Dv, S.Skv, 1,
-                      P->getData(), VT.getData(), Y);
+  Expected<FlashShape> F = getFlashShape(A, S);
+  if (!F)
+    return F.takeError();
+  auto Mask = getMask(A, S);
+  if (!Mask)
+    return Mask.takeError();
+  return launched(A, flashAttention(dt(QT), QT.getData(), A.In[K].getData(),
+                                    A.In[V].getData(), Mask->second, *F,
+                                    Y.getData(), nullptr, C.getStream()));
 }
 
 Error cuda::runAttentionWithProbs(const KernelArgs &A, CudaContext &C) {
@@ -182,6 +210,39 @@ Error cuda::runAttentionWithProbs(const KernelArgs &A, CudaContext &C) {
                       P.getData(), VT.getData(), Y);
 }
 
+/// The gradient from the probabilities AttentionWithProbs kept, P.
+static Error materializedGrad(const KernelArgs &A, CudaContext &C,
+                              const Shapes &S, const Tensor &P) {
+  const Tensor &DY = A.In[0], &QT = A.In[1 + Q], &KT = A.In[1 + K],
+               &VT = A.In[1 + V];
+  Scratch Work(C);
+  Expected<Tensor> DS = Work.get(A, P.getElementType(), P.getShape());
+  if (!DS)
+    return DS.takeError();
+  double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
+  int64_t Rows = rep(S) * S.Sq;
+  const Tensor &DQ = A.Out[0], &DK = A.Out[1], &DV = A.Out[2];
+  // dV = P^T dY: [Skv, Rows] x [Rows, Dv].
+  if (Error E = groupProduct(A, C, S, true, false, S.Skv, S.Dv, Rows, 1,
+                             P.getData(), DY.getData(), DV))
+    return E;
+  // dP = dY V^T: [Rows, Dv] x [Dv, Skv], then dS in place.
+  if (Error E = groupProduct(A, C, S, false, true, Rows, S.Skv, S.Dv, 1,
+                             DY.getData(), VT.getData(), *DS))
+    return E;
+  if (Error E =
+          launched(A, attentionSoftmaxGrad(dt(P), P.getData(), DS->getData(),
+                                           S.B * S.Hq * S.Sq, S.Skv,
+                                           float(Scale), C.getStream())))
+    return E;
+  // dQ = dS K: [Rows, Skv] x [Skv, D]; dK = dS^T Q: [Skv, Rows] x [Rows, D].
+  if (Error E = groupProduct(A, C, S, false, false, Rows, S.D, S.Skv, 1,
+                             DS->getData(), KT.getData(), DQ))
+    return E;
+  return groupProduct(A, C, S, true, false, S.Skv, S.D, Rows, 1, DS->getData(),
+                      QT.getData(), DK);
+}
+
 Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
   // Operands: dY, then the forward's Q, K, V and attn_mask, then the
   // probabilities when AttentionWithProbs kept them.
@@ -190,8 +251,7 @@ Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
   if (!SOr)
     return SOr.takeError();
   const Shapes &S = *SOr;
-  const Tensor &DY = A.In[0], &QT = A.In[1 + Q], &KT = A.In[1 + K],
-               &VT = A.In[1 + V];
+  const Tensor &DY = A.In[0], &QT = A.In[1 + Q];
   ElementType Elem = QT.getElementType();
   if (DY.getShape() != ArrayRef<int64_t>{S.B, S.Hq, S.Sq, S.Dv} ||
       DY.getElementType() != Elem)
@@ -203,45 +263,34 @@ Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
     if (A.Out[I].getElementType() != Elem)
       return A.error("the gradients must have Q's type " + QT.getTypeString());
   }
-  Scratch Work(C);
-  Expected<Tensor> DS = Work.get(A, Elem, {S.B, S.Hq, S.Sq, S.Skv});
-  if (!DS)
-    return DS.takeError();
-  double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
   constexpr unsigned Probs = 5;
-  Expected<Tensor> P = A.has(Probs) ? Expected<Tensor>(A.In[Probs])
-                                    : Work.get(A, Elem, DS->getShape());
-  if (!P)
-    return P.takeError();
   if (A.has(Probs)) {
-    if (P->getShape() != DS->getShape() || P->getElementType() != Elem)
-      return A.error("probs " + P->getTypeString() +
+    const Tensor &P = A.In[Probs];
+    if (P.getShape() != ArrayRef<int64_t>{S.B, S.Hq, S.Sq, S.Skv} ||
+        P.getElementType() != Elem)
+      return A.error("probs " + P.getTypeString() +
                      " is not [batch, q heads, q sequence, kv sequence] in "
                      "Q's type");
-  } else if (Error E = computeProbabilities(A, C, Fwd, S, Scale, *P)) {
-    return E;
+    return materializedGrad(A, C, S, P);
   }
-  int64_t Rows = rep(S) * S.Sq;
-  const Tensor &DQ = A.Out[0], &DK = A.Out[1], &DV = A.Out[2];
-  // dV = P^T dY: [Skv, Rows] x [Rows, Dv].
-  if (Error E = groupProduct(A, C, S, true, false, S.Skv, S.Dv, Rows, 1,
-                             P->getData(), DY.getData(), DV))
-    return E;
-  // dP = dY V^T: [Rows, Dv] x [Dv, Skv], then dS in place.
-  if (Error E = groupProduct(A, C, S, false, true, Rows, S.Skv, S.Dv, 1,
-                             DY.getData(), VT.getData(), *DS))
-    return E;
-  if (Error E =
-          launched(A, attentionSoftmaxGrad(dt(*P), P->getData(), DS->getData(),
-                                           S.B * S.Hq * S.Sq, S.Skv,
-                                           float(Scale), C.getStream())))
-    return E;
-  // dQ = dS K: [Rows, Skv] x [Skv, D]; dK = dS^T Q: [Skv, Rows] x [Rows, D].
-  if (Error E = groupProduct(A, C, S, false, false, Rows, S.D, S.Skv, 1,
-                             DS->getData(), KT.getData(), DQ))
-    return E;
-  return groupProduct(A, C, S, true, false, S.Skv, S.D, Rows, 1, DS->getData(),
-                      QT.getData(), DK);
+  // No probabilities: the flash kernels recompute them tile by tile.
+  Expected<FlashShape> F = getFlashShape(Fwd, S);
+  if (!F)
+    return F.takeError();
+  auto Mask = getMask(Fwd, S);
+  if (!Mask)
+    return Mask.takeError();
+  Scratch Work(C);
+  Expected<Tensor> Stats =
+      Work.get(A, ElementType::F32, {flashGradWorkFloats(*F)});
+  if (!Stats)
+    return Stats.takeError();
+  return launched(A, flashAttentionGrad(dt(QT), DY.getData(), QT.getData(),
+                                        A.In[1 + K].getData(),
+                                        A.In[1 + V].getData(), Mask->second, *F,
+                                        A.Out[0].getData(), A.Out[1].getData(),
+                                        A.Out[2].getData(),
+                                        Stats->data<float>(), C.getStream()));
 }
 
 Error cuda::runRotaryEmbedding(const KernelArgs &A, CudaContext &C) {

@@ -5,8 +5,9 @@
 // nothing of nodes, attributes or LLVM: the backend (CudaOps.cpp) checks
 // shapes and types, computes sizes and strides, and names the node in
 // errors. Floats are stored as f32, f16 or bf16 (DType) and computed in f32
-// (reductions in f64); the launchers take the storage type of each operand,
-// so one compiled kernel serves every mix of types.
+// (reductions in f64, except the flash-attention kernels' running sums);
+// the launchers take the storage type of each operand, so one compiled
+// kernel serves every mix of types.
 //
 // Index checks on the device (Gather's indices, the loss's labels) set a
 // word in device memory (ErrorWord) to the code of the first failure; the
@@ -264,6 +265,36 @@ cudaError_t attentionSoftmax(DType ST, void *S, int64_t Rows,
 /// (the sum in f64).
 cudaError_t attentionSoftmaxGrad(DType T, const void *P, void *DP, int64_t Rows,
                                  int64_t Len, float Scale, cudaStream_t Stream);
+
+/// Attention's shapes for the flash kernels (FlashAttentionKernels.cu):
+/// Q [B, Hq, Sq, D], K [B, Hkv, Skv, D], V [B, Hkv, Skv, Dv], Y and dY
+/// [B, Hq, Sq, Dv], contiguous; query head h reads key/value head
+/// h / (Hq / Hkv). With Causal, key j > i of query row i is masked.
+struct FlashShape {
+  int64_t B = 0, Hq = 0, Hkv = 0, Sq = 0, Skv = 0, D = 0, Dv = 0;
+  float Scale = 1;
+  bool Causal = false;
+};
+/// The largest D and Dv the flash kernels take.
+constexpr int64_t FlashMaxHeadDim = 256;
+/// Y = softmax(Scale Q K^T, masked) V without the scores: key tiles in
+/// shared memory, an online softmax in f32 per query row. Q, K, V and Y
+/// are of type T. A row whose keys are all masked gives zeros. Lse (may be
+/// null) gets each row's log-sum-exp of the scores (+inf for such a row),
+/// B * Hq * Sq floats.
+cudaError_t flashAttention(DType T, const void *Q, const void *K, const void *V,
+                           const AttentionMask &M, const FlashShape &S, void *Y,
+                           float *Lse, cudaStream_t Stream);
+/// dQ, dK, dV of flashAttention from dY (all of type T), recomputing the
+/// scores tile by tile: no atomics, the same bits on every run. Work holds
+/// flashGradWorkFloats(S) floats (each query row's log-sum-exp and
+/// dY . Y).
+cudaError_t flashAttentionGrad(DType T, const void *DY, const void *Q,
+                               const void *K, const void *V,
+                               const AttentionMask &M, const FlashShape &S,
+                               void *DQ, void *DK, void *DV, float *Work,
+                               cudaStream_t Stream);
+int64_t flashGradWorkFloats(const FlashShape &S);
 
 /// RotaryEmbedding's shapes: X [B, H, S, D], or [B, S, H * D] (ThreeD);
 /// the first R entries of each head rotate in pairs (j, j + R / 2), or

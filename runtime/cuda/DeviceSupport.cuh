@@ -2,7 +2,8 @@
 //-*-===//
 //
 // Loads and stores of any storage type as f32 (or f64 and i64 for casts),
-// grid sizes, index decomposition over a Dims, and block reductions.
+// grid sizes, index decomposition over a Dims, warp and block reductions,
+// and attention's masks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <cstdint>
 
 namespace autopar {
@@ -132,11 +134,28 @@ __device__ __forceinline__ void offsetsOf(int64_t I, const Dims &Shape,
   }
 }
 
+/// The sum of V over the 32 lanes of a warp, all of which must call it.
+/// A butterfly in a fixed order: every lane gets the same bits (each step
+/// adds the same two values, in either order).
+template <typename T> __device__ __forceinline__ T warpSum(T V) {
+  for (int Off = 16; Off > 0; Off /= 2)
+    V += __shfl_xor_sync(0xffffffffu, V, Off);
+  return V;
+}
+
+/// The maximum of V over the warp's 32 lanes, as warpSum.
+template <typename T> __device__ __forceinline__ T warpMax(T V) {
+  for (int Off = 16; Off > 0; Off /= 2) {
+    T Other = __shfl_xor_sync(0xffffffffu, V, Off);
+    V = Other > V ? Other : V;
+  }
+  return V;
+}
+
 /// The sum of V over the block (blockDim.x a multiple of 32, at most
 /// 1024); every thread gets it. Uses Shared[32].
 template <typename T> __device__ __forceinline__ T blockSum(T V, T *Shared) {
-  for (int Off = 16; Off > 0; Off /= 2)
-    V += __shfl_xor_sync(0xffffffffu, V, Off);
+  V = warpSum(V);
   int Lane = threadIdx.x % 32, Warp = threadIdx.x / 32;
   __syncthreads();
   if (Lane == 0)
@@ -150,10 +169,7 @@ template <typename T> __device__ __forceinline__ T blockSum(T V, T *Shared) {
 }
 
 template <typename T> __device__ __forceinline__ T blockMax(T V, T *Shared) {
-  for (int Off = 16; Off > 0; Off /= 2) {
-    T Other = __shfl_xor_sync(0xffffffffu, V, Off);
-    V = Other > V ? Other : V;
-  }
+  V = warpMax(V);
   int Lane = threadIdx.x % 32, Warp = threadIdx.x / 32;
   __syncthreads();
   if (Lane == 0)
@@ -166,6 +182,25 @@ template <typename T> __device__ __forceinline__ T blockMax(T V, T *Shared) {
     Total = Other > Total ? Other : Total;
   }
   return Total;
+}
+
+/// Attention score X of key J in query row I of (batch B, query head H)
+/// under is_causal (key j > i + Past masked) and attn_mask M: -inf where
+/// masked (a bool mask's false, j >= M.Len), else X plus a float mask.
+__device__ __forceinline__ float maskScore(float X, int64_t B, int64_t H,
+                                           int64_t I, int64_t J, int64_t Past,
+                                           bool Causal,
+                                           const AttentionMask &M) {
+  if (Causal && J > I + Past)
+    return -INFINITY;
+  if (!M.Data)
+    return X;
+  if (J >= M.Len)
+    return -INFINITY;
+  int64_t At = B * M.StrideB + H * M.StrideH + I * M.StrideI + J * M.StrideJ;
+  if (M.T == DType::Bool)
+    return static_cast<const unsigned char *>(M.Data)[At] ? X : -INFINITY;
+  return X + loadF(M.T, M.Data, At);
 }
 
 /// Records the first failure's code.

@@ -105,6 +105,22 @@ std::vector<float> asFloats(const HostTensor &H) {
   return V;
 }
 
+/// Expects Got's floats within Tolerance of Want's, relative to
+/// max(1, |want|) (NaN where Want has NaN).
+void expectNear(const HostTensor &Want, const HostTensor &Got, size_t O,
+                float Tolerance) {
+  std::vector<float> W = asFloats(Want), G = asFloats(Got);
+  ASSERT_EQ(W.size(), G.size()) << "output " << O;
+  for (size_t I = 0; I != W.size(); ++I) {
+    if (std::isnan(W[I])) {
+      EXPECT_TRUE(std::isnan(G[I])) << "output " << O << " element " << I;
+      continue;
+    }
+    EXPECT_NEAR(G[I], W[I], Tolerance * std::max(1.0f, std::fabs(W[I])))
+        << "output " << O << " element " << I;
+  }
+}
+
 /// Runs Text on the CPU and on the device and compares every output:
 /// floats within Tolerance relative to max(1, |cpu|), others exactly.
 void compareWithCpu(llvm::StringRef Text, const std::vector<HostTensor> &In,
@@ -123,15 +139,40 @@ void compareWithCpu(llvm::StringRef Text, const std::vector<HostTensor> &In,
       EXPECT_EQ(Want[O].Bytes, Got[O].Bytes) << "output " << O;
       continue;
     }
-    std::vector<float> W = asFloats(Want[O]), G = asFloats(Got[O]);
-    for (size_t I = 0; I != W.size(); ++I) {
-      if (std::isnan(W[I])) {
-        EXPECT_TRUE(std::isnan(G[I])) << "output " << O << " element " << I;
-        continue;
-      }
-      EXPECT_NEAR(G[I], W[I], Tolerance * std::max(1.0f, std::fabs(W[I])))
-          << "output " << O << " element " << I;
+    expectNear(Want[O], Got[O], O, Tolerance);
+  }
+}
+
+/// Runs Template with every `$T` f32 on the CPU and bf16 on the device,
+/// from the same inputs (In's bf16 tensors widened for the CPU), and
+/// compares the float outputs as compareWithCpu does: a bf16 kernel
+/// against the f32 CPU kernel the CPU backend has.
+void compareBfloat16WithCpu(llvm::StringRef Template,
+                            const std::vector<HostTensor> &In,
+                            float Tolerance) {
+  auto Spell = [&](llvm::StringRef Type) {
+    std::string Text;
+    for (llvm::StringRef Rest = Template; !Rest.empty();) {
+      auto [Head, Tail] = Rest.split("$T");
+      Text += Head.str();
+      if (Head.size() != Rest.size())
+        Text += Type.str();
+      Rest = Tail;
     }
+    return Text;
+  };
+  std::vector<HostTensor> Wide;
+  for (const HostTensor &H : In)
+    Wide.push_back(H.Elem == ElementType::BF16 ? f32(H.Shape, asFloats(H)) : H);
+  CpuBackend Cpu;
+  std::vector<HostTensor> Want = runOn(Cpu, Spell("f32"), Wide);
+  ASSERT_FALSE(Want.empty());
+  REQUIRE_DEVICE(Device);
+  std::vector<HostTensor> Got = runOn(*Device, Spell("bf16"), In);
+  ASSERT_EQ(Want.size(), Got.size());
+  for (size_t O = 0; O != Want.size(); ++O) {
+    EXPECT_EQ(Got[O].Elem, ElementType::BF16) << "output " << O;
+    expectNear(Want[O], Got[O], O, Tolerance);
   }
 }
 
@@ -287,9 +328,10 @@ graph @g(%x: f32[2, 1, 3, 4], %w: f32[3, 4, 5], %w2: f32[4, 5], %b: f32[5], %a: 
                  1e-4f);
 }
 
-// Attention with materialized scores against the CPU kernel: causal
-// multi-head, grouped-query with a bool mask (one row all masked: zeros),
-// a float mask broadcast over heads, and the gradients of each.
+// Attention (the flash kernels: Attention and a probs-less AttentionGrad)
+// against the CPU kernel: causal multi-head, grouped-query with a bool mask
+// (one row all masked: zeros), a float mask broadcast over heads, and the
+// gradients of each.
 TEST(CudaBackendTest, AttentionAndItsGradient) {
   std::vector<uint8_t> Keep(5 * 6, 1);
   for (int J = 0; J != 6; ++J)
@@ -311,6 +353,110 @@ graph @g(%q: f32[2, 4, 5, 8], %k: f32[2, 4, 5, 8], %v: f32[2, 4, 5, 8], %kg: f32
                   randomF32({2, 1, 5, 6}, 46), randomF32({2, 4, 5, 8}, 47),
                   randomF32({2, 4, 5, 3}, 48)},
                  1e-4f);
+}
+
+/// A [Rows, Cols] bool mask keeping about three keys in four, and no key of
+/// row Masked.
+HostTensor keepMask(int64_t Rows, int64_t Cols, int64_t Masked, uint64_t Seed) {
+  Random R(Seed);
+  std::vector<uint8_t> Keep;
+  for (int64_t I = 0; I != Rows * Cols; ++I)
+    Keep.push_back(I / Cols != Masked && R.next() > -0.5f);
+  return boolean({Rows, Cols}, Keep);
+}
+
+// The flash kernels over sequences longer than their tiles (150 rows and
+// keys: tiles of 32 keys and blocks of 16 query rows, the last ones
+// partial, a block's rows spanning two query heads): grouped-query
+// attention 4:2 with D = 64, causal; 8:1 with D = 128 and a bool mask
+// whose last dimension (140) is shorter than the keys and whose row 77
+// keeps none; a float mask broadcast over heads, causal; causal with fewer
+// query rows than keys; and the gradients of each.
+TEST(CudaBackendTest, FlashAttentionLongSequences) {
+  compareWithCpu(
+      R"(
+graph @g(%q: f32[2, 4, 150, 64], %k: f32[2, 2, 150, 64], %v: f32[2, 2, 150, 64], %dy: f32[2, 4, 150, 64], %q8: f32[1, 8, 150, 128], %k8: f32[1, 1, 150, 128], %v8: f32[1, 1, 150, 128], %dy8: f32[1, 8, 150, 128], %keep: bool[150, 140], %add: f32[1, 1, 150, 150], %qs: f32[2, 4, 40, 64], %dys: f32[2, 4, 40, 64]) {
+  %c = Attention(%q, %k, %v) {is_causal = 1} : f32[2, 4, 150, 64]
+  %cq, %ck, %cv = AttentionGrad(%dy, %q, %k, %v) {is_causal = 1} : f32[2, 4, 150, 64], f32[2, 2, 150, 64], f32[2, 2, 150, 64]
+  %m = Attention(%q8, %k8, %v8, %keep) : f32[1, 8, 150, 128]
+  %mq, %mk, %mv = AttentionGrad(%dy8, %q8, %k8, %v8, %keep) : f32[1, 8, 150, 128], f32[1, 1, 150, 128], f32[1, 1, 150, 128]
+  %f = Attention(%q8, %k8, %v8, %add) {is_causal = 1, scale = 0.1} : f32[1, 8, 150, 128]
+  %fq, %fk, %fv = AttentionGrad(%dy8, %q8, %k8, %v8, %add) {is_causal = 1, scale = 0.1} : f32[1, 8, 150, 128], f32[1, 1, 150, 128], f32[1, 1, 150, 128]
+  %s = Attention(%qs, %k, %v) {is_causal = 1} : f32[2, 4, 40, 64]
+  %sq, %sk, %sv = AttentionGrad(%dys, %qs, %k, %v) {is_causal = 1} : f32[2, 4, 40, 64], f32[2, 2, 150, 64], f32[2, 2, 150, 64]
+  return %c, %cq, %ck, %cv, %m, %mq, %mk, %mv, %f, %fq, %fk, %fv, %s, %sq, %sk, %sv
+})",
+      {randomF32({2, 4, 150, 64}, 81), randomF32({2, 2, 150, 64}, 82),
+       randomF32({2, 2, 150, 64}, 83), randomF32({2, 4, 150, 64}, 84),
+       randomF32({1, 8, 150, 128}, 85), randomF32({1, 1, 150, 128}, 86),
+       randomF32({1, 1, 150, 128}, 87), randomF32({1, 8, 150, 128}, 88),
+       keepMask(150, 140, 77, 89), randomF32({1, 1, 150, 150}, 90, 3),
+       randomF32({2, 4, 40, 64}, 91), randomF32({2, 4, 40, 64}, 92)},
+      1e-4f);
+}
+
+// The flash kernels in bf16 (f32 inside) against the f32 CPU kernel on the
+// same values: grouped-query 4:2, causal, with a bool mask that keeps no
+// key of row 3, and its gradient; 8:1 with D = 128 and a float mask.
+TEST(CudaBackendTest, FlashAttentionBfloat16) {
+  compareBfloat16WithCpu(
+      R"(
+graph @g(%q: $T[2, 4, 150, 64], %k: $T[2, 2, 150, 64], %v: $T[2, 2, 150, 64], %dy: $T[2, 4, 150, 64], %keep: bool[150, 150], %q8: $T[1, 8, 70, 128], %k8: $T[1, 1, 70, 128], %v8: $T[1, 1, 70, 128], %add: $T[70, 70]) {
+  %c = Attention(%q, %k, %v, %keep) {is_causal = 1} : $T[2, 4, 150, 64]
+  %cq, %ck, %cv = AttentionGrad(%dy, %q, %k, %v, %keep) {is_causal = 1} : $T[2, 4, 150, 64], $T[2, 2, 150, 64], $T[2, 2, 150, 64]
+  %m = Attention(%q8, %k8, %v8, %add) : $T[1, 8, 70, 128]
+  return %c, %cq, %ck, %cv, %m
+})",
+      {randomBF16({2, 4, 150, 64}, 101), randomBF16({2, 2, 150, 64}, 102),
+       randomBF16({2, 2, 150, 64}, 103), randomBF16({2, 4, 150, 64}, 104),
+       keepMask(150, 150, 3, 105), randomBF16({1, 8, 70, 128}, 106),
+       randomBF16({1, 1, 70, 128}, 107), randomBF16({1, 1, 70, 128}, 108),
+       randomBF16({70, 70}, 109)},
+      // bf16 keeps 8 bits: the results' rounding.
+      2e-2f);
+}
+
+// The flash forward and gradient hold no [Sq, Skv] scores: on a fresh
+// backend, the peak of device memory in use is their operands and results
+// (and the gradient's 2 x [B, Hq, Sq] statistics), far below the 8 MiB of
+// f32 scores that AttentionWithProbs, run last, adds.
+TEST(CudaBackendTest, FlashAttentionHoldsNoScores) {
+  REQUIRE_DEVICE(Device);
+  const int64_t Bytes = 2 * 1024 * 64 * 4, Scores = 2 * 1024 * 1024 * 4;
+  std::vector<HostTensor> In = {
+      randomF32({1, 2, 1024, 64}, 111), randomF32({1, 2, 1024, 64}, 112),
+      randomF32({1, 2, 1024, 64}, 113), randomF32({1, 2, 1024, 64}, 114)};
+  auto PeakOf = [&](llvm::StringRef Text) -> int64_t {
+    llvm::Expected<std::unique_ptr<CudaBackend>> B =
+        CudaBackend::create(CudaBackendOptions());
+    if (!B) {
+      ADD_FAILURE() << llvm::toString(B.takeError());
+      return -1;
+    }
+    EXPECT_FALSE(runOn(**B, Text, In).empty());
+    return int64_t((*B)->getStats().PeakBytesInUse);
+  };
+  int64_t Forward = PeakOf(R"(
+graph @g(%q: f32[1, 2, 1024, 64], %k: f32[1, 2, 1024, 64], %v: f32[1, 2, 1024, 64], %dy: f32[1, 2, 1024, 64]) {
+  %y = Attention(%q, %k, %v) {is_causal = 1} : f32[1, 2, 1024, 64]
+  return %y
+})");
+  int64_t Gradient = PeakOf(R"(
+graph @g(%q: f32[1, 2, 1024, 64], %k: f32[1, 2, 1024, 64], %v: f32[1, 2, 1024, 64], %dy: f32[1, 2, 1024, 64]) {
+  %dq, %dk, %dv = AttentionGrad(%dy, %q, %k, %v) {is_causal = 1} : f32[1, 2, 1024, 64], f32[1, 2, 1024, 64], f32[1, 2, 1024, 64]
+  return %dq, %dk, %dv
+})");
+  int64_t Materialized = PeakOf(R"(
+graph @g(%q: f32[1, 2, 1024, 64], %k: f32[1, 2, 1024, 64], %v: f32[1, 2, 1024, 64], %dy: f32[1, 2, 1024, 64]) {
+  %y, %p = AttentionWithProbs(%q, %k, %v) {is_causal = 1} : f32[1, 2, 1024, 64], f32[1, 2, 1024, 1024]
+  return %y
+})");
+  // Four operands and a result; four operands, three results and 16 KiB
+  // of statistics; each with 1 MiB to spare.
+  EXPECT_GT(Forward, 0);
+  EXPECT_LE(Forward, 5 * Bytes + (1 << 20));
+  EXPECT_LE(Gradient, 7 * Bytes + (1 << 20));
+  EXPECT_GE(Materialized, Scores);
 }
 
 // RotaryEmbedding against the CPU kernel: 4-D with position ids into
@@ -403,7 +549,7 @@ graph @g(%z: f32[2, 3, 7], %labels: i64[2, 3], %x: f32[2, 3, 7], %u: f32[2, 3, 7
 
 // Materialized attention (AttentionWithProbs keeps the probabilities,
 // AttentionGrad reads them) against the CPU kernels, and against the
-// gradient that recomputes them.
+// gradient that recomputes them (the flash kernels).
 TEST(CudaBackendTest, AttentionWithKeptProbabilities) {
   compareWithCpu(R"(
 graph @g(%q: f32[2, 4, 5, 8], %kg: f32[2, 2, 5, 8], %vg: f32[2, 2, 5, 3], %dy: f32[2, 4, 5, 3]) {
@@ -510,5 +656,25 @@ graph @g(%x: f32[1, 2, 5, 5], %w: f32[3, 2, 3, 3]) {
 })",
         {randomF32({1, 2, 5, 5}, 1), randomF32({3, 2, 3, 3}, 2)}, &Error);
   EXPECT_NE(Error.find("node 'conv' (Conv): no CUDA kernel"), std::string::npos)
+      << Error;
+}
+
+// Head dimensions over the flash kernels' limit are an error naming the
+// node and the limit.
+TEST(CudaBackendTest, FlashAttentionLimitNamesTheNode) {
+  REQUIRE_DEVICE(Device);
+  std::string Error;
+  runOn(*Device, R"(
+graph @g(%q: f32[1, 1, 4, 300], %k: f32[1, 1, 4, 300], %v: f32[1, 1, 4, 8]) {
+  %y = Attention(%q, %k, %v) : f32[1, 1, 4, 8] loc("attn")
+  return %y
+})",
+        {randomF32({1, 1, 4, 300}, 1), randomF32({1, 1, 4, 300}, 2),
+         randomF32({1, 1, 4, 8}, 3)},
+        &Error);
+  EXPECT_NE(Error.find("node 'attn' (Attention): the CUDA flash-attention "
+                       "kernel takes head dimensions from 1 to 256; Q's is "
+                       "300 and V's 8"),
+            std::string::npos)
       << Error;
 }
