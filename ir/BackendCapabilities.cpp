@@ -9,7 +9,7 @@ namespace {
 
 struct CapabilityRow {
   StringRef Choice, What;
-  bool Cpu, Cuda;
+  uint8_t Cpu, Cuda;
 };
 
 const CapabilityRow Rows[] = {
@@ -35,14 +35,16 @@ StringRef autopar::getBackendName(RuntimeBackend B) {
   return "";
 }
 
+CapabilitySupport autopar::getCapabilitySupport(RuntimeBackend B,
+                                                Capability C) {
+  uint8_t Level = B == RuntimeBackend::Cpu ? rowOf(C).Cpu : rowOf(C).Cuda;
+  return Level == 1   ? CapabilitySupport::Priced
+         : Level == 2 ? CapabilitySupport::Unpriced
+                      : CapabilitySupport::None;
+}
+
 bool autopar::hasCapability(RuntimeBackend B, Capability C) {
-  switch (B) {
-  case RuntimeBackend::Cpu:
-    return rowOf(C).Cpu;
-  case RuntimeBackend::Cuda:
-    return rowOf(C).Cuda;
-  }
-  return false;
+  return getCapabilitySupport(B, C) == CapabilitySupport::Priced;
 }
 
 StringRef autopar::getCapabilityChoice(Capability C) { return rowOf(C).Choice; }
@@ -85,9 +87,21 @@ autopar::getRequiredCapabilities(const PlanConfig &C) {
 }
 
 std::optional<Capability> autopar::findMissingCapability(RuntimeBackend B,
-                                                         const PlanConfig &C) {
+                                                         const PlanConfig &C,
+                                                         bool Pinned) {
+  for (Capability Need : getRequiredCapabilities(C)) {
+    CapabilitySupport S = getCapabilitySupport(B, Need);
+    if (S == CapabilitySupport::None ||
+        (!Pinned && S == CapabilitySupport::Unpriced))
+      return Need;
+  }
+  return std::nullopt;
+}
+
+std::optional<Capability> autopar::findUnpricedCapability(RuntimeBackend B,
+                                                          const PlanConfig &C) {
   for (Capability Need : getRequiredCapabilities(C))
-    if (!hasCapability(B, Need))
+    if (getCapabilitySupport(B, Need) == CapabilitySupport::Unpriced)
       return Need;
   return std::nullopt;
 }

@@ -29,6 +29,10 @@ enum class Capability : uint8_t {
 RuntimeBackend getPlanBackend(llvm::StringRef DeviceName);
 llvm::StringRef getBackendName(RuntimeBackend B);
 
+/// How backend B executes choice C (ir/BackendCapabilities.def).
+enum class CapabilitySupport : uint8_t { None, Priced, Unpriced };
+CapabilitySupport getCapabilitySupport(RuntimeBackend B, Capability C);
+/// Whether B runs C as the cost model prices it: what the search chooses.
 bool hasCapability(RuntimeBackend B, Capability C);
 /// The choice as the plan spells it (`attention=flash`), and what the
 /// backend would need (`flash-attention kernel`).
@@ -41,8 +45,14 @@ llvm::StringRef getCapabilityWhat(Capability C);
 llvm::SmallVector<Capability, 4> getRequiredCapabilities(const PlanConfig &C);
 
 /// The first capability C needs that B lacks, if any.
+/// The first choice of C that B does not run as priced (with Pinned, that
+/// B does not run at all).
 std::optional<Capability> findMissingCapability(RuntimeBackend B,
-                                                const PlanConfig &C);
+                                                const PlanConfig &C,
+                                                bool Pinned = false);
+/// The first choice of C that B runs slower than priced.
+std::optional<Capability> findUnpricedCapability(RuntimeBackend B,
+                                                 const PlanConfig &C);
 
 } // namespace autopar
 

@@ -26,6 +26,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -65,13 +66,36 @@ AttentionKernel autopar::defaultAttentionKernel(const DeviceSpec &Device,
 Error autopar::checkCapabilities(const Cluster &Cl, const PlanConfig &C,
                                  StringRef Given) {
   RuntimeBackend B = getPlanBackend(Cl.Device.Name);
-  std::optional<Capability> Missing = findMissingCapability(B, C);
-  if (!Missing)
+  std::optional<Capability> Missing =
+      findMissingCapability(B, C, /*Pinned=*/true);
+  if (!Missing) {
+    if (std::optional<Capability> Slow = findUnpricedCapability(B, C))
+      WithColor::warning(errs(), "autopar")
+          << Given << " " << getCapabilityChoice(*Slow) << ": the "
+          << getBackendName(B) << " backend's " << getCapabilityWhat(*Slow)
+          << " runs slower than the cost model prices it "
+             "(ir/BackendCapabilities.def): the predicted step time is "
+             "optimistic\n";
     return Error::success();
+  }
   return error(Given + " " + getCapabilityChoice(*Missing) + ": the " +
                getBackendName(B) + " backend, which runs plans for " +
                Cl.Device.Name + ", has no " + getCapabilityWhat(*Missing) +
                " yet (ir/BackendCapabilities.def); choose another");
+}
+
+/// Whether the search may evaluate C on B: B runs every choice of C, and
+/// runs as priced every one but the attention kernel.
+static bool isSearchable(RuntimeBackend B, const PlanConfig &C) {
+  for (Capability Need : getRequiredCapabilities(C)) {
+    CapabilitySupport S = getCapabilitySupport(B, Need);
+    bool Attention = Need == Capability::FlashAttention ||
+                     Need == Capability::MaterializedAttention;
+    if (S == CapabilitySupport::None ||
+        (S == CapabilitySupport::Unpriced && !Attention))
+      return false;
+  }
+  return true;
 }
 
 double autopar::frameworkOverheadBytes(const Cluster &Cl) {
@@ -829,8 +853,10 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                     C.TrainPrecision = O.TrainPrecision;
                     C.Attention = O.Attention;
                     C.DpOverlap = O.DpOverlap;
-                    // Only what the plan's backend runs.
-                    if (findMissingCapability(Backend, C))
+                    // Only what the plan's backend runs as priced, but
+                    // for the attention kernel, which is not searched
+                    // (pinned, or the device's priced default).
+                    if (!isSearchable(Backend, C))
                       continue;
                     Expected<std::optional<Plan>> P = E.evaluate(C, Bound());
                     if (O.Progress && (++Tried & 255) == 0)

@@ -137,9 +137,10 @@ Precision defaultTrainingPrecision(const DeviceSpec &Device);
 llvm::Error checkCapabilities(const Cluster &Cl, const PlanConfig &C,
                               llvm::StringRef Given);
 /// Flash attention where it exists: GPUs training in bf16 or fp16
-/// (FlashAttention's kernels take 16-bit inputs only) whose backend has a
-/// flash kernel (ir/BackendCapabilities.def; CUDA has); materialized
-/// scores otherwise (fp32, the CPU runtime).
+/// (FlashAttention's kernels take 16-bit inputs only) whose backend runs a
+/// flash kernel at its price (ir/BackendCapabilities.def); materialized
+/// scores otherwise (fp32, the CPU runtime, CUDA until its flash kernels
+/// use tensor cores).
 AttentionKernel defaultAttentionKernel(const DeviceSpec &Device,
                                        Precision Train);
 

@@ -12,7 +12,8 @@
 #      and over the big GPT's shapes, memory bandwidth, the runtime's
 #      kernels; it writes $OUT/calibration.json for `autopar --calibration`;
 #   4. a training step of a GPT-2 that fills an H200 (24 layers, hidden 4096,
-#      sequence 2048, bf16, flash attention: the default of bf16 GPU plans),
+#      sequence 2048, bf16, materialized attention: flash is unpriced on
+#      CUDA until its kernels use tensor cores),
 #      timed, next to the plan's prediction with and without the
 #      calibration;
 # and prints a table last. Binaries come from carry/autopar-gpu.tar.xz

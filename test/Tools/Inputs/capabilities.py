@@ -17,11 +17,15 @@ import sys
 
 def read_table(path):
     text = open(path).read()
-    rows = re.findall(r'CAPABILITY\((\w+),\s*"([^"]*)",\s*([01]),\s*([01]),',
+    rows = re.findall(r'CAPABILITY\((\w+),\s*"([^"]*)",\s*([012]),\s*([012]),',
                       text)
     table = {}
+    # What the search may choose: a kernel that runs as priced (1); 0 has
+    # no kernel, 2 runs slower than priced.
     for name, choice, cpu, cuda in rows:
         table[name] = (choice, {"cpu": cpu == "1", "cuda": cuda == "1"})
+    if len(table) != text.count("\nCAPABILITY("):
+        sys.exit("capabilities.py: a CAPABILITY row did not parse")
     return table
 
 
