@@ -243,67 +243,94 @@ void autopar::getSavedTensors(const Node &N,
   }
 }
 
+namespace {
+
+/// What Nodes keep for their backward, without full recomputation (with
+/// Selective, less the attention core): each kept value at the smallest of
+/// its sizes on one rank, with the first node that keeps it, in insertion
+/// order (so that sums round the same way on every run); and the tensors
+/// internal to a node (V null), in node order.
+struct KeptTensors {
+  MapVector<const Value *, std::pair<double, unsigned>> Values;
+  SmallVector<std::pair<double, unsigned>, 8> Internal;
+};
+
+KeptTensors getKeptTensors(ArrayRef<const Node *> Nodes,
+                           function_ref<LoopSplit(const Node &)> SplitOf,
+                           bool Selective, const GradientFlow &Flow,
+                           const CostSettings &Settings) {
+  KeptTensors Kept;
+  SmallVector<SavedTensor, 8> Saved;
+  for (unsigned K = 0; K != Nodes.size(); ++K) {
+    std::optional<OpLoops> Loops = getOpLoops(*Nodes[K]);
+    LoopSplit Split = Loops ? SplitOf(*Nodes[K]) : LoopSplit();
+    Saved.clear();
+    getSavedTensors(*Nodes[K], Loops, Flow, Settings, Saved);
+    for (const SavedTensor &T : Saved) {
+      if (Selective && T.AttentionCore)
+        continue;
+      if (!T.V) {
+        Kept.Internal.push_back({T.bytes(Split), K});
+        continue;
+      }
+      auto [It, New] = Kept.Values.insert({T.V, {T.bytes(Split), K}});
+      if (!New)
+        It->second.first = std::min(It->second.first, T.bytes(Split));
+    }
+  }
+  // A value kept larger than its producer made it (gathered for a
+  // product) is kept as produced and gathered again in backward
+  // (Korthikanti et al. 2022, section 4.2.2).
+  for (const Node *N : Nodes) {
+    std::optional<OpLoops> Loops = getOpLoops(*N);
+    LoopSplit Split = Loops ? SplitOf(*N) : LoopSplit();
+    for (unsigned I = 0, E = N->getNumResults(); I != E; ++I) {
+      const Value *R = N->getResult(I);
+      auto It = R ? Kept.Values.find(R) : Kept.Values.end();
+      if (It == Kept.Values.end())
+        continue;
+      double Produced = localElements(*R,
+                                      Loops ? ArrayRef<int>(Loops->Results[I])
+                                            : ArrayRef<int>(),
+                                      Split) *
+                        trainingElementBytes(*R, Settings);
+      It->second.first = std::min(It->second.first, Produced);
+    }
+  }
+  return Kept;
+}
+
+} // namespace
+
 double autopar::savedActivationBytes(
     ArrayRef<const Node *> Nodes, function_ref<LoopSplit(const Node &)> SplitOf,
     Recompute Mode, const GradientFlow &Flow, const CostSettings &Settings) {
   double Total = 0;
+  if (Mode != Recompute::Full) {
+    KeptTensors Kept = getKeptTensors(
+        Nodes, SplitOf, Mode == Recompute::Selective, Flow, Settings);
+    for (const auto &Entry : Kept.Internal)
+      Total += Entry.first;
+    for (const auto &Entry : Kept.Values)
+      Total += Entry.second.first;
+    return Total;
+  }
   // Insertion order, so that the sum rounds the same way on every run.
   MapVector<const Value *, double> Kept;
-  auto Keep = [&](const Value *V, double Bytes) {
-    if (!V) {
-      Total += Bytes;
-      return;
-    }
-    auto [It, New] = Kept.insert({V, Bytes});
-    if (!New)
-      It->second = std::min(It->second, Bytes);
-  };
-  if (Mode == Recompute::Full) {
-    SmallPtrSet<const Node *, 32> Inside(Nodes.begin(), Nodes.end());
-    for (const Node *N : Nodes) {
-      std::optional<OpLoops> Loops = getOpLoops(*N);
-      LoopSplit Split = Loops ? SplitOf(*N) : LoopSplit();
-      for (unsigned I = 0, E = N->getNumOperands(); I != E; ++I) {
-        const Value *O = N->getOperand(I);
-        if (!O || !Flow.isActivation(O) || O->isParam() ||
-            (O->getDefiningNode() && Inside.count(O->getDefiningNode())) ||
-            Kept.count(O))
-          continue;
-        double Elements = localElements(
-            *O, Loops ? ArrayRef<int>(Loops->Operands[I]) : ArrayRef<int>(),
-            Split);
-        Keep(O, Elements * trainingElementBytes(*O, Settings));
-      }
-    }
-  } else {
-    SmallVector<SavedTensor, 8> Saved;
-    for (const Node *N : Nodes) {
-      std::optional<OpLoops> Loops = getOpLoops(*N);
-      LoopSplit Split = Loops ? SplitOf(*N) : LoopSplit();
-      Saved.clear();
-      getSavedTensors(*N, Loops, Flow, Settings, Saved);
-      for (const SavedTensor &T : Saved)
-        if (!(Mode == Recompute::Selective && T.AttentionCore))
-          Keep(T.V, T.bytes(Split));
-    }
-    // A value kept larger than its producer made it (gathered for a
-    // product) is kept as produced and gathered again in backward
-    // (Korthikanti et al. 2022, section 4.2.2).
-    for (const Node *N : Nodes) {
-      std::optional<OpLoops> Loops = getOpLoops(*N);
-      LoopSplit Split = Loops ? SplitOf(*N) : LoopSplit();
-      for (unsigned I = 0, E = N->getNumResults(); I != E; ++I) {
-        const Value *R = N->getResult(I);
-        auto It = R ? Kept.find(R) : Kept.end();
-        if (It == Kept.end())
-          continue;
-        double Produced = localElements(*R,
-                                        Loops ? ArrayRef<int>(Loops->Results[I])
-                                              : ArrayRef<int>(),
-                                        Split) *
-                          trainingElementBytes(*R, Settings);
-        It->second = std::min(It->second, Produced);
-      }
+  SmallPtrSet<const Node *, 32> Inside(Nodes.begin(), Nodes.end());
+  for (const Node *N : Nodes) {
+    std::optional<OpLoops> Loops = getOpLoops(*N);
+    LoopSplit Split = Loops ? SplitOf(*N) : LoopSplit();
+    for (unsigned I = 0, E = N->getNumOperands(); I != E; ++I) {
+      const Value *O = N->getOperand(I);
+      if (!O || !Flow.isActivation(O) || O->isParam() ||
+          (O->getDefiningNode() && Inside.count(O->getDefiningNode())) ||
+          Kept.count(O))
+        continue;
+      double Elements = localElements(
+          *O, Loops ? ArrayRef<int>(Loops->Operands[I]) : ArrayRef<int>(),
+          Split);
+      Kept.insert({O, Elements * trainingElementBytes(*O, Settings)});
     }
   }
   for (const auto &[V, Bytes] : Kept)
@@ -314,53 +341,38 @@ double autopar::savedActivationBytes(
 double autopar::backwardExcessBytes(
     ArrayRef<const Node *> Nodes, function_ref<LoopSplit(const Node &)> SplitOf,
     const GradientFlow &Flow, const CostSettings &Settings) {
-  // Each kept value's bytes (as savedActivationBytes counts them) and the
-  // first node that keeps it; tensors internal to a node by node.
-  MapVector<const Value *, std::pair<double, unsigned>> Kept;
-  std::vector<double> Internal(Nodes.size(), 0);
+  KeptTensors Kept =
+      getKeptTensors(Nodes, SplitOf, /*Selective=*/false, Flow, Settings);
+  // Freed after node K's backward: what K is the first to keep.
+  std::vector<double> FreedAfter(Nodes.size(), 0);
+  double SavedTotal = 0;
+  for (auto [Bytes, K] : Kept.Internal) {
+    SavedTotal += Bytes;
+    FreedAfter[K] += Bytes;
+  }
+  for (const auto &Entry : Kept.Values) {
+    SavedTotal += Entry.second.first;
+    FreedAfter[Entry.second.second] += Entry.second.first;
+  }
   // Each activation's bytes on one rank as its producer (or, for a layer
   // input, its first reader) lays it out: its gradient's size.
   DenseMap<const Value *, double> Size;
-  SmallVector<SavedTensor, 8> Saved;
-  for (unsigned K = 0; K != Nodes.size(); ++K) {
-    const Node &N = *Nodes[K];
-    std::optional<OpLoops> Loops = getOpLoops(N);
-    LoopSplit Split = Loops ? SplitOf(N) : LoopSplit();
+  for (const Node *N : Nodes) {
+    std::optional<OpLoops> Loops = getOpLoops(*N);
+    LoopSplit Split = Loops ? SplitOf(*N) : LoopSplit();
     auto Bytes = [&](const Value &V, ArrayRef<int> Map) {
       return localElements(V, Loops ? Map : ArrayRef<int>(), Split) *
              trainingElementBytes(V, Settings);
     };
-    for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I)
-      if (const Value *O = N.getOperand(I))
+    for (unsigned I = 0, E = N->getNumOperands(); I != E; ++I)
+      if (const Value *O = N->getOperand(I))
         Size.try_emplace(O, Bytes(*O, Loops ? ArrayRef<int>(Loops->Operands[I])
                                             : ArrayRef<int>()));
-    for (unsigned I = 0, E = N.getNumResults(); I != E; ++I)
-      if (const Value *R = N.getResult(I))
+    for (unsigned I = 0, E = N->getNumResults(); I != E; ++I)
+      if (const Value *R = N->getResult(I))
         Size[R] = Bytes(*R, Loops ? ArrayRef<int>(Loops->Results[I])
                                   : ArrayRef<int>());
-    Saved.clear();
-    getSavedTensors(N, Loops, Flow, Settings, Saved);
-    for (const SavedTensor &T : Saved) {
-      if (!T.V) {
-        Internal[K] += T.bytes(Split);
-        continue;
-      }
-      auto [It, New] = Kept.insert({T.V, {T.bytes(Split), K}});
-      if (!New)
-        It->second.first = std::min(It->second.first, T.bytes(Split));
-    }
   }
-  double SavedTotal = 0;
-  std::vector<double> FreedAfter(Internal);
-  for (auto &[V, Entry] : Kept) {
-    auto Produced = Size.find(V);
-    if (Produced != Size.end())
-      Entry.first = std::min(Entry.first, Produced->second);
-    SavedTotal += Entry.first;
-    FreedAfter[Entry.second] += Entry.first;
-  }
-  for (double Bytes : Internal)
-    SavedTotal += Bytes;
 
   auto NeedsGrad = [&](const Value *V) {
     return V && !V->isParam() && Flow.isActivation(V) && Flow.needsGrad(V);

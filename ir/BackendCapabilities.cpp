@@ -86,22 +86,11 @@ autopar::getRequiredCapabilities(const PlanConfig &C) {
   return Needs;
 }
 
-std::optional<Capability> autopar::findMissingCapability(RuntimeBackend B,
-                                                         const PlanConfig &C,
-                                                         bool Pinned) {
-  for (Capability Need : getRequiredCapabilities(C)) {
-    CapabilitySupport S = getCapabilitySupport(B, Need);
-    if (S == CapabilitySupport::None ||
-        (!Pinned && S == CapabilitySupport::Unpriced))
-      return Need;
-  }
-  return std::nullopt;
-}
-
-std::optional<Capability> autopar::findUnpricedCapability(RuntimeBackend B,
-                                                          const PlanConfig &C) {
+std::optional<Capability> autopar::findCapability(RuntimeBackend B,
+                                                  const PlanConfig &C,
+                                                  CapabilitySupport S) {
   for (Capability Need : getRequiredCapabilities(C))
-    if (getCapabilitySupport(B, Need) == CapabilitySupport::Unpriced)
+    if (getCapabilitySupport(B, Need) == S)
       return Need;
   return std::nullopt;
 }

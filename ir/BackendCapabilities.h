@@ -44,15 +44,10 @@ llvm::StringRef getCapabilityWhat(Capability C);
 /// does only where the backend has them (not listed here).
 llvm::SmallVector<Capability, 4> getRequiredCapabilities(const PlanConfig &C);
 
-/// The first capability C needs that B lacks, if any.
-/// The first choice of C that B does not run as priced (with Pinned, that
-/// B does not run at all).
-std::optional<Capability> findMissingCapability(RuntimeBackend B,
-                                                const PlanConfig &C,
-                                                bool Pinned = false);
-/// The first choice of C that B runs slower than priced.
-std::optional<Capability> findUnpricedCapability(RuntimeBackend B,
-                                                 const PlanConfig &C);
+/// The first choice of C whose support on B is S (None: B does not run
+/// it; Unpriced: B runs it slower than priced).
+std::optional<Capability> findCapability(RuntimeBackend B, const PlanConfig &C,
+                                         CapabilitySupport S);
 
 } // namespace autopar
 

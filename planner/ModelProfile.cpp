@@ -187,6 +187,8 @@ Expected<std::vector<UnitCost>> ModelProfile::compute(unsigned TP, bool SP) {
     const LayerUnit &U = Units[I];
     const ShardingSolution &Sol = *(*Sharding)->Units[I];
     auto Seen = Done.find(&Sol);
+    // The unit's own parameters: Sol may have been solved on another unit
+    // of the class, whose HeldParams name that unit's.
     auto GetShared = [&] {
       std::vector<HeldParam> Shared;
       if (SharedParams.empty())

@@ -67,9 +67,10 @@ Error autopar::checkCapabilities(const Cluster &Cl, const PlanConfig &C,
                                  StringRef Given) {
   RuntimeBackend B = getPlanBackend(Cl.Device.Name);
   std::optional<Capability> Missing =
-      findMissingCapability(B, C, /*Pinned=*/true);
+      findCapability(B, C, CapabilitySupport::None);
   if (!Missing) {
-    if (std::optional<Capability> Slow = findUnpricedCapability(B, C))
+    if (std::optional<Capability> Slow =
+            findCapability(B, C, CapabilitySupport::Unpriced))
       WithColor::warning(errs(), "autopar")
           << Given << " " << getCapabilityChoice(*Slow) << ": the "
           << getBackendName(B) << " backend's " << getCapabilityWhat(*Slow)

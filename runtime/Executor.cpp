@@ -444,11 +444,6 @@ void Executor::planFrees() {
       if (std::optional<unsigned> At = FreeAt(V))
         FreeAfter[*At].push_back(V);
     }
-  // Views go before the tensor they view.
-  for (std::vector<const Value *> &Frees : FreeAfter)
-    std::stable_partition(Frees.begin(), Frees.end(), [&](const Value *V) {
-      return ViewRoots.count(V) != 0;
-    });
   planInPlaceAdds();
 }
 
@@ -506,66 +501,18 @@ public:
     Expected<Tensor> T = B.allocate(Ty.getElementType(), Ty.getStaticSizes());
     if (!T)
       return valueError(V, toString(T.takeError()));
-    Live[&V] = *T;
-    Bytes += T->getSizeInBytes();
-    if (Gradients.count(&V))
-      GradientBytes += T->getSizeInBytes();
-    if (Gathered.count(&V))
-      GatheredBytes += T->getSizeInBytes();
-    // The gathered copies count as parameters (getPeakGatheredBytes).
-    Peak = std::max(Peak, Bytes - GatheredBytes);
-    PeakGradients = std::max(PeakGradients, GradientBytes);
-    PeakGathered = std::max(PeakGathered, GatheredBytes);
-    uint64_t Activations = Bytes - GradientBytes - GatheredBytes;
-    // A copy of the largest live activations at most every 1% of growth of
-    // the peak, so that noting them stays cheap.
-    if (TopCount && Activations > PeakActivations &&
-        Activations >= Noted + Noted / 100) {
-      noteTop();
-      Noted = Activations;
-    }
-    PeakActivations = std::max(PeakActivations, Activations);
-    return T;
+    return hold(V, *T);
   }
   /// V takes From's tensor (an in-place update): From is no longer live.
   Tensor rename(const Value *From, const Value &V) {
-    auto It = Live.find(From);
-    assert(It != Live.end() && "renaming a value that is not live");
-    Tensor T = It->second;
-    Live.erase(It);
-    uint64_t Size = T.getSizeInBytes();
-    Bytes -= Size;
-    if (Gradients.count(From))
-      GradientBytes -= Size;
-    if (Gathered.count(From))
-      GatheredBytes -= Size;
-    Live[&V] = T;
-    Bytes += Size;
-    if (Gradients.count(&V))
-      GradientBytes += Size;
-    if (Gathered.count(&V))
-      GatheredBytes += Size;
-    Peak = std::max(Peak, Bytes - GatheredBytes);
-    PeakGradients = std::max(PeakGradients, GradientBytes);
-    PeakGathered = std::max(PeakGathered, GatheredBytes);
-    PeakActivations =
-        std::max(PeakActivations, Bytes - GradientBytes - GatheredBytes);
-    return T;
+    return hold(V, release(From));
   }
   void free(const Value *V) {
-    auto It = Live.find(V);
-    assert(It != Live.end() && "freeing a value that is not live");
     if (Views.erase(V)) {
-      Live.erase(It);
+      Live.erase(V);
       return;
     }
-    Bytes -= It->second.getSizeInBytes();
-    if (Gradients.count(V))
-      GradientBytes -= It->second.getSizeInBytes();
-    if (Gathered.count(V))
-      GatheredBytes -= It->second.getSizeInBytes();
-    B.deallocate(It->second);
-    Live.erase(It);
+    B.deallocate(release(V));
   }
   const Tensor *lookup(const Value *V) const {
     auto It = Live.find(V);
@@ -582,6 +529,44 @@ public:
   }
 
 private:
+  /// V holds T from now on: its bytes count, and the peaks follow.
+  Tensor hold(const Value &V, Tensor T) {
+    Live[&V] = T;
+    uint64_t Size = T.getSizeInBytes();
+    Bytes += Size;
+    if (Gradients.count(&V))
+      GradientBytes += Size;
+    if (Gathered.count(&V))
+      GatheredBytes += Size;
+    // The gathered copies count as parameters (getPeakGatheredBytes).
+    Peak = std::max(Peak, Bytes - GatheredBytes);
+    PeakGradients = std::max(PeakGradients, GradientBytes);
+    PeakGathered = std::max(PeakGathered, GatheredBytes);
+    uint64_t Activations = Bytes - GradientBytes - GatheredBytes;
+    // A copy of the largest live activations at most every 1% of growth of
+    // the peak, so that noting them stays cheap.
+    if (TopCount && Activations > PeakActivations &&
+        Activations >= Noted + Noted / 100) {
+      noteTop();
+      Noted = Activations;
+    }
+    PeakActivations = std::max(PeakActivations, Activations);
+    return T;
+  }
+  /// V's tensor, no longer held (nor counted).
+  Tensor release(const Value *V) {
+    auto It = Live.find(V);
+    assert(It != Live.end() && "releasing a value that is not live");
+    Tensor T = It->second;
+    Live.erase(It);
+    uint64_t Size = T.getSizeInBytes();
+    Bytes -= Size;
+    if (Gradients.count(V))
+      GradientBytes -= Size;
+    if (Gathered.count(V))
+      GatheredBytes -= Size;
+    return T;
+  }
   void noteTop() {
     Top.clear();
     for (auto &[V, T] : Live)

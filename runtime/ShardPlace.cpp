@@ -19,13 +19,10 @@ bool autopar::isShardedKernel(const Node &N) {
   return MeshAxisSplits && N.getAttr("mesh_axis") != nullptr;
 }
 
-Expected<ShardPlace> autopar::getShardPlace(const KernelArgs &A,
-                                            const Communicator &Comm) {
-  if (!A.has(0) || !A.hasResult(0))
-    return A.error("needs its operands and a result");
+Expected<ShardPlace> autopar::getMeshAxisPlace(const KernelArgs &A,
+                                               const Communicator &Comm,
+                                               StringRef Axis, bool WholeMesh) {
   StringRef MeshName = A.stringAttr("mesh", "");
-  StringRef Axis =
-      A.stringAttr(A.N.getOp() == OpId::ShardSlice ? "axis" : "mesh_axis", "");
   const Graph *G = A.N.getGraph();
   const Mesh *M = G ? G->lookupMesh(MeshName) : nullptr;
   if (!M)
@@ -34,7 +31,7 @@ Expected<ShardPlace> autopar::getShardPlace(const KernelArgs &A,
   P.Label =
       ("axis '" + Axis + "' of mesh @" + MeshName + ", " + describeNode(A.N))
           .str();
-  if (Comm.getNumRanks() == 1) {
+  if (Comm.getNumRanks() == 1 && !WholeMesh) {
     P.Ranks.push_back(0);
     return P;
   }
@@ -45,6 +42,15 @@ Expected<ShardPlace> autopar::getShardPlace(const KernelArgs &A,
   P.Ranks = std::move(*Ranks);
   P.Index = find(P.Ranks, Comm.getRank()) - P.Ranks.begin();
   return P;
+}
+
+Expected<ShardPlace> autopar::getShardPlace(const KernelArgs &A,
+                                            const Communicator &Comm) {
+  if (!A.has(0) || !A.hasResult(0))
+    return A.error("needs its operands and a result");
+  return getMeshAxisPlace(
+      A, Comm,
+      A.stringAttr(A.N.getOp() == OpId::ShardSlice ? "axis" : "mesh_axis", ""));
 }
 
 Expected<ShardSlicePlan> autopar::planShardSlice(const KernelArgs &A,

@@ -38,6 +38,15 @@ bool isShardedKernel(const Node &N);
 llvm::Expected<ShardPlace> getShardPlace(const KernelArgs &A,
                                          const Communicator &Comm);
 
+/// This rank's place along axis Axis of A's mesh (attribute `mesh`), also
+/// what a collective node runs among (runtime/cpu/CollectiveKernels.cpp).
+/// A job of one rank is a group of one, unless WholeMesh: then the mesh's
+/// group, which a one-rank job must match.
+llvm::Expected<ShardPlace> getMeshAxisPlace(const KernelArgs &A,
+                                            const Communicator &Comm,
+                                            llvm::StringRef Axis,
+                                            bool WholeMesh = false);
+
 /// A vocabulary-parallel Gather's (or GatherGrad's) block: this rank holds
 /// rows [Offset, Offset + Rows) of Total, Inner elements each; Count
 /// indices (after checking axis 0, the result's shape, and GatherGrad's

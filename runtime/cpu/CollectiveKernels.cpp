@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/CollectiveKernels.h"
+#include "runtime/ShardPlace.h"
 #include "runtime/cpu/CpuCommunicator.h"
 
 #include "ir/Graph.h"
@@ -17,37 +18,15 @@
 using namespace autopar;
 using namespace llvm;
 
-namespace {
 /// The ranks a collective node runs among, and its label for messages.
-struct CollectiveGroup {
-  SmallVector<int, 8> Ranks;
-  std::string Label;
-};
-} // namespace
-
-static Expected<CollectiveGroup> getCollectiveGroup(const KernelArgs &A,
-                                                    const Communicator &Comm) {
-  StringRef MeshName = A.stringAttr("mesh", "");
-  StringRef Axis = A.stringAttr("axis", "");
-  const Graph *G = A.N.getGraph();
-  const Mesh *M = G ? G->lookupMesh(MeshName) : nullptr;
-  if (!M)
-    return A.error("unknown mesh '@" + MeshName + "'");
-  CollectiveGroup Group;
-  Group.Label =
-      ("axis '" + Axis + "' of mesh @" + MeshName + ", " + describeNode(A.N))
-          .str();
+static Expected<ShardPlace> getCollectiveGroup(const KernelArgs &A,
+                                               const Communicator &Comm) {
   bool Local = A.intAttr("local", 0) != 0;
-  if (Comm.getNumRanks() == 1 && !Local) {
-    Group.Ranks.push_back(0);
-    return Group;
-  }
-  Expected<SmallVector<int, 8>> Ranks =
-      getMeshGroup(*M, Axis, Comm.getRank(), Comm.getNumRanks());
-  if (!Ranks)
-    return A.error(toString(Ranks.takeError()));
-  Group.Ranks = std::move(*Ranks);
-  if (!Local && Group.Ranks.size() > 1 && A.N.getOp() != OpId::AllReduce)
+  Expected<ShardPlace> Group =
+      getMeshAxisPlace(A, Comm, A.stringAttr("axis", ""), Local);
+  if (!Group)
+    return Group.takeError();
+  if (!Local && Group->Ranks.size() > 1 && A.N.getOp() != OpId::AllReduce)
     return A.error("has the logical (whole) type, without `local = 1`; in "
                    "a job of " +
                    Twine(Comm.getNumRanks()) +
@@ -69,7 +48,7 @@ static Error runCollective(const KernelArgs &A, Communicator &Comm,
                            Communicator::Duration Timeout) {
   if (!A.has(0) || !A.hasResult(0))
     return A.error("needs an operand and a result");
-  Expected<CollectiveGroup> Group = getCollectiveGroup(A, Comm);
+  Expected<ShardPlace> Group = getCollectiveGroup(A, Comm);
   if (!Group)
     return Group.takeError();
   CommunicationLabel Label(Group->Label);

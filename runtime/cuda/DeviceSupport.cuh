@@ -209,6 +209,34 @@ __device__ __forceinline__ void reportError(int *ErrorWord, int Code) {
     atomicCAS(ErrorWord, 0, Code);
 }
 
+/// The cross-entropy's gradient over one row of Classes logits at Base,
+/// the whole block: dZ = Scale (exp(z - Max - Log) - [j == Label]), Max
+/// the row's max and Log its log-sum-exp past it (Label may lie outside the
+/// row: a
+/// vocabulary-parallel block that does not hold it). Scale is dLoss, over
+/// the counted labels when Mean (0 when none were).
+__device__ __forceinline__ void
+writeCrossEntropyGradRow(DType DLossT, const void *DLoss, bool Mean,
+                         const double *Counted, DType ZT, const void *Z,
+                         DType DZT, void *DZ, int64_t Base, int64_t Classes,
+                         double Max, double Log, int64_t Label) {
+  double Scale = loadF(DLossT, DLoss, 0);
+  if (Mean)
+    Scale = *Counted ? Scale / *Counted : 0.0;
+  for (int64_t J = threadIdx.x; J < Classes; J += blockDim.x) {
+    double P = exp(double(loadF(ZT, Z, Base + J)) - Max - Log);
+    storeF(DZT, DZ, Base + J, float(Scale * (P - (J == Label ? 1.0 : 0.0))));
+  }
+}
+
+/// Zeros over one row of Classes at Base, the whole block (an ignored
+/// label's gradient).
+__device__ __forceinline__ void zeroRow(DType T, void *P, int64_t Base,
+                                        int64_t Classes) {
+  for (int64_t J = threadIdx.x; J < Classes; J += blockDim.x)
+    storeF(T, P, Base + J, 0.0f);
+}
+
 } // namespace cuda
 } // namespace autopar
 

@@ -72,6 +72,33 @@ __device__ __forceinline__ float dot(const float *X, const float *Y, int N) {
   return Sum;
 }
 
+/// Acc[E] += W * Row[C] for the entries C = Lane + 32 E < Cols this lane
+/// holds of a row of output.
+template <int PerLane>
+__device__ __forceinline__ void addScaledRow(float (&Acc)[PerLane], float W,
+                                             const float *Row, int Cols,
+                                             int Lane) {
+#pragma unroll
+  for (int E = 0; E < PerLane; ++E) {
+    int C = Lane + 32 * E;
+    if (C < Cols)
+      Acc[E] = fmaf(W, Row[C], Acc[E]);
+  }
+}
+
+/// Out[Base + C] = Scale * Acc[E] for the entries this lane holds.
+template <int PerLane>
+__device__ __forceinline__ void storeRow(DType T, void *Out, int64_t Base,
+                                         const float (&Acc)[PerLane], int Cols,
+                                         int Lane, float Scale = 1) {
+#pragma unroll
+  for (int E = 0; E < PerLane; ++E) {
+    int C = Lane + 32 * E;
+    if (C < Cols)
+      storeF(T, Out, Base + C, Acc[E] * Scale);
+  }
+}
+
 /// A block of query rows: group rows [Row0, Row0 + Rows) of the (batch,
 /// key/value head) BKh, and the one of this thread's warp.
 struct QueryRows {
@@ -124,10 +151,7 @@ __global__ void __launch_bounds__(BlockThreads)
   const QueryRows QR(S);
   stageRows(Qs, D, T, Q, QR.BKh * QR.GroupRows + QR.Row0, QR.Rows, D);
   const int64_t KeyEnd = QR.keyEnd(S);
-  float Max = -INFINITY, Sum = 0, Acc[PerLane];
-#pragma unroll
-  for (int E = 0; E < PerLane; ++E)
-    Acc[E] = 0;
+  float Max = -INFINITY, Sum = 0, Acc[PerLane] = {};
   // Every thread runs every iteration (KeyEnd is the block's): the
   // barriers are reached by all, warps without a row included.
   for (int64_t J0 = 0; J0 < KeyEnd; J0 += Tile) {
@@ -153,15 +177,8 @@ __global__ void __launch_bounds__(BlockThreads)
 #pragma unroll
     for (int E = 0; E < PerLane; ++E)
       Acc[E] *= Rescale;
-    for (int J = 0; J < N; ++J) {
-      const float PJ = __shfl_sync(AllLanes, P, J);
-#pragma unroll
-      for (int E = 0; E < PerLane; ++E) {
-        int C = Lane + 32 * E;
-        if (C < Dv)
-          Acc[E] = fmaf(PJ, Vs[J * Dv + C], Acc[E]);
-      }
-    }
+    for (int J = 0; J < N; ++J)
+      addScaledRow(Acc, __shfl_sync(AllLanes, P, J), Vs + J * Dv, Dv, Lane);
     Max = NewMax;
   }
   if (!QR.Active)
@@ -171,12 +188,7 @@ __global__ void __launch_bounds__(BlockThreads)
   const float Inv = Sum > 0 ? 1 / Sum : 0;
   const float RowLse = Sum > 0 ? Max + logf(Sum) : INFINITY;
   if (!Stats) {
-#pragma unroll
-    for (int E = 0; E < PerLane; ++E) {
-      int C = Lane + 32 * E;
-      if (C < Dv)
-        storeF(T, Y, QR.Row * Dv + C, Acc[E] * Inv);
-    }
+    storeRow(T, Y, QR.Row * Dv, Acc, Dv, Lane, Inv);
     if (Lse && Lane == 0)
       Lse[QR.Row] = RowLse;
     return;
@@ -217,10 +229,7 @@ __global__ void __launch_bounds__(BlockThreads)
   const float RowLse = QR.Active ? Lse[QR.Row] : 0;
   const float RowDelta = QR.Active ? Delta[QR.Row] : 0;
   const int64_t KeyEnd = QR.keyEnd(S);
-  float Acc[PerLane];
-#pragma unroll
-  for (int E = 0; E < PerLane; ++E)
-    Acc[E] = 0;
+  float Acc[PerLane] = {};
   for (int64_t J0 = 0; J0 < KeyEnd; J0 += Tile) {
     const int N = int(min(int64_t(Tile), KeyEnd - J0));
     __syncthreads();
@@ -239,24 +248,12 @@ __global__ void __launch_bounds__(BlockThreads)
       float DP = dot(DYs + Warp * Dv, Vs + Lane * (Dv + 1), Dv);
       DS = S.Scale * P * (DP - RowDelta);
     }
-    for (int J = 0; J < N; ++J) {
-      const float DSJ = __shfl_sync(AllLanes, DS, J);
-#pragma unroll
-      for (int E = 0; E < PerLane; ++E) {
-        int C = Lane + 32 * E;
-        if (C < D)
-          Acc[E] = fmaf(DSJ, Ks[J * (D + 1) + C], Acc[E]);
-      }
-    }
+    for (int J = 0; J < N; ++J)
+      addScaledRow(Acc, __shfl_sync(AllLanes, DS, J), Ks + J * (D + 1), D,
+                   Lane);
   }
-  if (!QR.Active)
-    return;
-#pragma unroll
-  for (int E = 0; E < PerLane; ++E) {
-    int C = Lane + 32 * E;
-    if (C < D)
-      storeF(T, DQ, QR.Row * D + C, Acc[E]);
-  }
+  if (QR.Active)
+    storeRow(T, DQ, QR.Row * D, Acc, D, Lane);
 }
 
 /// dK and dV, a warp per key row: a block takes Warps keys of one (batch,
@@ -287,10 +284,7 @@ __global__ void __launch_bounds__(BlockThreads)
   const int64_t J = J0 + Warp, B = BKh / S.Hkv;
   stageRows(Ks, D, T, K, BKh * S.Skv + J0, Keys, D);
   stageRows(Vs, Dv, T, V, BKh * S.Skv + J0, Keys, Dv);
-  float AccK[PerLane], AccV[PerLane];
-#pragma unroll
-  for (int E = 0; E < PerLane; ++E)
-    AccK[E] = AccV[E] = 0;
+  float AccK[PerLane] = {}, AccV[PerLane] = {};
   // With is_causal, query rows i < J0 see none of the block's keys.
   const int64_t IBegin = S.Causal ? J0 : 0;
   // Both loops are the block's: every thread reaches every barrier.
@@ -320,29 +314,17 @@ __global__ void __launch_bounds__(BlockThreads)
         DS = S.Scale * P * (DP - Deltas[Lane]);
       }
       for (int X = 0; X < N; ++X) {
-        const float PX = __shfl_sync(AllLanes, P, X);
-        const float DSX = __shfl_sync(AllLanes, DS, X);
-#pragma unroll
-        for (int E = 0; E < PerLane; ++E) {
-          int C = Lane + 32 * E;
-          if (C < Dv)
-            AccV[E] = fmaf(PX, DYs[X * (Dv + 1) + C], AccV[E]);
-          if (C < D)
-            AccK[E] = fmaf(DSX, Qs[X * (D + 1) + C], AccK[E]);
-        }
+        addScaledRow(AccV, __shfl_sync(AllLanes, P, X), DYs + X * (Dv + 1), Dv,
+                     Lane);
+        addScaledRow(AccK, __shfl_sync(AllLanes, DS, X), Qs + X * (D + 1), D,
+                     Lane);
       }
     }
   }
   if (!Active)
     return;
-#pragma unroll
-  for (int E = 0; E < PerLane; ++E) {
-    int C = Lane + 32 * E;
-    if (C < D)
-      storeF(T, DK, (BKh * S.Skv + J) * D + C, AccK[E]);
-    if (C < Dv)
-      storeF(T, DV, (BKh * S.Skv + J) * Dv + C, AccV[E]);
-  }
+  storeRow(T, DK, (BKh * S.Skv + J) * D, AccK, D, Lane);
+  storeRow(T, DV, (BKh * S.Skv + J) * Dv, AccV, Dv, Lane);
 }
 
 /// Calls Launch with std::integral_constant<int, PerLane>: the output

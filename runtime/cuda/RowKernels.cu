@@ -362,19 +362,13 @@ crossEntropyGradKernel(DType DLossT, const void *DLoss, DType ZT, const void *Z,
   if (L == Ignore || L < 0 || L >= Classes) {
     if (L != Ignore)
       reportError(ErrorWord, Code);
-    for (int64_t J = threadIdx.x; J < Classes; J += blockDim.x)
-      storeF(DZT, DZ, Base + J, 0.0f);
+    zeroRow(DZT, DZ, Base, Classes);
     return;
   }
-  double Scale = loadF(DLossT, DLoss, 0);
-  if (Mean)
-    Scale = *Counted ? Scale / *Counted : 0.0;
   double Max, Log;
   logSumExp(ZT, Z, Base, Classes, Shared, SharedF, Max, Log);
-  for (int64_t J = threadIdx.x; J < Classes; J += blockDim.x) {
-    double P = exp(double(loadF(ZT, Z, Base + J)) - Max - Log);
-    storeF(DZT, DZ, Base + J, float(Scale * (P - (J == L ? 1.0 : 0.0))));
-  }
+  writeCrossEntropyGradRow(DLossT, DLoss, Mean, Counted, ZT, Z, DZT, DZ, Base,
+                           Classes, Max, Log, L);
 }
 
 } // namespace

@@ -44,10 +44,9 @@ __global__ void shardedGatherKernel(const T *X, const void *Indices, bool I64,
 }
 
 __global__ void shardedGatherGradKernel(const void *Indices, bool I64,
-                                        DType DYT, const void *DY,
-                                        float *DData, int64_t Rows,
-                                        int64_t Offset, int64_t Count,
-                                        int64_t Inner) {
+                                        DType DYT, const void *DY, float *DData,
+                                        int64_t Rows, int64_t Offset,
+                                        int64_t Count, int64_t Inner) {
   GRID_STRIDE(I, Count * Inner) {
     int64_t J = I % Inner, K = I / Inner;
     int64_t Local = loadIndex(Indices, I64, K) - Offset;
@@ -141,25 +140,18 @@ __global__ void vocabLossGradKernel(DType DLossT, const void *DLoss, DType ZT,
   int64_t Row = blockIdx.x, Base = Row * Classes;
   int64_t L = loadIndex(Labels, I64, Row);
   if (L == Ignore) {
-    for (int64_t J = threadIdx.x; J < Classes; J += blockDim.x)
-      storeF(DZT, DZ, Base + J, 0.0f);
+    zeroRow(DZT, DZ, Base, Classes);
     return;
   }
-  double Scale = loadF(DLossT, DLoss, 0);
-  if (Mean)
-    Scale = *Counted ? Scale / *Counted : 0.0;
-  double LogSum = log(double(Sums[Row]));
-  int64_t Local = L - Offset;
-  for (int64_t J = threadIdx.x; J < Classes; J += blockDim.x) {
-    double P = exp(double(loadF(ZT, Z, Base + J)) - Max[Row] - LogSum);
-    storeF(DZT, DZ, Base + J, float(Scale * (P - (J == Local ? 1.0 : 0.0))));
-  }
+  writeCrossEntropyGradRow(DLossT, DLoss, Mean, Counted, ZT, Z, DZT, DZ, Base,
+                           Classes, Max[Row], log(double(Sums[Row])),
+                           L - Offset);
 }
 
 } // namespace
 
-cudaError_t shardedGather(const void *X, const void *Indices, bool I64,
-                          void *Y, int64_t Rows, int64_t Offset, int64_t Total,
+cudaError_t shardedGather(const void *X, const void *Indices, bool I64, void *Y,
+                          int64_t Rows, int64_t Offset, int64_t Total,
                           int64_t Count, int64_t InnerBytes, int *ErrorWord,
                           int Code, cudaStream_t Stream) {
   if (Count * InnerBytes == 0)
