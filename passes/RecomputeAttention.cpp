@@ -9,9 +9,12 @@
 // them from Q, K and V, which the rest of the layer's backward keeps anyway;
 // an AttentionWithProbs whose probabilities nothing reads any more becomes
 // the Attention it was, so the runtime never holds them beyond the node.
-// The recomputed probabilities are the forward's bit for bit (the CPU and
-// CUDA kernels compute them the same way in both places), so the losses
-// are those of the plan without recomputation. Run before
+// Both rebuilt nodes are annotated `attention_kernel = "materialized"`, so
+// that a backend runs the kernel the plan priced (CUDA: cuBLAS products
+// over the scores in scratch, not its flash kernels). The recomputed
+// probabilities are the forward's bit for bit (the CPU and CUDA kernels
+// compute them the same way in both places), so the losses are those of
+// the plan without recomputation. Run before
 // accumulate-micro-batches or schedule-pipeline, which copy each
 // micro-batch's forward and backward.
 //
@@ -57,6 +60,9 @@ Node *RecomputeAttentionPass::rebuild(Graph &G, Node &N, OpId Op,
   for (unsigned I = 0; I != NumResults; ++I)
     Types.push_back(N.getResult(I)->getType());
   AttrDict Attrs = N.getAttrs();
+  // The plan's kernel materializes the scores; a backend whose plain
+  // Attention is tiled (CUDA's flash) would compute the core otherwise.
+  Attrs.set("attention_kernel", Attribute::getString("materialized"));
   // One sharding per result (AttentionWithProbs back to Attention).
   if (const Attribute *A = Attrs.get("sharding"))
     if (A->isa(Attribute::Kind::List) && A->getList().size() != NumResults) {

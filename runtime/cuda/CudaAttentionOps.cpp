@@ -17,7 +17,10 @@
 // to 256.
 //
 // Materialized (`attention=materialized`): AttentionWithProbs and an
-// AttentionGrad that reads its probabilities hold the scores: cuBLAS
+// AttentionGrad that reads its probabilities, and the Attention and
+// AttentionGrad that recompute-attention rebuilds from them (annotated
+// `attention_kernel = "materialized"`: probabilities in scratch), hold the
+// scores: cuBLAS
 // products, strided-batched over batch x key/value heads (a group's query
 // heads are consecutive rows of Q, so one product serves the group), and
 // AttentionKernels.cu's masked softmax rows (in f32 with f64 sums, the
@@ -73,6 +76,17 @@ static Expected<Shapes> getShapes(const KernelArgs &Fwd) {
   return planAttention(Fwd);
 }
 
+/// Whether the node computes the probabilities whole (recompute-attention's
+/// `attention_kernel = "materialized"`), not with the flash kernels.
+static bool isMaterialized(const KernelArgs &A) {
+  return A.stringAttr("attention_kernel", "") == "materialized";
+}
+
+/// The scale of the scores: `scale`, 1 / sqrt(D) by default.
+static double getScale(const KernelArgs &A, const Shapes &S) {
+  return A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
+}
+
 /// The row kernels' view of is_causal and Fwd's attn_mask.
 static Expected<std::pair<AttentionRows, AttentionMask>>
 getMask(const KernelArgs &Fwd, const Shapes &S) {
@@ -118,7 +132,7 @@ static Expected<FlashShape> getFlashShape(const KernelArgs &Fwd,
   F.Skv = S.Skv;
   F.D = S.D;
   F.Dv = S.Dv;
-  F.Scale = float(Fwd.floatAttr("scale", 1 / std::sqrt(double(S.D))));
+  F.Scale = float(getScale(Fwd, S));
   F.Causal = Fwd.intAttr("is_causal", 0) != 0;
   return F;
 }
@@ -146,12 +160,12 @@ static Error groupProduct(const KernelArgs &A, CudaContext &C, const Shapes &S,
   return runGemmCall(A, C, Out, G);
 }
 
-/// Scale * Q K^T into Scores, then the masked softmax in place: P.
+/// scale * Q K^T into Scores, then the masked softmax in place: P.
 static Error computeProbabilities(const KernelArgs &A, CudaContext &C,
                                   const KernelArgs &Fwd, const Shapes &S,
-                                  double Scale, const Tensor &Scores) {
+                                  const Tensor &Scores) {
   if (Error E = groupProduct(A, C, S, false, true, rep(S) * S.Sq, S.Skv, S.D,
-                             float(Scale), Fwd.In[Q].getData(),
+                             float(getScale(Fwd, S)), Fwd.In[Q].getData(),
                              Fwd.In[K].getData(), Scores))
     return E;
   auto Mask = getMask(Fwd, S);
@@ -160,6 +174,15 @@ static Error computeProbabilities(const KernelArgs &A, CudaContext &C,
   return launched(A, attentionSoftmax(dt(Scores), Scores.getData(),
                                       S.B * S.Hq * S.Sq, Mask->first,
                                       Mask->second, C.getStream()));
+}
+
+/// The probabilities into P, then Y = P V over each group's rows.
+static Error materializedForward(const KernelArgs &A, CudaContext &C,
+                                 const Shapes &S, const Tensor &P) {
+  if (Error E = computeProbabilities(A, C, A, S, P))
+    return E;
+  return groupProduct(A, C, S, false, false, rep(S) * S.Sq, S.Dv, S.Skv, 1,
+                      P.getData(), A.In[V].getData(), A.Out[0]);
 }
 
 Error cuda::runAttention(const KernelArgs &A, CudaContext &C) {
@@ -177,6 +200,15 @@ Error cuda::runAttention(const KernelArgs &A, CudaContext &C) {
   if (Y.getElementType() != QT.getElementType())
     return A.error("the result " + Y.getTypeString() + " and Q " +
                    QT.getTypeString() + " differ in type");
+  if (isMaterialized(A)) {
+    // recompute-attention's: the probabilities in scratch.
+    Scratch Work(C);
+    Expected<Tensor> P =
+        Work.get(A, QT.getElementType(), {S.B, S.Hq, S.Sq, S.Skv});
+    if (!P)
+      return P.takeError();
+    return materializedForward(A, C, S, *P);
+  }
   Expected<FlashShape> F = getFlashShape(A, S);
   if (!F)
     return F.takeError();
@@ -193,7 +225,7 @@ Error cuda::runAttentionWithProbs(const KernelArgs &A, CudaContext &C) {
   if (!SOr)
     return SOr.takeError();
   const Shapes &S = *SOr;
-  const Tensor &QT = A.In[Q], &VT = A.In[V], &Y = A.Out[0], &P = A.Out[1];
+  const Tensor &QT = A.In[Q], &Y = A.Out[0], &P = A.Out[1];
   if (Error E = A.checkShape(0, {S.B, S.Hq, S.Sq, S.Dv}))
     return E;
   if (Error E = A.checkShape(1, {S.B, S.Hq, S.Sq, S.Skv}))
@@ -203,11 +235,7 @@ Error cuda::runAttentionWithProbs(const KernelArgs &A, CudaContext &C) {
     return A.error("the results " + Y.getTypeString() + " and " +
                    P.getTypeString() + " must have Q's type " +
                    QT.getTypeString());
-  double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
-  if (Error E = computeProbabilities(A, C, A, S, Scale, P))
-    return E;
-  return groupProduct(A, C, S, false, false, rep(S) * S.Sq, S.Dv, S.Skv, 1,
-                      P.getData(), VT.getData(), Y);
+  return materializedForward(A, C, S, P);
 }
 
 /// The gradient from the probabilities AttentionWithProbs kept, P.
@@ -219,7 +247,7 @@ static Error materializedGrad(const KernelArgs &A, CudaContext &C,
   Expected<Tensor> DS = Work.get(A, P.getElementType(), P.getShape());
   if (!DS)
     return DS.takeError();
-  double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
+  double Scale = getScale(A, S);
   int64_t Rows = rep(S) * S.Sq;
   const Tensor &DQ = A.Out[0], &DK = A.Out[1], &DV = A.Out[2];
   // dV = P^T dY: [Skv, Rows] x [Rows, Dv].
@@ -272,6 +300,16 @@ Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
                      " is not [batch, q heads, q sequence, kv sequence] in "
                      "Q's type");
     return materializedGrad(A, C, S, P);
+  }
+  if (isMaterialized(A)) {
+    // recompute-attention's: the probabilities again, whole, in scratch.
+    Scratch Work(C);
+    Expected<Tensor> P = Work.get(A, Elem, {S.B, S.Hq, S.Sq, S.Skv});
+    if (!P)
+      return P.takeError();
+    if (Error E = computeProbabilities(A, C, Fwd, S, *P))
+      return E;
+    return materializedGrad(A, C, S, *P);
   }
   // No probabilities: the flash kernels recompute them tile by tile.
   Expected<FlashShape> F = getFlashShape(Fwd, S);

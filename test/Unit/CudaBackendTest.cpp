@@ -549,14 +549,18 @@ graph @g(%z: f32[2, 3, 7], %labels: i64[2, 3], %x: f32[2, 3, 7], %u: f32[2, 3, 7
 
 // Materialized attention (AttentionWithProbs keeps the probabilities,
 // AttentionGrad reads them) against the CPU kernels, and against the
-// gradient that recomputes them (the flash kernels).
+// gradient that recomputes them: the flash kernels, and the probabilities
+// whole in scratch (recompute-attention's `attention_kernel =
+// "materialized"`).
 TEST(CudaBackendTest, AttentionWithKeptProbabilities) {
   compareWithCpu(R"(
 graph @g(%q: f32[2, 4, 5, 8], %kg: f32[2, 2, 5, 8], %vg: f32[2, 2, 5, 3], %dy: f32[2, 4, 5, 3]) {
   %y, %p = AttentionWithProbs(%q, %kg, %vg) {is_causal = 1, scale = 0.3} : f32[2, 4, 5, 3], f32[2, 4, 5, 5]
   %dq, %dk, %dv = AttentionGrad(%dy, %q, %kg, %vg, _, %p) {is_causal = 1, scale = 0.3} : f32[2, 4, 5, 8], f32[2, 2, 5, 8], f32[2, 2, 5, 3]
   %rq, %rk, %rv = AttentionGrad(%dy, %q, %kg, %vg) {is_causal = 1, scale = 0.3} : f32[2, 4, 5, 8], f32[2, 2, 5, 8], f32[2, 2, 5, 3]
-  return %y, %p, %dq, %dk, %dv, %rq, %rk, %rv
+  %my = Attention(%q, %kg, %vg) {attention_kernel = "materialized", is_causal = 1, scale = 0.3} : f32[2, 4, 5, 3]
+  %mq, %mk, %mv = AttentionGrad(%dy, %q, %kg, %vg) {attention_kernel = "materialized", is_causal = 1, scale = 0.3} : f32[2, 4, 5, 8], f32[2, 2, 5, 8], f32[2, 2, 5, 3]
+  return %y, %p, %dq, %dk, %dv, %rq, %rk, %rv, %my, %mq, %mk, %mv
 })",
                  {randomF32({2, 4, 5, 8}, 61), randomF32({2, 2, 5, 8}, 62),
                   randomF32({2, 2, 5, 3}, 63), randomF32({2, 4, 5, 3}, 64)},
