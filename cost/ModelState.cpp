@@ -68,15 +68,33 @@ ModelStateMemory autopar::getModelStateMemory(const ModelStateConfig &C) {
       Params * optimizerBytesPerParam(C.Optimizer, C.MasterWeights);
   if (C.ZeroStage >= 1)
     Optimizer /= Nd;
-  if (C.ZeroStage >= 2)
+  // Reduce-scattered as the backward produces them: only shards are kept.
+  bool Scattered =
+      C.ZeroStage >= 2 || (C.ZeroStage == 1 && C.MicroBatches <= 1);
+  if (Scattered)
     Grads /= Nd;
   if (C.ZeroStage >= 3) {
     Weights /= Nd;
     // The layer being computed and the one being prefetched, whole.
     M.GatherBufferBytes = 2 * C.LargestLayerParams * C.WeightBytes;
   }
+  if (Nd > 1) {
+    // Synchronizing a bucket (passes/InsertGradSync.cpp) concatenates its
+    // gradients into one buffer, reduces that into another and splits the
+    // result back out. All-reduced, the bucket's copy and the reduced
+    // buffer are live with the whole gradients: one bucket on top of them.
+    // Reduce-scattered, the bucket's whole gradients and its copy are live
+    // with the shards of the earlier buckets (its own shards not yet):
+    // 2B - B/Nd on top of the shards. A gradient larger than the cap is a
+    // bucket of its own, not copied: itself on top.
+    double Whole = Params * C.GradBytes;
+    double Bucket = std::min(C.BucketBytes, Whole);
+    double Largest = std::min(C.LargestParam * C.GradBytes, Whole);
+    M.GradSyncBytes = Scattered ? std::max(2 * Bucket - Bucket / Nd, Largest)
+                                : std::max(Bucket, Largest);
+  }
   M.WeightBytes = Weights;
-  M.GradBytes = Grads;
+  M.GradBytes = Grads + M.GradSyncBytes;
   M.OptimizerBytes = Optimizer;
   if (offloadsOptimizer(C.Offload)) {
     double Off = Optimizer;
@@ -84,7 +102,7 @@ ModelStateMemory autopar::getModelStateMemory(const ModelStateConfig &C) {
     // them: the device keeps one layer's buffer (ignored here).
     Off += Grads;
     M.OptimizerBytes = 0;
-    M.GradBytes = 0;
+    M.GradBytes = M.GradSyncBytes;
     (offloadsToNvme(C.Offload) ? M.NvmeBytes : M.HostBytes) += Off;
   }
   if (C.Offload == OffloadKind::AllCpu || C.Offload == OffloadKind::AllNvme) {

@@ -31,6 +31,11 @@ std::optional<OptimizerKind> parseOptimizerName(llvm::StringRef Name);
 
 // OffloadKind and its names are the plan's (ir/Plan.h).
 
+/// The largest data-parallel gradient bucket, bytes: PyTorch DDP's default
+/// bucket_cap_mb of 25 (torch.nn.parallel.DistributedDataParallel), which
+/// passes/InsertGradSync.cpp also packs gradients into by default.
+constexpr double GradientBucketBytes = 25.0 * 1024 * 1024;
+
 struct ModelStateConfig {
   /// Parameter elements this rank computes with, after tensor and pipeline
   /// parallelism have divided them (before ZeRO).
@@ -44,13 +49,27 @@ struct ModelStateConfig {
   /// Mixed precision keeps an fp32 master copy of the weights with the
   /// optimizer states (Micikevicius et al. 2018); fp32 training does not.
   bool MasterWeights = true;
-  /// Parameter elements of the largest layer: ZeRO-3 gathers one layer at a
-  /// time and prefetches the next, so two of them are held whole.
+  /// Parameter elements of the largest layer: ZeRO-3 is priced as holding
+  /// two of them whole (the one computing and the prefetched one). The
+  /// runtime gathers per parameter (passes/InsertGradSync.cpp), less than
+  /// that, but with offload it also streams each parameter's optimizer
+  /// state through the device, which this does not count apart.
   double LargestLayerParams = 0;
+  /// Elements of the largest parameter tensor: a gradient larger than a
+  /// bucket is a bucket of its own.
+  double LargestParam = 0;
+  /// Micro-batches per step: ZeRO-1 over one micro-batch reduce-scatters
+  /// each gradient bucket as the backward produces it, as ZeRO-2 does, and
+  /// never holds the whole gradients.
+  unsigned MicroBatches = 1;
+  /// The cap of a data-parallel gradient bucket, bytes.
+  double BucketBytes = GradientBucketBytes;
 };
 
 struct ModelStateMemory {
-  double WeightBytes = 0, GradBytes = 0, OptimizerBytes = 0;
+  /// GradBytes includes GradSyncBytes: what synchronizing the gradients
+  /// holds on top of them for a moment (getModelStateMemory).
+  double WeightBytes = 0, GradBytes = 0, OptimizerBytes = 0, GradSyncBytes = 0;
   /// ZeRO-3's gathered layers (current and prefetched).
   double GatherBufferBytes = 0;
   /// Bytes this rank keeps in host memory or on NVMe.

@@ -249,6 +249,28 @@ const DenseTensor *autopar::getConstantValue(const Value *V) {
   return &A->getTensor();
 }
 
+/// Ops through which a gradient reaches its optimizer step whole: the sums
+/// over micro-batches, and what data-parallel synchronization does to it
+/// (passes/InsertGradSync.cpp: views, the bucket's concatenation, the
+/// reduction and the split back, a cast to the step's precision).
+static bool movesGradient(OpId Op) {
+  switch (Op) {
+  case OpId::Add:
+  case OpId::Reshape:
+  case OpId::Flatten:
+  case OpId::Squeeze:
+  case OpId::Unsqueeze:
+  case OpId::Concat:
+  case OpId::Split:
+  case OpId::AllReduce:
+  case OpId::ReduceScatter:
+  case OpId::Cast:
+    return true;
+  default:
+    return false;
+  }
+}
+
 SmallVector<const Value *, 8> autopar::getStepGradientTerms(const Node &Step) {
   SmallVector<const Value *, 8> Terms;
   if ((Step.getOp() != OpId::AdamW && Step.getOp() != OpId::Sgd) ||
@@ -261,9 +283,13 @@ SmallVector<const Value *, 8> autopar::getStepGradientTerms(const Node &Step) {
     if (!V || V->isParam() || !Seen.insert(V).second)
       continue;
     Terms.push_back(V);
-    if (const Node *D = V->getDefiningNode())
-      if (D->getOp() == OpId::Add)
-        Work.append(D->getOperands().begin(), D->getOperands().end());
+    const Node *D = V->getDefiningNode();
+    if (!D || !movesGradient(D->getOp()))
+      continue;
+    // Shapes and split sizes are constants, not gradient.
+    for (const Value *O : D->getOperands())
+      if (O && !getConstantValue(O))
+        Work.push_back(O);
   }
   return Terms;
 }

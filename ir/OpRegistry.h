@@ -129,8 +129,9 @@ std::optional<unsigned> getUpdatedOperand(OpId Op, unsigned Result);
 
 /// The values that build the gradient an optimizer step (AdamW, Sgd) reads:
 /// its gradient operand and, through the Adds that sum it over
-/// micro-batches, their operands, recursively (parameters excluded), each
-/// once. Empty for other nodes.
+/// micro-batches and the views, concatenations, reductions, splits and
+/// casts of its data-parallel synchronization, their operands, recursively
+/// (parameters and constants excluded), each once. Empty for other nodes.
 llvm::SmallVector<const Value *, 8> getStepGradientTerms(const Node &Step);
 
 const OpInfo &getOpInfo(OpId Op);

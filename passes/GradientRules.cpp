@@ -889,3 +889,20 @@ void autopar::cloneForMicroBatch(Graph &G, Node *N,
   if (N->getOp() == OpId::Constant)
     Shared[N->getResult(0)] = C->getResult(0);
 }
+
+SmallPtrSet<const Node *, 32> autopar::getForwardNodes(const Graph &G) {
+  SmallPtrSet<const Node *, 32> Forward;
+  SmallVector<const Value *, 16> Work;
+  for (const Value *Out : G.getOutputs())
+    if (!Out->getName().startswith("grad."))
+      Work.push_back(Out);
+  while (!Work.empty()) {
+    const Node *N = Work.pop_back_val()->getDefiningNode();
+    if (!N || !Forward.insert(N).second)
+      continue;
+    for (const Value *O : N->getOperands())
+      if (O)
+        Work.push_back(O);
+  }
+  return Forward;
+}

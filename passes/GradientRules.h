@@ -15,6 +15,7 @@
 #include "ir/Graph.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
@@ -93,6 +94,11 @@ llvm::Error emitGradient(GradBuilder &B, const Node &N,
 
 /// True when values of this element type carry gradients (float types).
 bool isDifferentiableType(ElementType Ty);
+
+/// The forward of a training graph (after autodiff): the nodes that its
+/// non-gradient outputs (`loss`, the values sent to the next pipeline
+/// stage) need. The rest is the backward.
+llvm::SmallPtrSet<const Node *, 32> getForwardNodes(const Graph &G);
 
 } // namespace autopar
 

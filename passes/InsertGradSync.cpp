@@ -49,6 +49,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cost/ModelState.h"
 #include "passes/GradientRules.h"
 #include "passes/Passes.h"
 
@@ -75,7 +76,7 @@ struct MicroBatchSum {
 
 struct InsertGradSyncOptions {
   /// Largest bucket, in MiB (DDP's default bucket_cap_mb).
-  double BucketMiB = 25;
+  double BucketMiB = GradientBucketBytes / (1024 * 1024);
   /// ZeRO stage: 0 all-reduce; 1-3 shard parameters (3 gathers per use).
   int64_t Zero = 0;
   /// The mesh and its data-parallel axis: the options, or else the split

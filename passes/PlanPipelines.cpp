@@ -223,7 +223,10 @@ autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
   std::string Localize = getLocalize(C) + getAttentionKernel(C);
   std::string TPGrads = C.TP > 1 ? " tensor-parallel=tp" : "";
   std::string Tail = getUpdateTail(C);
-  std::string Recompute = getRecompute(G, C);
+  // Tensor parallelism's gathered activations are gathered again in the
+  // backward, as the activation memory prices them.
+  std::string Recompute =
+      getRecompute(G, C) + (C.TP > 1 ? ",regather-activations" : "");
   if (C.PP == 1)
     return std::vector<std::string>{
         Localize + "autodiff{loss-tokens=" + LossTokens + TPGrads + "}" +

@@ -28,6 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/GradientRules.h"
 #include "passes/Passes.h"
 
 #include "ir/Diagnostics.h"
@@ -79,19 +80,7 @@ std::optional<int64_t> layerOf(const Node &N) {
 
 void RecomputeLayersPass::runOnGraph(Graph &G) const {
   // The forward: what the non-gradient outputs need.
-  SmallPtrSet<const Node *, 32> Forward;
-  SmallVector<const Value *, 16> Work;
-  for (const Value *Out : G.getOutputs())
-    if (!Out->getName().startswith("grad."))
-      Work.push_back(Out);
-  while (!Work.empty()) {
-    const Node *N = Work.pop_back_val()->getDefiningNode();
-    if (!N || !Forward.insert(N).second)
-      continue;
-    for (const Value *O : N->getOperands())
-      if (O)
-        Work.push_back(O);
-  }
+  SmallPtrSet<const Node *, 32> Forward = getForwardNodes(G);
   DenseMap<const Node *, unsigned> Order;
   std::map<int64_t, SmallVector<Node *, 32>> Layers;
   unsigned Position = 0;

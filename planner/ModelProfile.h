@@ -64,6 +64,8 @@ struct UnitCost {
   /// rank holding several of those units keeps once (heldParamElements).
   double ParamElements = 0;
   std::vector<HeldParam> SharedParams;
+  /// Elements of the largest of those parameters.
+  double LargestParamElements = 0;
   /// Bytes handed to the next unit (a pipeline send), on this rank.
   double OutputBytes = 0;
   /// Whether that output is replicated over the tensor-parallel group (then

@@ -211,11 +211,12 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                       unsigned InFlight) const {
   RankPrediction R;
   double Params = heldParamElements(Costs, Ranges);
-  double Largest = 0, Saved = 0, Working = 0, Loss = 0;
+  double Largest = 0, LargestParam = 0, Saved = 0, Working = 0, Loss = 0;
   for (auto [Begin, End] : Ranges)
     for (unsigned U = Begin; U != End; ++U) {
       const UnitCost &Cost = Costs[U];
       Largest = std::max(Largest, Cost.ParamElements);
+      LargestParam = std::max(LargestParam, Cost.LargestParamElements);
       Recompute Mode =
           recomputes(U, Costs.size()) ? C.Recomputation : Recompute::None;
       Saved += Cost.SavedBytes[unsigned(Mode)];
@@ -241,6 +242,8 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   MS.Offload = C.Offload;
   setTrainingPrecision(MS, C.TrainPrecision);
   MS.LargestLayerParams = Largest;
+  MS.LargestParam = LargestParam;
+  MS.MicroBatches = C.MicroBatches;
   ModelStateMemory States = getModelStateMemory(MS);
   R.ModelStateBytes = States.deviceBytes();
   R.WeightBytes = States.WeightBytes + States.GatherBufferBytes;

@@ -4,7 +4,9 @@
 #include "runtime/ParamInit.h"
 
 #include "ir/Graph.h"
+#include "runtime/KernelArgs.h"
 #include "runtime/KernelFamily.h"
+#include "runtime/ShardPlace.h"
 #include "weights/WeightReader.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -99,6 +101,7 @@ Executor::create(const Graph &G, Backend &B, const ExecutorOptions &Options) {
     X->Nodes.push_back(&N);
   if (Error E = checkInPlaceUpdates(X->Nodes))
     return E;
+  X->planGatherHomes();
   if (Error E = X->loadParams(Options))
     return E;
   if (Error E = X->readOffloadLists())
@@ -125,7 +128,55 @@ ExecutorOptions ExecutorOptions::forProgram(StringRef ProgramFile,
 Executor::~Executor() {
   Prefetcher.reset();
   for (auto &Entry : Params)
-    B.deallocate(Entry.second);
+    if (!Homes.count(Entry.first))
+      B.deallocate(Entry.second);
+  for (auto &Entry : Homes)
+    if (Entry.second.Whole.isPresent())
+      B.deallocate(Entry.second.Whole);
+}
+
+void Executor::planGatherHomes() {
+  DenseMap<const Value *, unsigned> Gathers;
+  for (const Node *N : Nodes)
+    if (N->getOp() == OpId::AllGather && N->getNumOperands() &&
+        N->getOperand(0) && N->getOperand(0)->isParam())
+      ++Gathers[N->getOperand(0)];
+  for (const Node *N : Nodes) {
+    if (N->getOp() != OpId::AllGather || N->getNumResults() != 1 ||
+        !N->getNumOperands())
+      continue;
+    const Value *P = N->getOperand(0), *Y = N->getResult(0);
+    // Gathered once (ZeRO-3 gathers per use and frees the copy), along
+    // dimension 0, so that the shard is one contiguous block.
+    KernelArgs A{*N, {}, {}};
+    if (!P || !P->isParam() || Gathers.lookup(P) != 1 || !Y ||
+        A.intAttr("dim", -1) != 0 ||
+        P->getType().getElementType() != Y->getType().getElementType() ||
+        P->getType().getRank() != Y->getType().getRank() ||
+        P->getType().getRank() == 0)
+      continue;
+    // An offloaded parameter lives in its store.
+    if (Offload)
+      if (const Attribute *Tier = P->getAttrs().get("placement"))
+        if (Tier->isa(Attribute::Kind::String) &&
+            parseOffloadTier(Tier->getString()))
+          continue;
+    Expected<ShardPlace> Place =
+        getMeshAxisPlace(A, B.getCommunicator(), A.stringAttr("axis", ""),
+                         A.intAttr("local", 0) != 0);
+    if (!Place) {
+      // The gather reports it when it runs.
+      consumeError(Place.takeError());
+      continue;
+    }
+    SmallVector<int64_t, 4> Whole = P->getType().getStaticSizes();
+    Whole[0] *= int64_t(Place->Ranks.size());
+    if (ArrayRef<int64_t>(Whole) !=
+        ArrayRef<int64_t>(Y->getType().getStaticSizes()))
+      continue;
+    Homes[P] = GatherHome{Y, Place->Index, Tensor()};
+    HomeOfResult[Y] = P;
+  }
 }
 
 Error Executor::loadParams(const ExecutorOptions &Options) {
@@ -150,9 +201,20 @@ Error Executor::loadParams(const ExecutorOptions &Options) {
           continue;
         }
     const TensorType &Ty = P->getType();
-    Expected<Tensor> T = B.allocate(Ty.getElementType(), Ty.getStaticSizes());
+    auto Home = Homes.find(P.get());
+    const TensorType &HeldTy =
+        Home != Homes.end() ? Home->second.Result->getType() : Ty;
+    Expected<Tensor> T =
+        B.allocate(HeldTy.getElementType(), HeldTy.getStaticSizes());
     if (!T)
       return valueError(*P, toString(T.takeError()));
+    if (Home != Homes.end()) {
+      // The parameter is its block of the home.
+      Home->second.Whole = *T;
+      *T = Tensor(Ty.getElementType(), Ty.getStaticSizes(),
+                  static_cast<char *>(T->getData()) +
+                      Home->second.Index * *Ty.getStaticSizeInBytes());
+    }
     Params[P.get()] = *T;
     if (Error E = B.copyFromHost(*T, *Bytes))
       return valueError(*P, toString(std::move(E)));
@@ -160,11 +222,13 @@ Error Executor::loadParams(const ExecutorOptions &Options) {
   return Error::success();
 }
 
-uint64_t Executor::getParamBytes(function_ref<bool(const Value &)> Take) const {
+uint64_t Executor::getParamBytes() const {
   uint64_t Bytes = 0;
-  for (const auto &Entry : Params)
-    if (!Take || Take(*Entry.first))
-      Bytes += Entry.second.getSizeInBytes();
+  for (const auto &Entry : Params) {
+    auto Home = Homes.find(Entry.first);
+    Bytes += Home != Homes.end() ? Home->second.Whole.getSizeInBytes()
+                                 : Entry.second.getSizeInBytes();
+  }
   return Bytes;
 }
 
@@ -355,7 +419,8 @@ void Executor::findGatheredParams() {
     if (const Node *D = From->getDefiningNode())
       if (D->getOp() == OpId::Cast && D->getOperand(0))
         From = D->getOperand(0);
-    if (From->isParam())
+    // A home is counted with the parameters.
+    if (From->isParam() && !HomeOfResult.count(N->getResult(0)))
       Gathered.insert(N->getResult(0));
   }
 }
@@ -417,6 +482,9 @@ void Executor::planFrees() {
     const Value *Root = ViewRoots.lookup(V);
     if (!Root && GroupEnd.count(V))
       Root = V;
+    // A gathered parameter's home outlives the run.
+    if (HomeOfResult.count(Root ? Root : V))
+      return std::nullopt;
     if (!Root)
       return Outputs.count(V) ? std::nullopt
                               : std::optional<unsigned>(LastUse.lookup(V));
@@ -692,6 +760,13 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
       }
       if (const Value *X = InPlaceOperand[I]) {
         Out.push_back(State.rename(X, *N.getResult(R)));
+        continue;
+      }
+      if (auto Home = HomeOfResult.find(N.getResult(R));
+          Home != HomeOfResult.end()) {
+        // The gather fills its parameter's home around the shard.
+        Out.push_back(State.addView(*N.getResult(R),
+                                    Homes.find(Home->second)->second.Whole));
         continue;
       }
       if (ViewOf[I]) {

@@ -112,9 +112,8 @@ public:
   uint64_t getPeakFetchedBytes() const { return PeakFetchedBytes; }
 
   /// Bytes of the resident parameters (model and optimizer state, not the
-  /// offloaded ones) for which Take is true (all of them by default).
-  uint64_t
-  getParamBytes(llvm::function_ref<bool(const Value &)> Take = nullptr) const;
+  /// offloaded ones), a gathered parameter's home whole.
+  uint64_t getParamBytes() const;
 
   /// The peak of the bytes the last run held in computed values:
   /// activations, gradients and outputs (parameters, and the whole copies
@@ -142,6 +141,8 @@ public:
 private:
   Executor(const Graph &G, Backend &B) : G(G), B(B) {}
   llvm::Error loadParams(const ExecutorOptions &Options);
+  /// The homes of the parameters that ZeRO-1/2 gather once per step.
+  void planGatherHomes();
   void planFrees();
   /// Reshape-like nodes whose result can share its operand's bytes.
   void planViews();
@@ -179,6 +180,20 @@ private:
   llvm::DenseSet<const Value *> Gradients;
   /// The whole copies of parameters ZeRO's gathers make.
   llvm::DenseSet<const Value *> Gathered;
+  /// A parameter sharded over ranks and gathered once per step (ZeRO-1/2)
+  /// lives in its home: one buffer of the gathered type in which the
+  /// parameter is this rank's block (Index), so that the gather (Result)
+  /// fills the other blocks in place and the whole copy is the only one
+  /// (Megatron-LM's distributed optimizer keeps its shards in the
+  /// contiguous parameter buffer the same way). Keyed by parameter.
+  struct GatherHome {
+    const Value *Result = nullptr;
+    int64_t Index = 0;
+    Tensor Whole;
+  };
+  llvm::DenseMap<const Value *, GatherHome> Homes;
+  /// Each home's gather result, with its parameter.
+  llvm::DenseMap<const Value *, const Value *> HomeOfResult;
   uint64_t PeakBytes = 0, PeakGradientBytes = 0, PeakNonGradientBytes = 0,
            PeakGatheredBytes = 0;
   unsigned PeakValueCount = 0;

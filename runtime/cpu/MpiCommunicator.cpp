@@ -829,7 +829,9 @@ Error MpiCommunicator::allGather(const Tensor &In, const Tensor &Out,
   for (size_t J = 0; J != P; ++J)
     if (J != *Self)
       T.send(In.getData(), InBytes, Group[J], TagAllGather);
-  if (InBytes)
+  // In place when the operand is already this rank's block of the result
+  // (a parameter in its home, runtime/Executor.h).
+  if (InBytes && Chunks + *Self * InBytes != In.getData())
     std::memcpy(Chunks + *Self * InBytes, In.getData(), InBytes);
   if (Error E = T.wait(Op, Timeout))
     return E;
