@@ -73,7 +73,10 @@ autopar::getHeldParams(ArrayRef<const Node *> Nodes,
         continue;
       const Value *Param = traceParam(O, -1).first;
       if (!Param) {
+        size_t Before = Out.size();
         addParamsBehind(O, Flow, Seen, Out);
+        for (size_t J = Before; J != Out.size(); ++J)
+          Out[J].FirstReader = K;
         continue;
       }
       if (!Seen.insert(Param).second)
@@ -82,10 +85,12 @@ autopar::getHeldParams(ArrayRef<const Node *> Nodes,
         L = getOpLoops(N);
         HaveLoops = true;
       }
-      Out.push_back({Param, localElements(*O,
-                                          L ? ArrayRef<int>(L->Operands[I])
-                                            : ArrayRef<int>(),
-                                          SplitOf(K))});
+      Out.push_back(
+          {Param,
+           localElements(*O,
+                         L ? ArrayRef<int>(L->Operands[I]) : ArrayRef<int>(),
+                         SplitOf(K)),
+           K});
     }
   }
   return Out;
@@ -96,4 +101,19 @@ double autopar::sumElements(ArrayRef<HeldParam> Held) {
   for (const HeldParam &H : Held)
     Sum += H.Elements;
   return Sum;
+}
+
+double autopar::largestNeighbourElements(ArrayRef<HeldParam> Held, bool ByUse) {
+  // Elements per group: each parameter, or each use.
+  SmallVector<double, 16> Groups;
+  for (size_t I = 0; I != Held.size(); ++I) {
+    if (ByUse && I && Held[I].FirstReader == Held[I - 1].FirstReader)
+      Groups.back() += Held[I].Elements;
+    else
+      Groups.push_back(Held[I].Elements);
+  }
+  double Largest = Groups.empty() ? 0 : Groups.front();
+  for (size_t I = 1; I < Groups.size(); ++I)
+    Largest = std::max(Largest, Groups[I - 1] + Groups[I]);
+  return Largest;
 }

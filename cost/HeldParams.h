@@ -39,6 +39,9 @@ std::pair<const Value *, int> traceParam(const Value *V, int Layout);
 struct HeldParam {
   const Value *Param = nullptr;
   double Elements = 0;
+  /// The index of the node that reads it first: parameters with the same
+  /// reader are used together (a fused Linear's weight and bias).
+  unsigned FirstReader = 0;
 };
 
 /// The parameters Nodes hold on one rank, each once, in the order they are
@@ -52,6 +55,15 @@ getHeldParams(llvm::ArrayRef<const Node *> Nodes,
 
 /// The sum of Held's elements.
 double sumElements(llvm::ArrayRef<HeldParam> Held);
+
+/// The largest elements two neighbours hold together: of consecutive
+/// parameters of Held when ByUse is false (what the optimizer step streams,
+/// one parameter and the next one prefetched), of consecutive uses (the
+/// parameters with one first reader) when true (what ZeRO-3 gathers and
+/// offload fetches, one use and the next prefetched:
+/// passes/InsertGradSync.cpp, passes/Offload.cpp). One alone when there is
+/// only one.
+double largestNeighbourElements(llvm::ArrayRef<HeldParam> Held, bool ByUse);
 
 } // namespace autopar
 

@@ -75,8 +75,9 @@ ModelStateMemory autopar::getModelStateMemory(const ModelStateConfig &C) {
     Grads /= Nd;
   if (C.ZeroStage >= 3) {
     Weights /= Nd;
-    // The layer being computed and the one being prefetched, whole.
-    M.GatherBufferBytes = 2 * C.LargestLayerParams * C.WeightBytes;
+    // The use being computed and the one being prefetched, whole.
+    if (Nd > 1)
+      M.GatherBufferBytes = C.UsePairParams * C.WeightBytes;
   }
   if (Nd > 1) {
     // Synchronizing a bucket (passes/InsertGradSync.cpp) concatenates its
@@ -96,19 +97,33 @@ ModelStateMemory autopar::getModelStateMemory(const ModelStateConfig &C) {
   M.WeightBytes = Weights;
   M.GradBytes = Grads + M.GradSyncBytes;
   M.OptimizerBytes = Optimizer;
+  bool OffloadsWeights =
+      C.Offload == OffloadKind::AllCpu || C.Offload == OffloadKind::AllNvme;
   if (offloadsOptimizer(C.Offload)) {
     double Off = Optimizer;
     // ZeRO-Offload keeps the gradients on the host too, after reducing
-    // them: the device keeps one layer's buffer (ignored here).
+    // them (passes/Offload.cpp evicts each after its producer). On the
+    // device: a gradient being produced and the one an optimizer step
+    // fetched (or a shared parameter's two terms).
     Off += Grads;
-    M.OptimizerBytes = 0;
-    M.GradBytes = M.GradSyncBytes;
+    M.GradBytes = M.GradSyncBytes + 2 * C.LargestParam * C.GradBytes;
+    // The step streams each parameter's state (its weight too when the
+    // weights are offloaded) and prefetches the next parameter's.
+    double StepBytes =
+        optimizerBytesPerParam(C.Optimizer, false) + (OffloadsWeights ? 4 : 0);
+    M.OptimizerBytes = C.StepPairParams / Nd * StepBytes;
+    M.FetchBufferBytes = M.OptimizerBytes;
     (offloadsToNvme(C.Offload) ? M.NvmeBytes : M.HostBytes) += Off;
   }
-  if (C.Offload == OffloadKind::AllCpu || C.Offload == OffloadKind::AllNvme) {
+  if (OffloadsWeights) {
     (C.Offload == OffloadKind::AllNvme ? M.NvmeBytes : M.HostBytes) +=
         M.WeightBytes;
-    M.WeightBytes = 0;
+    // A use's shards and the next use's, fetched. The step streams after
+    // the last use: the device holds the larger of the two, the step's
+    // excess counted as optimizer state.
+    M.WeightBytes = C.UsePairParams / Nd * C.WeightBytes;
+    M.OptimizerBytes = std::max(0.0, M.OptimizerBytes - M.WeightBytes);
+    M.FetchBufferBytes = M.WeightBytes + M.OptimizerBytes;
   }
   return M;
 }

@@ -49,15 +49,18 @@ struct ModelStateConfig {
   /// Mixed precision keeps an fp32 master copy of the weights with the
   /// optimizer states (Micikevicius et al. 2018); fp32 training does not.
   bool MasterWeights = true;
-  /// Parameter elements of the largest layer: ZeRO-3 is priced as holding
-  /// two of them whole (the one computing and the prefetched one). The
-  /// runtime gathers per parameter (passes/InsertGradSync.cpp), less than
-  /// that, but with offload it also streams each parameter's optimizer
-  /// state through the device, which this does not count apart.
-  double LargestLayerParams = 0;
   /// Elements of the largest parameter tensor: a gradient larger than a
   /// bucket is a bucket of its own.
   double LargestParam = 0;
+  /// The most elements two consecutive uses of parameters read (a use: the
+  /// parameters of one node, a fused Linear's weight and bias): ZeRO-3
+  /// gathers each use's parameters and the next use's while it runs, and
+  /// offload fetches them so (passes/InsertGradSync.cpp,
+  /// passes/Offload.cpp; cost/HeldParams.h).
+  double UsePairParams = 0;
+  /// The most elements two consecutive parameters hold: an offloaded
+  /// optimizer step fetches one parameter's state and prefetches the next.
+  double StepPairParams = 0;
   /// Micro-batches per step: ZeRO-1 over one micro-batch reduce-scatters
   /// each gradient bucket as the backward produces it, as ZeRO-2 does, and
   /// never holds the whole gradients.
@@ -70,8 +73,12 @@ struct ModelStateMemory {
   /// GradBytes includes GradSyncBytes: what synchronizing the gradients
   /// holds on top of them for a moment (getModelStateMemory).
   double WeightBytes = 0, GradBytes = 0, OptimizerBytes = 0, GradSyncBytes = 0;
-  /// ZeRO-3's gathered layers (current and prefetched).
+  /// ZeRO-3's gathered parameters (current and prefetched use).
   double GatherBufferBytes = 0;
+  /// Offloaded state on the device while fetched for its use (included in
+  /// WeightBytes and OptimizerBytes): a use's weights and the next's, or an
+  /// optimizer step's state and the next parameter's.
+  double FetchBufferBytes = 0;
   /// Bytes this rank keeps in host memory or on NVMe.
   double HostBytes = 0, NvmeBytes = 0;
 

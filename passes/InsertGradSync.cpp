@@ -4,7 +4,8 @@
 // (after `autodiff` and `accumulate-micro-batches`): the gradients (outputs
 // named `grad.<param>`) are packed, in the order the backward pass produces
 // them, into buckets of at most `bucket-mib` MiB (PyTorch DDP's
-// `bucket_cap_mb`, 25 by default; a larger gradient is a bucket of its own),
+// `bucket_cap_mb`, 25 by default; a larger gradient is a bucket of its own;
+// all-reduced and reduce-scattered gradients fill buckets of their own),
 // and each bucket is reduced over the data-parallel axis with one
 // collective placed right after the node that produces its last gradient,
 // so that it overlaps the rest of the backward pass. The axis is the one
@@ -285,18 +286,21 @@ InsertGradSyncPass::makeBuckets(ArrayRef<Value *> Grads,
                                 function_ref<bool(Value *)> IsScattered) const {
   double Cap = Opts.BucketMiB * 1024 * 1024;
   SmallVector<SmallVector<Value *, 8>, 8> Buckets;
-  double Bytes = 0;
+  // One open bucket per kind of reduction (as DDP buckets by dtype), so
+  // that gradients of the two kinds interleaved in the backward still fill
+  // buckets up to the cap.
+  int Open[2] = {-1, -1};
+  double Bytes[2] = {0, 0};
   for (Value *Grad : Grads) {
     double Size = double(*Grad->getType().getStaticSizeInBytes());
-    if (Buckets.empty() ||
-        (!Buckets.back().empty() &&
-         (Bytes + Size > Cap ||
-          IsScattered(Grad) != IsScattered(Buckets.back().front())))) {
+    unsigned Kind = IsScattered(Grad) ? 1 : 0;
+    if (Open[Kind] < 0 || Bytes[Kind] + Size > Cap) {
       Buckets.emplace_back();
-      Bytes = 0;
+      Open[Kind] = int(Buckets.size() - 1);
+      Bytes[Kind] = 0;
     }
-    Buckets.back().push_back(Grad);
-    Bytes += Size;
+    Buckets[Open[Kind]].push_back(Grad);
+    Bytes[Kind] += Size;
   }
   return Buckets;
 }
@@ -516,11 +520,14 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
     for (const std::unique_ptr<Value> &P : G.getParams()) {
       Value *Grad = G.lookupValue(("grad." + P->getName()).str());
       const TensorType &Ty = P->getType();
-      // A tensor-parallel shard made of pieces (a fused QKV weight) stays
-      // whole over the data-parallel axis.
+      // A tensor-parallel shard made of pieces (a fused QKV weight) along
+      // its rows stays whole over the data-parallel axis: a block of its
+      // rows is no block of each piece (runtime/ParamInit.h's view).
+      bool PiecesOnRows = P->getAttrs().get("pieces") && Ty.getRank() &&
+                          P->getLogicalType().getShape()[0] != Ty.getShape()[0];
       if (!Grad || Grad->getNumOutputUses() == 0 || Ty.getRank() == 0 ||
           !Ty.getDim(0).isStatic() || Ty.getDim(0).getSize() % Ranks ||
-          P->getAttrs().get("pieces"))
+          PiecesOnRows)
         continue;
       ShardedParams.push_back(P.get());
       Scattered.insert(Grad);

@@ -217,8 +217,7 @@ Expected<std::vector<UnitCost>> ModelProfile::compute(unsigned TP, bool SP) {
     C.GradSyncSeconds = Sol.GradSyncSeconds;
     C.ParamElements = Sol.ParamElements;
     C.SharedParams = GetShared();
-    for (const HeldParam &H : Sol.HeldParams)
-      C.LargestParamElements = std::max(C.LargestParamElements, H.Elements);
+    C.Held = Sol.HeldParams;
     DenseMap<const Node *, LoopSplit> Splits;
     for (unsigned K = 0; K != U.Nodes.size(); ++K)
       Splits[U.Nodes[K]] = Sol.Splits[K];

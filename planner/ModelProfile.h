@@ -64,8 +64,10 @@ struct UnitCost {
   /// rank holding several of those units keeps once (heldParamElements).
   double ParamElements = 0;
   std::vector<HeldParam> SharedParams;
-  /// Elements of the largest of those parameters.
-  double LargestParamElements = 0;
+  /// Those parameters, each once, in the order the unit first reads them
+  /// (cost/HeldParams.h; of the unit the solution was found on, when units
+  /// of a class share it: the sizes and uses are the same).
+  std::vector<HeldParam> Held;
   /// Bytes handed to the next unit (a pipeline send), on this rank.
   double OutputBytes = 0;
   /// Whether that output is replicated over the tensor-parallel group (then

@@ -211,12 +211,22 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                       unsigned InFlight) const {
   RankPrediction R;
   double Params = heldParamElements(Costs, Ranges);
-  double Largest = 0, LargestParam = 0, Saved = 0, Working = 0, Loss = 0;
+  double LargestParam = 0, Saved = 0, Working = 0, Loss = 0;
+  // The rank's parameters in the order its units first read them, each
+  // unit's uses apart.
+  std::vector<HeldParam> Sequence;
+  unsigned Base = 0;
   for (auto [Begin, End] : Ranges)
     for (unsigned U = Begin; U != End; ++U) {
       const UnitCost &Cost = Costs[U];
-      Largest = std::max(Largest, Cost.ParamElements);
-      LargestParam = std::max(LargestParam, Cost.LargestParamElements);
+      unsigned Next = Base;
+      for (HeldParam H : Cost.Held) {
+        LargestParam = std::max(LargestParam, H.Elements);
+        H.FirstReader += Base;
+        Next = std::max(Next, H.FirstReader + 1);
+        Sequence.push_back(H);
+      }
+      Base = Next;
       Recompute Mode =
           recomputes(U, Costs.size()) ? C.Recomputation : Recompute::None;
       Saved += Cost.SavedBytes[unsigned(Mode)];
@@ -241,8 +251,9 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   MS.Optimizer = O.Optimizer;
   MS.Offload = C.Offload;
   setTrainingPrecision(MS, C.TrainPrecision);
-  MS.LargestLayerParams = Largest;
   MS.LargestParam = LargestParam;
+  MS.UsePairParams = largestNeighbourElements(Sequence, /*ByUse=*/true);
+  MS.StepPairParams = largestNeighbourElements(Sequence, /*ByUse=*/false);
   MS.MicroBatches = C.MicroBatches;
   ModelStateMemory States = getModelStateMemory(MS);
   R.ModelStateBytes = States.deviceBytes();

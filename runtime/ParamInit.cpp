@@ -264,7 +264,10 @@ ShardView autopar::getShardView(const Value &P, int Rank) {
       Pieces && Pieces->isa(Attribute::Kind::Int) ? Pieces->getInt() : 1;
   if (K <= 1 || !getLocalSharding(P))
     return V;
-  for (unsigned D = 0; D != V.Local.size(); ++D) {
+  // The pieces are along the tensor-parallel split: the last split
+  // dimension (data parallelism adds dimension 0 only when that is not the
+  // pieces', passes/InsertGradSync.cpp).
+  for (unsigned D = V.Local.size(); D-- > 0;) {
     if (V.Local[D] == V.Logical[D] || V.Logical[D] % K || V.Local[D] % K)
       continue;
     // [.., n, ..] viewed as [.., K, n / K, ..]: the shard is a block.
