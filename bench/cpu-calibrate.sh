@@ -3,8 +3,10 @@
 # rate of a plain blocked loop, STREAM triad/copy bandwidth and core-to-core
 # latency (bench/cpu-calibrate.cpp), memory size, and the sequential
 # bandwidth and 4 KiB read latency of the disk under bench/ (direct I/O,
-# 1 GiB). Run it on an idle machine; Devices.def names the date and the
-# command of the figures it holds.
+# 1 GiB), and with a build and mpirun the runtime's collective call latency
+# (bench/collective-latency.py: chained scalar all-reduces on 2 ranks). Run
+# it on an idle machine; Devices.def names the date and the command of the
+# figures it holds.
 # Usage: bench/cpu-calibrate.sh [--calibration FILE.json]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,3 +26,10 @@ r=$(dd if="$disk/f" of=/dev/null bs=16M iflag=direct 2>&1 | rate)
 lat=$(dd if="$disk/f" of=/dev/null bs=4k count=4000 iflag=direct 2>&1 |
   tail -1 | awk '{print $(NF-3) / 4000 * 1e6}')
 echo "disk: write $w, read $r, 4 KiB read ${lat} us"
+
+build=${AUTOPAR_BUILD:-build}
+if [[ -x "$build/bin/autopar-run" ]] && command -v mpirun > /dev/null; then
+  python3 bench/collective-latency.py "$build/bin/autopar-run" "$dir"
+else
+  echo "collective latency: skipped (needs $build/bin/autopar-run and mpirun)"
+fi

@@ -6,7 +6,7 @@
 # per plan with the worst ratios (bench/plan_vs_run.py says how). Needs a
 # build (scripts/demo.sh; AUTOPAR_BUILD names another build folder) and
 # mpirun. The `cpu` device's figures come from bench/cpu-calibrate.sh.
-# Usage: bench/plan-vs-run.sh [--steps N] [--keep DIR] [--shared DIR]
+# Usage: bench/plan-vs-run.sh [--steps N] [--repeat N] [--keep DIR] [--shared DIR]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${AUTOPAR_BUILD:-build}

@@ -1,6 +1,7 @@
 //===- PlanDriver.cpp - What `autopar MODEL --gpus N` does ----------------===//
 
 #include "driver/PlanDriver.h"
+#include "ir/BackendCapabilities.h"
 
 #include "codegen/LaunchFiles.h"
 #include "codegen/Report.h"
@@ -581,7 +582,11 @@ static SearchOptions makeSearchOptions(const PlanDriverOptions &O,
                  : Fixes.Attention
                      ? *Fixes.Attention
                      : defaultAttentionKernel(C.Cl.Device, SO.TrainPrecision);
-  SO.DpOverlap = Plan ? Plan->DpOverlap : Fixes.DpOverlap.value_or(true);
+  // Overlap where the backend overlaps (ir/BackendCapabilities.def).
+  SO.DpOverlap =
+      Plan ? Plan->DpOverlap
+           : Fixes.DpOverlap.value_or(hasCapability(
+                 getPlanBackend(C.Cl.Device.Name), Capability::OverlapDpSync));
   SO.TopK = O.TopK;
   SO.TpAcrossNodes = O.TpAcrossNodes;
   return SO;

@@ -71,6 +71,9 @@ autopar::getRequiredCapabilities(const PlanConfig &C) {
     Needs.push_back(Capability::RecomputeFull);
     break;
   }
+  // One replica has nothing to overlap.
+  if (C.DpOverlap && C.DP > 1)
+    Needs.push_back(Capability::OverlapDpSync);
   switch (C.Offload) {
   case OffloadKind::None:
     break;

@@ -176,6 +176,10 @@ private:
   };
   StepTail getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                        const PipelineCandidate &Pipe) const;
+  /// One all-gather over Group per parameter of Held, or per use (the
+  /// parameters one node reads first) when ByUse.
+  double gatherSeconds(ArrayRef<HeldParam> Held, bool ByUse, double ElemBytes,
+                       const CommGroup &Group) const;
   /// The prediction of C under Pipe with the ranks' memory and the tail.
   Plan predict(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                PipelineCandidate Pipe, std::vector<RankPrediction> Ranks,
@@ -479,6 +483,23 @@ Evaluator::getRankMemory(const PlanConfig &C,
   return Ranks;
 }
 
+double Evaluator::gatherSeconds(ArrayRef<HeldParam> Held, bool ByUse,
+                                double ElemBytes,
+                                const CommGroup &Group) const {
+  double Seconds = 0, Elements = 0;
+  for (size_t I = 0; I != Held.size(); ++I) {
+    Elements += Held[I].Elements;
+    bool Last = I + 1 == Held.size() || !ByUse ||
+                Held[I + 1].FirstReader != Held[I].FirstReader;
+    if (!Last)
+      continue;
+    Seconds += collectiveSeconds(Cl, Collective::AllGather,
+                                 Elements * ElemBytes, Group);
+    Elements = 0;
+  }
+  return Seconds;
+}
+
 Evaluator::StepTail
 Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                        const PipelineCandidate &Pipe) const {
@@ -492,19 +513,24 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   unsigned First = 0;
   std::vector<double> RankParams(C.PP, 0), RankGradSync(C.PP, 0);
   std::vector<std::vector<std::pair<unsigned, unsigned>>> RankRanges(C.PP);
-  // ZeRO-3 gathers and reduce-scatters layer by layer: one collective per
-  // unit, each paying its latency.
-  std::vector<double> RankGathers(C.PP, 0), RankScatters(C.PP, 0);
+  // ZeRO-3 gathers use by use (the parameters one node reads) and
+  // reduce-scatters layer by layer; ZeRO-1/2 gather each parameter once
+  // (passes/InsertGradSync.cpp): one collective each, each paying its
+  // latency.
+  std::vector<double> RankGathers(C.PP, 0), RankScatters(C.PP, 0),
+      RankParamGathers(C.PP, 0);
   // Weights and gradients travel in the compute precision.
   double ElemBytes = getPrecisionBytes(C.TrainPrecision);
   for (unsigned J = 0; J != Pipe.StageUnits.size(); ++J) {
     RankRanges[J % C.PP].push_back({First, First + Pipe.StageUnits[J]});
     for (unsigned U = First; U != First + Pipe.StageUnits[J]; ++U) {
       RankGradSync[J % C.PP] += Costs[U].GradSyncSeconds;
+      if (C.Zero >= 1 && C.DP > 1)
+        RankParamGathers[J % C.PP] +=
+            gatherSeconds(Costs[U].Held, /*ByUse=*/false, ElemBytes, DpGroup);
       if (C.Zero == 3 && C.DP > 1 && Costs[U].ParamElements > 0) {
         RankGathers[J % C.PP] +=
-            collectiveSeconds(Cl, Collective::AllGather,
-                              Costs[U].ParamElements * ElemBytes, DpGroup);
+            gatherSeconds(Costs[U].Held, /*ByUse=*/true, ElemBytes, DpGroup);
         RankScatters[J % C.PP] +=
             collectiveSeconds(Cl, Collective::ReduceScatter,
                               Costs[U].ParamElements * ElemBytes, DpGroup);
@@ -533,8 +559,7 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
       } else {
         Kinds[unsigned(Collective::ReduceScatter)] = collectiveSeconds(
             Cl, Collective::ReduceScatter, GradBytes, DpGroup);
-        Kinds[unsigned(Collective::AllGather)] =
-            collectiveSeconds(Cl, Collective::AllGather, WeightBytes, DpGroup);
+        Kinds[unsigned(Collective::AllGather)] = RankParamGathers[R];
       }
       double Sync = C.Zero == 0 ? Kinds[unsigned(Collective::AllReduce)]
                                 : Kinds[unsigned(Collective::ReduceScatter)] +
@@ -734,6 +759,9 @@ static Error checkPins(const ModelProfile &Profile, const Cluster &Cl,
     Pinned.Recomputation = *F.Recomputation;
   if (F.Offload)
     Pinned.Offload = *F.Offload;
+  // Overlap matters once there are replicas: pinned, or free to be.
+  Pinned.DpOverlap = O.DpOverlap;
+  Pinned.DP = F.DP ? *F.DP : 2;
   if (Error E = checkCapabilities(Cl, Pinned, "--fix"))
     return E;
   if (F.MicroBatch && Profile.getFixedBatch() &&
