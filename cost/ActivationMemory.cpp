@@ -258,7 +258,7 @@ struct KeptTensors {
 KeptTensors getKeptTensors(ArrayRef<const Node *> Nodes,
                            function_ref<LoopSplit(const Node &)> SplitOf,
                            bool Selective, const GradientFlow &Flow,
-                           const CostSettings &Settings) {
+                           const CostSettings &Settings, bool AsRead = false) {
   KeptTensors Kept;
   SmallVector<SavedTensor, 8> Saved;
   for (unsigned K = 0; K != Nodes.size(); ++K) {
@@ -275,9 +275,14 @@ KeptTensors getKeptTensors(ArrayRef<const Node *> Nodes,
       }
       auto [It, New] = Kept.Values.insert({T.V, {T.bytes(Split), K}});
       if (!New)
-        It->second.first = std::min(It->second.first, T.bytes(Split));
+        It->second.first = AsRead ? std::max(It->second.first, T.bytes(Split))
+                                  : std::min(It->second.first, T.bytes(Split));
     }
   }
+  // Recomputed for a backward, a value is as its readers read it: the
+  // clones gather again (passes/RecomputeLayers.cpp).
+  if (AsRead)
+    return Kept;
   // A value kept larger than its producer made it (gathered for a
   // product) is kept as produced and gathered again in backward
   // (Korthikanti et al. 2022, section 4.2.2).
@@ -335,6 +340,19 @@ double autopar::savedActivationBytes(
   }
   for (const auto &[V, Bytes] : Kept)
     Total += Bytes;
+  return Total;
+}
+
+double autopar::recomputedActivationBytes(
+    ArrayRef<const Node *> Nodes, function_ref<LoopSplit(const Node &)> SplitOf,
+    const GradientFlow &Flow, const CostSettings &Settings) {
+  KeptTensors Kept = getKeptTensors(Nodes, SplitOf, /*Selective=*/false, Flow,
+                                    Settings, /*AsRead=*/true);
+  double Total = 0;
+  for (const auto &Entry : Kept.Internal)
+    Total += Entry.first;
+  for (const auto &Entry : Kept.Values)
+    Total += Entry.second.first;
   return Total;
 }
 

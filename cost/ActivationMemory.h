@@ -59,6 +59,16 @@ double savedActivationBytes(llvm::ArrayRef<const Node *> Nodes,
                             Recompute Mode, const GradientFlow &Flow,
                             const CostSettings &Settings);
 
+/// What a layer's backward holds of its activations when full recomputation
+/// runs its forward again: savedActivationBytes without recomputation, but
+/// each value at the largest size its keepers read (a gathered value is
+/// gathered again by the recomputed forward, not kept split).
+double
+recomputedActivationBytes(llvm::ArrayRef<const Node *> Nodes,
+                          llvm::function_ref<LoopSplit(const Node &)> SplitOf,
+                          const GradientFlow &Flow,
+                          const CostSettings &Settings);
+
 /// How far the backward of Nodes (one layer, no recomputation) rises above
 /// the bytes the layer keeps (savedActivationBytes), on one rank: walking
 /// the nodes in reverse, the kept tensors still to be read plus the

@@ -227,6 +227,8 @@ Expected<std::vector<UnitCost>> ModelProfile::compute(unsigned TP, bool SP) {
           savedActivationBytes(U.Nodes, SplitOf, R, *Flow, Settings);
     C.BackwardExcessBytes =
         backwardExcessBytes(U.Nodes, SplitOf, *Flow, Settings);
+    C.RecomputedBytes =
+        recomputedActivationBytes(U.Nodes, SplitOf, *Flow, Settings);
     SmallPtrSet<const Node *, 32> Inside(U.Nodes.begin(), U.Nodes.end());
     for (const Node *N : U.Nodes) {
       std::optional<OpLoops> L = getOpLoops(*N);

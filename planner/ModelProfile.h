@@ -59,6 +59,9 @@ struct UnitCost {
   /// unit's backward rises above them (cost/ActivationMemory.h).
   double SavedBytes[3] = {0, 0, 0};
   double BackwardExcessBytes = 0;
+  /// What the unit's backward holds of its activations when full
+  /// recomputation runs its forward again (recomputedActivationBytes).
+  double RecomputedBytes = 0;
   /// Parameter elements held on this rank (cost/HeldParams.h), and those
   /// of them that other units hold too (a tied embedding table), which a
   /// rank holding several of those units keeps once (heldParamElements).

@@ -241,9 +241,11 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
       // (runtime/cpu/AttentionKernel.cpp row by row; the CUDA kernel in
       // the scratch that holds dS in every mode), so it adds nothing that
       // outlives a kernel.
+      // Gathered values are whole in the recomputed forward.
       double Recomputed =
           Mode == Recompute::Full
-              ? Cost.SavedBytes[0] - Cost.SavedBytes[unsigned(Mode)]
+              ? std::max(0.0,
+                         Cost.RecomputedBytes - Cost.SavedBytes[unsigned(Mode)])
               : 0;
       Working = std::max(Working, Recomputed + Cost.BackwardExcessBytes);
       Loss += Cost.LossBytes;

@@ -302,6 +302,31 @@ TEST(TrainingCost, KorthikantiActivationsPerLayer) {
   }
 }
 
+TEST(TrainingCost, RecomputedLayerHoldsGatheredValuesWhole) {
+  // A layer recomputed for its backward gathers its values again: under
+  // sequence parallelism the two LayerNorm outputs the products read are
+  // whole (2sbh bytes each), not the split copies a kept layer holds.
+  GptShape G{/*B=*/2,  /*S=*/2048, /*H=*/1536,
+             /*A=*/16, /*V=*/1024, /*L=*/1};
+  GptModel M(G);
+  ASSERT_TRUE(M.ok());
+  CostSettings Bf16;
+  GradientFlow Flow(M.graph());
+  std::vector<const Node *> Nodes = M.layer(0);
+  double sbh = double(G.S) * G.B * G.H;
+  for (int64_t T : {2, 8}) {
+    for (bool SP : {false, true}) {
+      double Kept = layerActivationBytes(M, T, SP, Recompute::None, Bf16);
+      double Recomputed = recomputedActivationBytes(
+          Nodes, [&](const Node &N) { return megatronSplit(N, T, SP); }, Flow,
+          Bf16);
+      double Gathered = SP ? 2 * 2 * sbh * (1 - 1.0 / T) : 0;
+      EXPECT_NEAR(Recomputed / (Kept + Gathered), 1.0, Tolerance)
+          << "t=" << T << " sp=" << SP;
+    }
+  }
+}
+
 TEST(TrainingCost, SelectiveRecomputationDropsTheAttentionCore) {
   // With the fused Attention op: the core's probabilities are the 2as^2b
   // term (no attention dropout); selective recomputation removes it.
