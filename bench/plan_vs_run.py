@@ -12,7 +12,7 @@ where the ranks do not exceed the machine's cores. Oversubscribed runs
 (more ranks than cores) share cores, so their step time is printed but not
 compared. The measured step time is the median of the steps after the
 first (which allocates); runs that the cores can hold are trained --repeat
-times (2 by default) and the fastest median kept, since this machine's
+times (3 by default) and the fastest median kept, since this machine's
 multi-rank runs are bimodal from run to run (the same plan measured 188 and
 270 ms in consecutive runs). The `cpu` device's figures are
 bench/cpu-calibrate.sh's (cost/Devices.def).
@@ -85,7 +85,7 @@ def main(argv):
         sys.exit(__doc__)
     bin_dir = os.path.abspath(args.pop(0))
     shared = os.path.join(os.path.dirname(SRC), "shared")
-    steps, keep, repeat = 4, None, 2
+    steps, keep, repeat = 4, None, 3
     while args:
         opt = args.pop(0)
         if opt == "--shared":
