@@ -20,6 +20,7 @@
 
 #include "cost/Collectives.h"
 #include "ir/BackendCapabilities.h"
+#include "ir/PipelineOrder.h"
 #include "passes/StageCut.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -209,6 +210,23 @@ Evaluator::rangesOf(const PlanConfig &C, const std::vector<unsigned> &Cut,
   return Ranges;
 }
 
+/// How many micro-batches' forwards of the last stage run before its first
+/// backward (ir/PipelineOrder.h): 1 for 1F1B, every one for GPipe and for
+/// an interleaved schedule with as many micro-batches as ranks. Each keeps
+/// its logits for the loss until then.
+static unsigned lastStageForwardsInFlight(const PlanConfig &C) {
+  unsigned Last = C.PP * C.VPP - 1, Forwards = 0;
+  for (const PipelineAction &A :
+       getRankOrder(C.Schedule, C.PP, C.VPP, C.MicroBatches, Last % C.PP)) {
+    if (A.Stage != Last)
+      continue;
+    if (A.Backward)
+      break;
+    ++Forwards;
+  }
+  return std::max(1u, Forwards);
+}
+
 RankPrediction
 Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                       ArrayRef<std::pair<unsigned, unsigned>> Ranges,
@@ -272,6 +290,10 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   // chunks for one micro-batch.
   // The loss's buffers are freed by the head's backward, before any layer
   // is recomputed: the two never add up.
+  // Loss holds the logits and their gradient for one micro-batch; the
+  // logits of every micro-batch whose loss waits for its backward are live
+  // together.
+  Loss *= (1.0 + lastStageForwardsInFlight(C)) / 2;
   R.ActivationBytes = Saved / C.VPP * InFlight + std::max(Working, Loss);
   R.MemoryBytes =
       R.ModelStateBytes + R.ActivationBytes + frameworkOverheadBytes(Cl);
