@@ -305,21 +305,25 @@ KeptTensors getKeptTensors(ArrayRef<const Node *> Nodes,
   return Kept;
 }
 
+/// The bytes of everything Kept holds.
+double sumKept(const KeptTensors &Kept) {
+  double Total = 0;
+  for (const auto &Entry : Kept.Internal)
+    Total += Entry.first;
+  for (const auto &Entry : Kept.Values)
+    Total += Entry.second.first;
+  return Total;
+}
+
 } // namespace
 
 double autopar::savedActivationBytes(
     ArrayRef<const Node *> Nodes, function_ref<LoopSplit(const Node &)> SplitOf,
     Recompute Mode, const GradientFlow &Flow, const CostSettings &Settings) {
+  if (Mode != Recompute::Full)
+    return sumKept(getKeptTensors(Nodes, SplitOf, Mode == Recompute::Selective,
+                                  Flow, Settings));
   double Total = 0;
-  if (Mode != Recompute::Full) {
-    KeptTensors Kept = getKeptTensors(
-        Nodes, SplitOf, Mode == Recompute::Selective, Flow, Settings);
-    for (const auto &Entry : Kept.Internal)
-      Total += Entry.first;
-    for (const auto &Entry : Kept.Values)
-      Total += Entry.second.first;
-    return Total;
-  }
   // Insertion order, so that the sum rounds the same way on every run.
   MapVector<const Value *, double> Kept;
   SmallPtrSet<const Node *, 32> Inside(Nodes.begin(), Nodes.end());
@@ -346,14 +350,8 @@ double autopar::savedActivationBytes(
 double autopar::recomputedActivationBytes(
     ArrayRef<const Node *> Nodes, function_ref<LoopSplit(const Node &)> SplitOf,
     const GradientFlow &Flow, const CostSettings &Settings) {
-  KeptTensors Kept = getKeptTensors(Nodes, SplitOf, /*Selective=*/false, Flow,
-                                    Settings, /*AsRead=*/true);
-  double Total = 0;
-  for (const auto &Entry : Kept.Internal)
-    Total += Entry.first;
-  for (const auto &Entry : Kept.Values)
-    Total += Entry.second.first;
-  return Total;
+  return sumKept(getKeptTensors(Nodes, SplitOf, /*Selective=*/false, Flow,
+                                Settings, /*AsRead=*/true));
 }
 
 double autopar::backwardExcessBytes(

@@ -103,8 +103,8 @@ double autopar::sumElements(ArrayRef<HeldParam> Held) {
   return Sum;
 }
 
-double autopar::largestNeighbourElements(ArrayRef<HeldParam> Held, bool ByUse) {
-  // Elements per group: each parameter, or each use.
+SmallVector<double, 16> autopar::getGroupElements(ArrayRef<HeldParam> Held,
+                                                  bool ByUse) {
   SmallVector<double, 16> Groups;
   for (size_t I = 0; I != Held.size(); ++I) {
     if (ByUse && I && Held[I].FirstReader == Held[I - 1].FirstReader)
@@ -112,6 +112,11 @@ double autopar::largestNeighbourElements(ArrayRef<HeldParam> Held, bool ByUse) {
     else
       Groups.push_back(Held[I].Elements);
   }
+  return Groups;
+}
+
+double autopar::largestNeighbourElements(ArrayRef<HeldParam> Held, bool ByUse) {
+  SmallVector<double, 16> Groups = getGroupElements(Held, ByUse);
   double Largest = Groups.empty() ? 0 : Groups.front();
   for (size_t I = 1; I < Groups.size(); ++I)
     Largest = std::max(Largest, Groups[I - 1] + Groups[I]);

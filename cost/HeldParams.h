@@ -20,6 +20,7 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <optional>
 #include <utility>
@@ -64,6 +65,10 @@ double sumElements(llvm::ArrayRef<HeldParam> Held);
 /// passes/InsertGradSync.cpp, passes/Offload.cpp). One alone when there is
 /// only one.
 double largestNeighbourElements(llvm::ArrayRef<HeldParam> Held, bool ByUse);
+/// The elements of each parameter of Held, or of each use (consecutive
+/// parameters with one first reader) when ByUse, in order.
+llvm::SmallVector<double, 16> getGroupElements(llvm::ArrayRef<HeldParam> Held,
+                                               bool ByUse);
 
 } // namespace autopar
 

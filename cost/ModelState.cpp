@@ -109,8 +109,7 @@ ModelStateMemory autopar::getModelStateMemory(const ModelStateConfig &C) {
     M.GradBytes = M.GradSyncBytes + 2 * C.LargestParam * C.GradBytes;
     // The step streams each parameter's state (its weight too when the
     // weights are offloaded) and prefetches the next parameter's.
-    double StepBytes =
-        optimizerBytesPerParam(C.Optimizer, false) + (OffloadsWeights ? 4 : 0);
+    double StepBytes = optimizerBytesPerParam(C.Optimizer, OffloadsWeights);
     M.OptimizerBytes = C.StepPairParams / Nd * StepBytes;
     M.FetchBufferBytes = M.OptimizerBytes;
     (offloadsToNvme(C.Offload) ? M.NvmeBytes : M.HostBytes) += Off;

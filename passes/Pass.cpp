@@ -3,6 +3,7 @@
 #include "passes/Pass.h"
 
 #include "ir/Attributes.h"
+#include "ir/Graph.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -13,6 +14,13 @@ using namespace autopar;
 using namespace llvm;
 
 Pass::~Pass() = default;
+
+LogicalResult GraphPass::run(Module &M, DiagnosticEngine &Diag) {
+  (void)Diag;
+  for (const std::unique_ptr<Graph> &G : M.getGraphs())
+    runOnGraph(*G);
+  return success();
+}
 
 void PassOptionBinder::bind(StringRef Name, bool *Field,
                             StringRef Description) {

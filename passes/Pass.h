@@ -22,6 +22,7 @@
 
 namespace autopar {
 
+class Graph;
 class Module;
 
 /// Binds option names to fields of a pass's options struct.
@@ -67,6 +68,15 @@ public:
 
 protected:
   PassOptionBinder Options;
+};
+
+/// A pass that rewrites each graph of a module on its own and cannot fail.
+class GraphPass : public Pass {
+public:
+  LogicalResult run(Module &M, DiagnosticEngine &Diag) final;
+
+protected:
+  virtual void runOnGraph(Graph &G) = 0;
 };
 
 } // namespace autopar

@@ -32,19 +32,12 @@ namespace {
 /// AttentionGrad's operand holding the forward's probabilities.
 constexpr unsigned ProbsOperand = 5;
 
-class RecomputeAttentionPass : public Pass {
+class RecomputeAttentionPass : public GraphPass {
 public:
   StringRef getArgument() const override { return "recompute-attention"; }
 
-  LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
-    (void)Diag;
-    for (const std::unique_ptr<Graph> &G : M.getGraphs())
-      runOnGraph(*G);
-    return success();
-  }
-
 private:
-  static void runOnGraph(Graph &G);
+  void runOnGraph(Graph &G) override;
   /// Replaces N by a node of Op on Operands with N's attributes and its
   /// first NumResults results (Graph::replaceNode).
   static Node *rebuild(Graph &G, Node &N, OpId Op, ArrayRef<Value *> Operands,

@@ -45,7 +45,7 @@ using namespace llvm;
 
 namespace {
 
-class RecomputeLayersPass : public Pass {
+class RecomputeLayersPass : public GraphPass {
 public:
   RecomputeLayersPass() {
     Options.bind("first", &First, "First layer to recompute");
@@ -53,15 +53,8 @@ public:
   }
   StringRef getArgument() const override { return "recompute"; }
 
-  LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
-    (void)Diag;
-    for (const std::unique_ptr<Graph> &G : M.getGraphs())
-      runOnGraph(*G);
-    return success();
-  }
-
 private:
-  void runOnGraph(Graph &G) const;
+  void runOnGraph(Graph &G) override;
   void recomputeLayer(Graph &G, ArrayRef<Node *> Layer,
                       const SmallPtrSetImpl<const Node *> &Forward,
                       const DenseMap<const Node *, unsigned> &Order) const;
@@ -78,7 +71,7 @@ std::optional<int64_t> layerOf(const Node &N) {
 
 } // namespace
 
-void RecomputeLayersPass::runOnGraph(Graph &G) const {
+void RecomputeLayersPass::runOnGraph(Graph &G) {
   // The forward: what the non-gradient outputs need.
   SmallPtrSet<const Node *, 32> Forward = getForwardNodes(G);
   DenseMap<const Node *, unsigned> Order;

@@ -14,13 +14,14 @@
 // (cost/ActivationMemory.cpp keeps a gathered value as produced). The
 // clone gathers the same bytes, so the losses are bit for bit those without
 // it. The forward is what the graph's non-gradient outputs need
-// (passes/RecomputeLayers.cpp); an activation is a value computed from the
-// graph's inputs (gathers of parameters, ZeRO's, come later, from
+// (getForwardNodes); an activation is a value computed from the graph's
+// inputs (GradientFlow; gathers of parameters, ZeRO's, come later, from
 // insert-grad-sync). Run before accumulate-micro-batches or
 // schedule-pipeline, which copy each micro-batch's forward and backward.
 //
 //===----------------------------------------------------------------------===//
 
+#include "cost/OpCost.h"
 #include "passes/GradientRules.h"
 #include "passes/Passes.h"
 
@@ -34,19 +35,12 @@ using namespace llvm;
 
 namespace {
 
-class RegatherActivationsPass : public Pass {
+class RegatherActivationsPass : public GraphPass {
 public:
   StringRef getArgument() const override { return "regather-activations"; }
 
-  LogicalResult run(Module &M, DiagnosticEngine &Diag) override {
-    (void)Diag;
-    for (const std::unique_ptr<Graph> &G : M.getGraphs())
-      runOnGraph(*G);
-    return success();
-  }
-
 private:
-  static void runOnGraph(Graph &G);
+  void runOnGraph(Graph &G) override;
 };
 
 } // namespace
@@ -54,23 +48,15 @@ private:
 void RegatherActivationsPass::runOnGraph(Graph &G) {
   // The forward: what the non-gradient outputs need.
   SmallPtrSet<const Node *, 32> Forward = getForwardNodes(G);
-  // Activations: computed from the inputs.
-  SmallPtrSet<const Value *, 32> Activation;
-  for (const std::unique_ptr<Value> &In : G.getInputs())
-    Activation.insert(In.get());
+  GradientFlow Flow(G);
   DenseMap<const Node *, unsigned> Order;
   SmallVector<Node *, 16> Gathers;
   unsigned Position = 0;
   for (Node &N : G.getNodes()) {
     Order[&N] = Position++;
-    if (any_of(N.getOperands(),
-               [&](const Value *O) { return O && Activation.count(O); }))
-      for (const Value *R : N.getResults())
-        if (R)
-          Activation.insert(R);
     if (N.getOp() == OpId::AllGather && Forward.count(&N) &&
         N.getNumOperands() == 1 && N.getNumResults() == 1 &&
-        Activation.count(N.getOperand(0)))
+        Flow.isActivation(N.getOperand(0)))
       Gathers.push_back(&N);
   }
   for (Node *Gather : Gathers) {

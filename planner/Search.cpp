@@ -293,7 +293,8 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   // Loss holds the logits and their gradient for one micro-batch; the
   // logits of every micro-batch whose loss waits for its backward are live
   // together.
-  Loss *= (1.0 + lastStageForwardsInFlight(C)) / 2;
+  if (Loss > 0)
+    Loss *= (1.0 + lastStageForwardsInFlight(C)) / 2;
   R.ActivationBytes = Saved / C.VPP * InFlight + std::max(Working, Loss);
   R.MemoryBytes =
       R.ModelStateBytes + R.ActivationBytes + frameworkOverheadBytes(Cl);
@@ -510,17 +511,10 @@ Evaluator::getRankMemory(const PlanConfig &C,
 double Evaluator::gatherSeconds(ArrayRef<HeldParam> Held, bool ByUse,
                                 double ElemBytes,
                                 const CommGroup &Group) const {
-  double Seconds = 0, Elements = 0;
-  for (size_t I = 0; I != Held.size(); ++I) {
-    Elements += Held[I].Elements;
-    bool Last = I + 1 == Held.size() || !ByUse ||
-                Held[I + 1].FirstReader != Held[I].FirstReader;
-    if (!Last)
-      continue;
+  double Seconds = 0;
+  for (double Elements : getGroupElements(Held, ByUse))
     Seconds += collectiveSeconds(Cl, Collective::AllGather,
                                  Elements * ElemBytes, Group);
-    Elements = 0;
-  }
   return Seconds;
 }
 

@@ -136,12 +136,14 @@ Executor::~Executor() {
 }
 
 void Executor::planGatherHomes() {
+  HomeAt.assign(Nodes.size(), nullptr);
   DenseMap<const Value *, unsigned> Gathers;
   for (const Node *N : Nodes)
     if (N->getOp() == OpId::AllGather && N->getNumOperands() &&
         N->getOperand(0) && N->getOperand(0)->isParam())
       ++Gathers[N->getOperand(0)];
-  for (const Node *N : Nodes) {
+  for (unsigned I = 0; I != Nodes.size(); ++I) {
+    const Node *N = Nodes[I];
     if (N->getOp() != OpId::AllGather || N->getNumResults() != 1 ||
         !N->getNumOperands())
       continue;
@@ -156,14 +158,9 @@ void Executor::planGatherHomes() {
         P->getType().getRank() == 0)
       continue;
     // An offloaded parameter lives in its store.
-    if (Offload)
-      if (const Attribute *Tier = P->getAttrs().get("placement"))
-        if (Tier->isa(Attribute::Kind::String) &&
-            parseOffloadTier(Tier->getString()))
-          continue;
-    Expected<ShardPlace> Place =
-        getMeshAxisPlace(A, B.getCommunicator(), A.stringAttr("axis", ""),
-                         A.intAttr("local", 0) != 0);
+    if (getStoredTier(*P))
+      continue;
+    Expected<ShardPlace> Place = getCollectivePlace(A, B.getCommunicator());
     if (!Place) {
       // The gather reports it when it runs.
       consumeError(Place.takeError());
@@ -176,7 +173,17 @@ void Executor::planGatherHomes() {
       continue;
     Homes[P] = GatherHome{Y, Place->Index, Tensor()};
     HomeOfResult[Y] = P;
+    HomeAt[I] = P;
   }
+}
+
+std::optional<OffloadTier> Executor::getStoredTier(const Value &P) const {
+  if (!Offload)
+    return std::nullopt;
+  const Attribute *A = P.getAttrs().get("placement");
+  if (!A || !A->isa(Attribute::Kind::String))
+    return std::nullopt;
+  return parseOffloadTier(A->getString());
 }
 
 Error Executor::loadParams(const ExecutorOptions &Options) {
@@ -190,16 +197,13 @@ Error Executor::loadParams(const ExecutorOptions &Options) {
     Expected<std::vector<uint8_t>> Bytes = loadParamBytes(*P, Source);
     if (!Bytes)
       return Bytes.takeError();
-    if (Offload)
-      if (const Attribute *A = P->getAttrs().get("placement"))
-        if (std::optional<OffloadTier> Tier =
-                parseOffloadTier(A->getString())) {
-          OffloadTiers[P.get()] = *Tier;
-          Versions[P.get()] = 0;
-          if (Error E = Offload->put(P->getName(), *Tier, *Bytes, 0))
-            return E;
-          continue;
-        }
+    if (std::optional<OffloadTier> Tier = getStoredTier(*P)) {
+      OffloadTiers[P.get()] = *Tier;
+      Versions[P.get()] = 0;
+      if (Error E = Offload->put(P->getName(), *Tier, *Bytes, 0))
+        return E;
+      continue;
+    }
     const TensorType &Ty = P->getType();
     auto Home = Homes.find(P.get());
     const TensorType &HeldTy =
@@ -762,11 +766,10 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
         Out.push_back(State.rename(X, *N.getResult(R)));
         continue;
       }
-      if (auto Home = HomeOfResult.find(N.getResult(R));
-          Home != HomeOfResult.end()) {
+      if (const Value *P = HomeAt[I]) {
         // The gather fills its parameter's home around the shard.
-        Out.push_back(State.addView(*N.getResult(R),
-                                    Homes.find(Home->second)->second.Whole));
+        Out.push_back(
+            State.addView(*N.getResult(R), Homes.find(P)->second.Whole));
         continue;
       }
       if (ViewOf[I]) {

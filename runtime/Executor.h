@@ -143,6 +143,9 @@ private:
   llvm::Error loadParams(const ExecutorOptions &Options);
   /// The homes of the parameters that ZeRO-1/2 gather once per step.
   void planGatherHomes();
+  /// The tier of an offloaded parameter (its `placement`), when there is a
+  /// store; else none: it lives in backend memory.
+  std::optional<OffloadTier> getStoredTier(const Value &P) const;
   void planFrees();
   /// Reshape-like nodes whose result can share its operand's bytes.
   void planViews();
@@ -192,8 +195,10 @@ private:
     Tensor Whole;
   };
   llvm::DenseMap<const Value *, GatherHome> Homes;
-  /// Each home's gather result, with its parameter.
+  /// Each home's gather result, with its parameter; HomeAt[I]: the
+  /// parameter whose home node I's result is, or null.
   llvm::DenseMap<const Value *, const Value *> HomeOfResult;
+  std::vector<const Value *> HomeAt;
   uint64_t PeakBytes = 0, PeakGradientBytes = 0, PeakNonGradientBytes = 0,
            PeakGatheredBytes = 0;
   unsigned PeakValueCount = 0;

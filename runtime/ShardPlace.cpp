@@ -44,6 +44,12 @@ Expected<ShardPlace> autopar::getMeshAxisPlace(const KernelArgs &A,
   return P;
 }
 
+Expected<ShardPlace> autopar::getCollectivePlace(const KernelArgs &A,
+                                                 const Communicator &Comm) {
+  return getMeshAxisPlace(A, Comm, A.stringAttr("axis", ""),
+                          A.intAttr("local", 0) != 0);
+}
+
 Expected<ShardPlace> autopar::getShardPlace(const KernelArgs &A,
                                             const Communicator &Comm) {
   if (!A.has(0) || !A.hasResult(0))

@@ -47,6 +47,13 @@ llvm::Expected<ShardPlace> getMeshAxisPlace(const KernelArgs &A,
                                             llvm::StringRef Axis,
                                             bool WholeMesh = false);
 
+/// The group a collective node (AllReduce, AllGather, ReduceScatter,
+/// AllToAll) runs among and this rank's place in it: its `axis` of its
+/// `mesh`, the whole mesh's group when the node is `local = 1` (per-rank
+/// programs).
+llvm::Expected<ShardPlace> getCollectivePlace(const KernelArgs &A,
+                                              const Communicator &Comm);
+
 /// A vocabulary-parallel Gather's (or GatherGrad's) block: this rank holds
 /// rows [Offset, Offset + Rows) of Total, Inner elements each; Count
 /// indices (after checking axis 0, the result's shape, and GatherGrad's

@@ -21,12 +21,11 @@ using namespace llvm;
 /// The ranks a collective node runs among, and its label for messages.
 static Expected<ShardPlace> getCollectiveGroup(const KernelArgs &A,
                                                const Communicator &Comm) {
-  bool Local = A.intAttr("local", 0) != 0;
-  Expected<ShardPlace> Group =
-      getMeshAxisPlace(A, Comm, A.stringAttr("axis", ""), Local);
+  Expected<ShardPlace> Group = getCollectivePlace(A, Comm);
   if (!Group)
     return Group.takeError();
-  if (!Local && Group->Ranks.size() > 1 && A.N.getOp() != OpId::AllReduce)
+  if (A.intAttr("local", 0) == 0 && Group->Ranks.size() > 1 &&
+      A.N.getOp() != OpId::AllReduce)
     return A.error("has the logical (whole) type, without `local = 1`; in "
                    "a job of " +
                    Twine(Comm.getNumRanks()) +

@@ -443,7 +443,8 @@ Error Transfers::wait(const Operation &Op, Duration Timeout) {
       timedOut(Op, Timeout);
     // Poll hot, with a core each; sharing cores, hot for a moment, then
     // sleeping a little. Sleeping with a core each made a small collective
-    // cost 230-280 us on a 2-core machine instead of tens.
+    // cost 230-280 us on a 2-core machine instead of 10
+    // (bench/collective-latency.py).
     ++Idle;
     if (Idle < 64 || (Process && Process->HotPoll))
       sched_yield();
