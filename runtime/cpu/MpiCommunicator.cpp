@@ -84,9 +84,9 @@ struct MpiProcess {
   int HangRank = -1, KillRank = -1;
   int64_t HangAt = 1, KillAt = 1;
   int64_t Operations = 0;
-  /// Whether this host's ranks have a core each: then a wait polls without
-  /// sleeping (MPI's own default); sharing cores, it sleeps when idle so
-  /// that the rank it waits for can run.
+  /// Whether this host's ranks have a core each: then a wait polls hot for
+  /// a few milliseconds before it sleeps; sharing cores, it sleeps almost at
+  /// once so that the rank it waits for can run.
   bool HotPoll = false;
 };
 
@@ -401,6 +401,7 @@ Error Transfers::wait(const Operation &Op, Duration Timeout) {
   size_t Left =
       llvm::count_if(List, [](const Message &M) { return !M.Complete; });
   unsigned Idle = 0;
+  Clock::time_point IdleSince;
   // Receives from one peer with one tag match that peer's messages in
   // order: only the first unmatched one of each is probed.
   SmallVector<std::pair<int, int>, 8> Unmatched;
@@ -439,14 +440,18 @@ Error Transfers::wait(const Operation &Op, Duration Timeout) {
       Idle = 0;
       continue;
     }
-    if (Clock::now() >= Deadline)
+    Clock::time_point Now = Clock::now();
+    if (Now >= Deadline)
       timedOut(Op, Timeout);
-    // Poll hot, with a core each; sharing cores, hot for a moment, then
-    // sleeping a little. Sleeping with a core each made a small collective
-    // cost 230-280 us on a 2-core machine instead of 10
-    // (bench/collective-latency.py).
-    ++Idle;
-    if (Idle < 64 || (Process && Process->HotPoll))
+    // Poll hot for a moment, then sleep a little: with a core each, for
+    // up to 5 ms (sleeping at once made a small collective cost 230-280 us
+    // on a 2-core machine instead of 10, bench/collective-latency.py);
+    // sharing cores, for 64 polls. A long wait sleeps either way, so that
+    // other jobs on the host run.
+    if (Idle++ == 0)
+      IdleSince = Now;
+    if (Idle < 64 || (Process && Process->HotPoll &&
+                      Now - IdleSince < std::chrono::milliseconds(5)))
       sched_yield();
     else
       ::usleep(Idle < 1024 ? 50 : 500);
