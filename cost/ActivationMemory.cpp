@@ -31,6 +31,7 @@
 
 #include "ir/Graph.h"
 #include "ir/OpFacts.h"
+#include "ir/OpRegistry.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -48,26 +49,13 @@ double SavedTensor::bytes(LoopSplit Split) const {
 
 namespace {
 
-/// The value of a scalar Constant, if V is one.
-std::optional<double> constantScalar(const Value *V) {
-  if (!V || !V->getDefiningNode() ||
-      V->getDefiningNode()->getOp() != OpId::Constant)
-    return std::nullopt;
-  const Attribute *A = V->getDefiningNode()->getAttr("value");
-  if (!A || !A->isa(Attribute::Kind::Tensor))
-    return std::nullopt;
-  const DenseTensor &T = A->getTensor();
-  if (T.size() != 1)
-    return std::nullopt;
-  return T.isFloat() ? T.getFloats()[0] : double(T.getInts()[0]);
-}
-
-/// Dropout drops something in training unless its ratio is a constant 0.
+/// Dropout drops something (and keeps its mask) in training mode unless its
+/// ratio is a constant 0; in inference mode (ONNX's default, without
+/// training_mode) it is the identity, as the runtime runs it
+/// (passes/DropoutStreams.cpp).
 bool isActiveDropout(const Node &N) {
-  if (N.getNumOperands() < 2 || !N.getOperand(1))
-    return true; // ONNX's default ratio is 0.5.
-  std::optional<double> Ratio = constantScalar(N.getOperand(1));
-  return !Ratio || *Ratio > 0;
+  std::optional<DropoutSetting> S = getDropoutSetting(N);
+  return S && S->drops();
 }
 
 class Collector {

@@ -168,6 +168,7 @@ enum class KernelFamily : uint8_t {
   Attention,
   AttentionWithProbs,
   AttentionGrad,
+  DropoutGrad,
   RotaryEmbedding,
   // Layouts, slices, gathers.
   ReshapeLike, // Reshape, Flatten, Squeeze, Unsqueeze, Identity.

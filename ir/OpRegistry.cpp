@@ -249,6 +249,23 @@ const DenseTensor *autopar::getConstantValue(const Value *V) {
   return &A->getTensor();
 }
 
+std::optional<DropoutSetting> autopar::getDropoutSetting(const Node &N) {
+  DropoutSetting S;
+  if (N.getNumOperands() > 2 && N.getOperand(2)) {
+    const DenseTensor *Mode = getConstantValue(N.getOperand(2));
+    if (!Mode || Mode->isFloat() || Mode->size() != 1)
+      return std::nullopt;
+    S.Training = Mode->getInts()[0] != 0;
+  }
+  if (N.getNumOperands() > 1 && N.getOperand(1)) {
+    const DenseTensor *Ratio = getConstantValue(N.getOperand(1));
+    if (!Ratio || !Ratio->isFloat() || Ratio->size() != 1)
+      return std::nullopt;
+    S.Ratio = Ratio->getFloats()[0];
+  }
+  return S;
+}
+
 /// Ops through which a gradient reaches its optimizer step whole: the sums
 /// over micro-batches, and what data-parallel synchronization does to it
 /// (passes/InsertGradSync.cpp: views, the bucket's concatenation, the

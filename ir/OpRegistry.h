@@ -123,6 +123,18 @@ struct OpInfo {
 /// The value of V when a Constant node defines it, else null.
 const DenseTensor *getConstantValue(const Value *V);
 
+/// A Dropout's constant operands: training_mode (ONNX's default without it:
+/// inference) and ratio (default 0.5). Drops says whether it drops
+/// anything: training mode with a ratio other than 0.
+struct DropoutSetting {
+  bool Training = false;
+  double Ratio = 0.5;
+  bool drops() const { return Training && Ratio != 0; }
+};
+/// Dropout N's setting; nullopt when a given ratio or mode is not a scalar
+/// constant.
+std::optional<DropoutSetting> getDropoutSetting(const Node &N);
+
 /// For ops whose results overwrite operands at run time (the optimizer
 /// steps of Ops.def): the operand that result Result replaces.
 std::optional<unsigned> getUpdatedOperand(OpId Op, unsigned Result);

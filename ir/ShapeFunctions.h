@@ -52,6 +52,7 @@ InferResult inferSwiGLU(const ShapeContext &Ctx);
 InferResult inferLogicalNot(const ShapeContext &Ctx);
 InferResult inferCast(const ShapeContext &Ctx);
 InferResult inferDropout(const ShapeContext &Ctx);
+InferResult inferDropoutGrad(const ShapeContext &Ctx);
 InferResult inferAxisPreserving(const ShapeContext &Ctx);
 InferResult inferCumSum(const ShapeContext &Ctx);
 InferResult inferTrilu(const ShapeContext &Ctx);

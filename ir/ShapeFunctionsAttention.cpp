@@ -281,7 +281,13 @@ InferResult autopar::inferAttentionWithProbs(const ShapeContext &Ctx) {
   Expected<AttentionResultTypes> R = inferAttentionResults(Ctx);
   if (!R)
     return R.takeError();
-  return Types{R->Y, R->Scores};
+  Types Results{R->Y, R->Scores};
+  // With dropout: the mask and the dropped probabilities.
+  if (Ctx.getNode().getNumResults() > 2) {
+    Results.push_back(TensorType(ElementType::Bool, R->Scores.getShape()));
+    Results.push_back(R->Scores);
+  }
+  return Results;
 }
 
 namespace {

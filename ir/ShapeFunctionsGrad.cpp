@@ -120,7 +120,47 @@ InferResult autopar::inferAttentionGrad(const ShapeContext &Ctx) {
                          " must be [batch, q heads, q sequence, kv sequence] "
                          "of Q and K");
   }
+  // With dropout and probs: the forward's mask and dropped probabilities,
+  // of the probabilities' shape.
+  for (unsigned I : {6u, 7u}) {
+    if (!Ctx.hasOperand(I))
+      continue;
+    if (!Ctx.hasOperand(Probs))
+      return Ctx.error(describe(Ctx, I) + " needs probs");
+    if (I == 6) {
+      if (Error E = checkElementType(Ctx, I, ElementType::Bool))
+        return E;
+    } else if (Error E = checkSameElementTypeAs(Ctx, I, 1)) {
+      return E;
+    }
+    if (Error E = checkRank(Ctx, I, 4))
+      return E;
+    for (unsigned D = 0; D != 4; ++D)
+      if (!mayEqual(dimOf(Ctx, I, D), dimOf(Ctx, Probs, D)))
+        return Ctx.error(describe(Ctx, I) + " must have the shape of probs");
+  }
   return likeOperands(Ctx, {1, 2, 3});
+}
+
+// DropoutGrad(dY, mask) -> dX: the mask (bool) has dY's shape.
+InferResult autopar::inferDropoutGrad(const ShapeContext &Ctx) {
+  if (Error E = checkFloat(Ctx, 0))
+    return E;
+  if (Error E = checkElementType(Ctx, 1, ElementType::Bool))
+    return E;
+  const TensorType &DY = Ctx.getOperandType(0), &Mask = Ctx.getOperandType(1);
+  if (DY.getRank() != Mask.getRank())
+    return Ctx.error(describe(Ctx, 1) + " must have the shape of " +
+                     describe(Ctx, 0));
+  for (unsigned D = 0; D != DY.getRank(); ++D)
+    if (!mayEqual(DY.getDim(D), Mask.getDim(D)))
+      return Ctx.error(describe(Ctx, 1) + " must have the shape of " +
+                       describe(Ctx, 0));
+  const Attribute *RatioAttr = Ctx.getAttr("ratio");
+  double Ratio = RatioAttr ? RatioAttr->getFloat() : 0;
+  if (!(Ratio >= 0 && Ratio < 1))
+    return Ctx.error("'ratio' must be in [0, 1), got " + std::to_string(Ratio));
+  return likeOperands(Ctx, {0});
 }
 
 // GeluGrad, SiluGrad, SoftmaxGrad: (dY, X or Y) -> dX.

@@ -328,6 +328,7 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::RMSNormalizationGrad:
   case OpId::AttentionWithProbs:
   case OpId::AttentionGrad:
+  case OpId::DropoutGrad:
   case OpId::GeluGrad:
   case OpId::SiluGrad:
   case OpId::SwiGLUGrad:

@@ -120,7 +120,8 @@ Error AccumulateMicroBatchesPass::runOnGraph(Graph &G) {
     // Constants are shared by the clones and keep their node names.
     for (Node *N : Body)
       cloneForMicroBatch(G, N, Map, Suffix,
-                         N->getOp() == OpId::Constant ? "" : Suffix, Shared);
+                         N->getOp() == OpId::Constant ? "" : Suffix, Shared, K,
+                         Opts.MicroBatches);
     Value *L = Map.lookup(Outs.front());
     if (!Loss) {
       Loss = L;

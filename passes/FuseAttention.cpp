@@ -431,22 +431,11 @@ static Value *skipDropout(Value *Probs, double &Ratio,
   if (!isSingleUse(Probs) || !D || D->getOp() != OpId::Dropout ||
       (D->getNumResults() > 1 && D->getResult(1) && D->getResult(1)->hasUses()))
     return Probs;
-  double R = 0.5;
-  if (D->getNumOperands() > 1 && D->getOperand(1)) {
-    std::optional<double> C = getScalarFloat(D->getOperand(1));
-    if (!C || !(*C >= 0 && *C < 1))
-      return Probs;
-    R = *C;
-  }
-  bool Training = false;
-  if (D->getNumOperands() > 2 && D->getOperand(2)) {
-    const DenseTensor *T = getConstantValue(D->getOperand(2));
-    if (!T || T->isFloat() || T->size() != 1)
-      return Probs;
-    Training = T->getInts()[0] != 0;
-  }
+  std::optional<DropoutSetting> S = getDropoutSetting(*D);
+  if (!S || !(S->Ratio >= 0 && S->Ratio < 1))
+    return Probs;
   Replaced.insert(D);
-  Ratio = Training ? R : 0;
+  Ratio = S->Training ? S->Ratio : 0;
   return D->getOperand(0);
 }
 

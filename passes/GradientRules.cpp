@@ -451,6 +451,29 @@ static Error fusedGrad(Rule &R, OpId Grad, ArrayRef<Value *> Operands,
   return Error::success();
 }
 
+/// Training-mode Dropout (a random stream, dropout-streams) multiplies by
+/// its mask over 1 - ratio; in inference mode it is the identity.
+static Error dropoutGrad(Rule &R) {
+  const Node &N = R.N;
+  std::optional<DropoutSetting> Setting = getDropoutSetting(N);
+  if (!Setting)
+    return R.fail("no gradient rule with a ratio or mode that is not a "
+                  "constant");
+  if (!N.getAttr("rng_stream")) {
+    if (Setting->drops())
+      return R.fail("no gradient rule in training mode without a random "
+                    "stream (run dropout-streams before autodiff)");
+    R.Out[0] = R.DY[0];
+    return Error::success();
+  }
+  if (N.getNumResults() < 2)
+    return R.fail("a training-mode Dropout needs its mask result "
+                  "(dropout-streams adds it)");
+  return R.set(
+      0, R.B.emit1(OpId::DropoutGrad, {R.DY[0], N.getResult(1)},
+                   attrs({{"ratio", Attribute::getFloat(Setting->Ratio)}})));
+}
+
 static Error attentionGrad(Rule &R) {
   const Node &N = R.N;
   if (R.type(0).getRank() != 4)
@@ -462,21 +485,36 @@ static Error attentionGrad(Rule &R) {
   if (const Attribute *Cap = N.getAttr("softcap"))
     if (Cap->getFloat() != 0)
       return R.fail("no gradient rule with softcap");
-  // As for Dropout in training mode: no kernel draws the mask.
+  // Dropout draws its mask from the node's random stream, which the
+  // gradient draws again (or reads, when the forward kept it).
+  bool Dropout = false;
   if (const Attribute *Drop = N.getAttr("dropout"))
-    if (Drop->getFloat() != 0)
-      return R.fail("no gradient rule with dropout in training mode");
-  SmallVector<Value *, 6> Operands{R.DY[0], R.operand(0), R.operand(1),
+    if (Drop->getFloat() != 0) {
+      if (!N.getAttr("rng_stream"))
+        return R.fail("dropout in training mode without a random stream "
+                      "(run dropout-streams before autodiff)");
+      Dropout = true;
+    }
+  SmallVector<Value *, 8> Operands{R.DY[0], R.operand(0), R.operand(1),
                                    R.operand(2)};
   Value *Mask = N.getNumOperands() > 3 ? N.getOperand(3) : nullptr;
   // AttentionWithProbs (materialize-attention) hands its probabilities to
-  // the gradient, which then reads them instead of recomputing them.
-  if (N.getOp() == OpId::AttentionWithProbs)
+  // the gradient, which then reads them instead of recomputing them (with
+  // dropout: and its mask and dropped probabilities).
+  if (N.getOp() == OpId::AttentionWithProbs) {
     Operands.append({Mask, N.getResult(1)});
-  else if (Mask)
+    if (Dropout && N.getNumResults() != 4)
+      return R.fail("AttentionWithProbs with dropout returns its mask and "
+                    "dropped probabilities");
+    if (Dropout)
+      Operands.append({N.getResult(2), N.getResult(3)});
+  } else if (Mask) {
     Operands.push_back(Mask);
+  }
   return fusedGrad(R, OpId::AttentionGrad, Operands,
-                   {"is_causal", "kv_num_heads", "q_num_heads", "scale"}, 3);
+                   {"dropout", "is_causal", "kv_num_heads", "q_num_heads",
+                    "rng_stream", "scale"},
+                   3);
 }
 
 // Rotation by -theta undoes rotation by theta: the gradient is the same op
@@ -737,9 +775,7 @@ Error autopar::emitGradient(GradBuilder &B, const Node &N,
   case GradientRule::Neg:
     return R.set(0, R.neg(DY));
   case GradientRule::Dropout:
-    if (N.getNumOperands() > 2 && N.getOperand(2))
-      return ruleError(N, "no gradient rule in training mode");
-    [[fallthrough]];
+    return dropoutGrad(R);
   case GradientRule::Identity:
     R.Out[0] = DY;
     return Error::success();
@@ -866,7 +902,8 @@ Error autopar::addToRunningSum(GradBuilder &B, Value *&Sum, Value *X) {
 void autopar::cloneForMicroBatch(Graph &G, Node *N,
                                  DenseMap<Value *, Value *> &Map,
                                  StringRef Suffix, StringRef NodeSuffix,
-                                 DenseMap<Value *, Value *> &Shared) {
+                                 DenseMap<Value *, Value *> &Shared, int64_t K,
+                                 int64_t M) {
   if (N->getOp() == OpId::Constant)
     if (Value *C = Shared.lookup(N->getResult(0))) {
       Map[N->getResult(0)] = C;
@@ -884,6 +921,10 @@ void autopar::cloneForMicroBatch(Graph &G, Node *N,
   Node *C = G.createNode(N->getOp(), Operands, Types, N->getAttrs(), Names);
   if (!N->getName().empty())
     C->setName((N->getName() + NodeSuffix).str());
+  if (C->getAttr("rng_stream")) {
+    C->getAttrs().set("micro_batch", Attribute::getInt(K));
+    C->getAttrs().set("micro_batches", Attribute::getInt(M));
+  }
   for (unsigned I = 0; I != C->getNumResults(); ++I)
     Map[N->getResult(I)] = C->getResult(I);
   if (N->getOp() == OpId::Constant)

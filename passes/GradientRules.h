@@ -60,11 +60,14 @@ private:
 /// Appends a copy of N to G for one micro-batch: operands through Map (an
 /// unmapped operand is shared), results named `<name><Suffix>` and added to
 /// Map, the node's own name followed by NodeSuffix. Constants can be shared
-/// instead: with Shared, a constant already copied is reused.
+/// instead: with Shared, a constant already copied is reused. A copy of a
+/// node that draws a dropout mask (`rng_stream`) is annotated with its
+/// micro-batch K of the step's M (`micro_batch`, `micro_batches`).
 void cloneForMicroBatch(Graph &G, Node *N,
                         llvm::DenseMap<Value *, Value *> &Map,
                         llvm::StringRef Suffix, llvm::StringRef NodeSuffix,
-                        llvm::DenseMap<Value *, Value *> &Shared);
+                        llvm::DenseMap<Value *, Value *> &Shared, int64_t K,
+                        int64_t M);
 
 /// Makes Sum the running sum with X added: X itself when Sum is null, else
 /// Sum + X as a node placed right after X's producer (when X has one), so

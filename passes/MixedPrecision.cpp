@@ -6,8 +6,9 @@
 //   - every f32 parameter a node reads is read through a Cast to the
 //     compute type, so autodiff's Cast rule gives fp32 gradients of the
 //     masters and the optimizer updates them in fp32;
-//   - f32 constants and float graph inputs (activations received from the
-//     previous pipeline stage) become the compute type, and so does every
+//   - f32 constants (except Dropout's ratio, a setting) and float graph
+//     inputs (activations received from the previous pipeline stage)
+//     become the compute type, and so does every
 //     float result after them (the ops' shape functions say so); the
 //     model's own casts to f32 (a norm computed in fp32) cast to the
 //     compute type instead, as kernels accumulate in fp32 anyway;
@@ -63,6 +64,12 @@ private:
 
 } // namespace
 
+/// Operand I of U is a scalar setting, not data (Dropout's ratio: ONNX types
+/// it apart from the data), and keeps its f32 constant.
+static bool isHyperparameter(const Node &U, unsigned I) {
+  return U.getOp() == OpId::Dropout && I == 1;
+}
+
 static TensorType withElement(const TensorType &T, ElementType E) {
   return TensorType(E, T.getShape());
 }
@@ -84,8 +91,10 @@ Error MixedPrecisionPass::runOnGraph(Graph &G) {
         {G.getUniqueName((V->getName() + "." + Compute).str())}, Before);
     for (Node *U : Users)
       for (unsigned I = 0, E = U->getNumOperands(); I != E; ++I)
-        if (U->getOperand(I) == V)
+        if (U->getOperand(I) == V && !isHyperparameter(*U, I))
           U->setOperand(I, C->getResult(0));
+    if (!C->getResult(0)->hasUses())
+      C->erase();
   };
   // Parameters: one cast each, before the first reader.
   for (const std::unique_ptr<Value> &P : G.getParams()) {

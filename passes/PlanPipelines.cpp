@@ -206,6 +206,20 @@ static std::string getRecompute(const Graph &G, const PlanConfig &C) {
          " last=" + std::to_string(Last) + "}";
 }
 
+/// dropout-streams when the model drops in training mode: first, on the
+/// whole graph, so that every stage numbers the streams the same way.
+static std::string getDropoutStreams(const Graph &G) {
+  for (const Node &N : G.getNodes()) {
+    if (N.getOp() == OpId::Attention)
+      if (const Attribute *A = N.getAttr("dropout"))
+        if (A->getFloat() > 0)
+          return "dropout-streams,";
+    if (N.getOp() == OpId::Dropout && N.getNumOperands() > 2 && N.getOperand(2))
+      return "dropout-streams,";
+  }
+  return "";
+}
+
 Expected<std::vector<std::string>>
 autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
   std::string Why = getUnloweredReason(Plan, C);
@@ -220,6 +234,7 @@ autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
                          "token ids with static sizes");
   int64_t Seq = G.getInputs()[0]->getType().getDim(1).getSize();
   std::string LossTokens = std::to_string(C.getGlobalBatch() * (Seq - 1));
+  std::string Streams = getDropoutStreams(G);
   std::string Localize = getLocalize(C) + getAttentionKernel(C);
   std::string TPGrads = C.TP > 1 ? " tensor-parallel=tp" : "";
   std::string Tail = getUpdateTail(C);
@@ -229,8 +244,8 @@ autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
       getRecompute(G, C) + (C.TP > 1 ? ",regather-activations" : "");
   if (C.PP == 1)
     return std::vector<std::string>{
-        Localize + "autodiff{loss-tokens=" + LossTokens + TPGrads + "}" +
-        Recompute + ",accumulate-micro-batches{micro-batches=" +
+        Streams + Localize + "autodiff{loss-tokens=" + LossTokens + TPGrads +
+        "}" + Recompute + ",accumulate-micro-batches{micro-batches=" +
         std::to_string(C.MicroBatches) + "}" + Tail};
 
   std::string Text;
@@ -254,8 +269,8 @@ autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
     std::string Autodiff =
         Last ? "autodiff{loss-tokens=" + LossTokens + TPGrads + Grads + "}"
              : "autodiff{seed=1" + TPGrads + Grads + "}";
-    Pipelines.push_back(getExtractStage(C, S) + "," + Localize + Autodiff +
-                        Recompute + ",schedule-pipeline{stage=" +
+    Pipelines.push_back(Streams + getExtractStage(C, S) + "," + Localize +
+                        Autodiff + Recompute + ",schedule-pipeline{stage=" +
                         std::to_string(S) + " stages=" + std::to_string(C.PP) +
                         " micro-batches=" + std::to_string(C.MicroBatches) +
                         " schedule=" + getScheduleOption(C) +

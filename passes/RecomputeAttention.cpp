@@ -5,16 +5,18 @@
 // training graph after autodiff: the attention core (the scores, the
 // softmax and the product with V) is recomputed in the backward instead of
 // kept. Every AttentionGrad that reads the probabilities an
-// AttentionWithProbs kept (materialize-attention) drops them and recomputes
-// them from Q, K and V, which the rest of the layer's backward keeps anyway;
+// AttentionWithProbs kept (materialize-attention) drops them (with dropout:
+// and the mask and the dropped probabilities) and recomputes them from Q, K
+// and V, which the rest of the layer's backward keeps anyway, drawing the
+// mask again from the node's random stream (`rng_stream`, dropout-streams);
 // an AttentionWithProbs whose probabilities nothing reads any more becomes
 // the Attention it was, so the runtime never holds them beyond the node.
 // Both rebuilt nodes are annotated `attention_kernel = "materialized"`, so
 // that a backend runs the kernel the plan priced (CUDA: cuBLAS products
 // over the scores in scratch, not its flash kernels). The recomputed
 // probabilities are the forward's bit for bit (the CPU and CUDA kernels
-// compute them the same way in both places), so the losses are those of
-// the plan without recomputation. Run before
+// compute them the same way in both places, and draw the same mask), so the
+// losses are those of the plan without recomputation. Run before
 // accumulate-micro-batches or schedule-pipeline, which copy each
 // micro-batch's forward and backward.
 //
@@ -85,8 +87,11 @@ void RecomputeAttentionPass::runOnGraph(Graph &G) {
       Forwards.push_back(Fwd);
   }
   for (Node *Fwd : Forwards) {
-    Value *Probs = Fwd->getResult(1);
-    if (Probs->hasUses())
+    // The probabilities (and with dropout the mask and dropped ones).
+    bool Used = false;
+    for (unsigned I = 1; I != Fwd->getNumResults(); ++I)
+      Used |= Fwd->getResult(I)->hasUses();
+    if (Used)
       continue;
     rebuild(G, *Fwd, OpId::Attention, Fwd->getOperands(), 1);
   }

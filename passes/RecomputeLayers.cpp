@@ -14,9 +14,9 @@
 // its clone only during L's backward, so the runtime (which frees a value
 // after its last reader) holds each layer's input plus one layer's
 // activations instead of every layer's. The clones compute exactly what the
-// originals did (the same kernels on the same inputs; training-mode
-// Dropout, whose mask would have to be drawn again, has no kernel), so the
-// losses are bit for bit those of the graph without recomputation.
+// originals did (the same kernels on the same inputs; a training-mode
+// dropout's clone keeps its `rng_stream` and so draws the same mask), so
+// the losses are bit for bit those of the graph without recomputation.
 //
 // The forward is what the graph's non-gradient outputs (`loss`, the values
 // sent to the next pipeline stage) need; the rest is the backward.

@@ -478,7 +478,7 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
   DenseMap<Value *, Value *> Shared; // constants, cloned once
   auto Clone = [&](Node *N, int64_t K) {
     std::string Suffix = ".mb" + std::to_string(K);
-    cloneForMicroBatch(G, N, Maps[K], Suffix, Suffix, Shared);
+    cloneForMicroBatch(G, N, Maps[K], Suffix, Suffix, Shared, K, M);
   };
   // Transfers between this rank's virtual stage and a neighbour: the rank
   // of the other stage, and with V > 1 the transfer's tag (the chunk of the

@@ -12,6 +12,7 @@
 #ifndef AUTOPAR_RUNTIME_BACKEND_H
 #define AUTOPAR_RUNTIME_BACKEND_H
 
+#include "runtime/DropoutMask.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -98,8 +99,16 @@ public:
                               llvm::ArrayRef<Tensor> Outputs) = 0;
 
   virtual Communicator &getCommunicator() = 0;
+
+  /// The random state of the step being run, which dropout masks are drawn
+  /// from (DropoutStream.h); the driver sets it before each step.
+  void setStepRandom(const StepRandom &R) { Random = R; }
+  const StepRandom &getStepRandom() const { return Random; }
   /// How long one communication may take before the job is aborted.
   virtual Communicator::Duration getCommTimeout() const = 0;
+
+private:
+  StepRandom Random;
 };
 
 /// "node 'NAME' (Op)": the node's name from the model, else its first

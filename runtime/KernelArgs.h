@@ -42,6 +42,9 @@ struct KernelArgs {
   const Node &N;
   llvm::ArrayRef<Tensor> In;
   llvm::ArrayRef<Tensor> Out;
+  /// For a node that draws a dropout mask (DropoutStream.h): this rank's
+  /// block of its random tensor.
+  const DropoutBlock *Dropout = nullptr;
 
   llvm::Error error(const llvm::Twine &Message) const;
   /// True when operand I is given.

@@ -9,7 +9,6 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::Where:
   case KernelFamily::Trilu:
   case KernelFamily::ReshapeLike:
-  case KernelFamily::Dropout:
   case KernelFamily::Transpose:
   case KernelFamily::Expand:
   case KernelFamily::Concat:
@@ -56,6 +55,8 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::Attention:
   case KernelFamily::AttentionWithProbs:
   case KernelFamily::AttentionGrad:
+  case KernelFamily::Dropout:
+  case KernelFamily::DropoutGrad:
   case KernelFamily::RotaryEmbedding:
   case KernelFamily::GatherGrad:
   case KernelFamily::Reduce:

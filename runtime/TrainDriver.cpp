@@ -945,6 +945,8 @@ static Error train(const TrainOptions &O) {
         getStepInputs(O, P, *TokensIn, *Source, Step);
     if (!Inputs)
       return Inputs.takeError();
+    // Dropout masks: the seed, the step and this replica's micro-batches.
+    Backend.setStepRandom(StepRandom{O.Seed, Step, P.Replica});
     auto Start = std::chrono::steady_clock::now();
     Expected<std::vector<HostTensor>> Out = (*Exec)->run(*Inputs);
     if (!Out) {

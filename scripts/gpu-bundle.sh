@@ -67,8 +67,11 @@ done
 
 # The programs.
 modelgen=(/usr/bin/python3 tools/autopar-modelgen)
+# With GPT-2's dropouts in training mode: both backends draw the same masks
+# (runtime/DropoutMask.h), so the losses still agree.
 "${modelgen[@]}" --model gpt2 --layers 2 --hidden 64 --heads 4 --ffn 256 \
-  --vocab 100 --max-pos 32 --seq 16 -o "$stage/plans/tiny/model.onnx" \
+  --vocab 100 --max-pos 32 --seq 16 --dropout 0.1 \
+  -o "$stage/plans/tiny/model.onnx" \
   2>/dev/null || die "autopar-modelgen failed (python3-onnx?)"
 # fp32, so that the CPU and GPU losses agree to 1e-5; flash attention
 # pinned (fp32 plans default to materialized scores), so that the check

@@ -4,8 +4,9 @@
 # repository root with $OUT naming a folder for the results:
 #   1. the CUDA backend's unit tests (kernels against the CPU backend on
 #      small programs; test/Unit/CudaBackendTest.cpp);
-#   2. a tiny GPT-2 trained 5 steps on the CPU and on the GPU: the losses
-#      must agree (fp32, 1e-5 first step, 1e-4 after); its plan pins
+#   2. a tiny GPT-2 with dropout trained 5 steps on the CPU and on the GPU:
+#      the losses must agree (fp32, 1e-5 first step, 1e-4 after; both
+#      backends draw the same dropout masks); its plan pins
 #      attention=flash (fp32 plans default to materialized scores), so the
 #      GPU runs the flash kernels forward and backward;
 #   3. the calibration benchmark (bench/gpu-calibrate.cu): GEMMs over a grid

@@ -19,6 +19,12 @@
 // product, 1 the scores after softcap and bias, 2 after softcap, 3 the
 // softmax.
 //
+// With `dropout` (training; the node's random stream gives A.Dropout) the
+// probabilities that multiply V are the softmax times the mask over
+// (1 - dropout), the mask drawn per score (DropoutMask.h) so that the
+// gradient, a recomputed forward and every tensor-parallel rank draw the
+// same one.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/Kernels.h"
@@ -168,10 +174,45 @@ static void softmaxRow(MutableArrayRef<float> Scores) {
     Score = float(std::exp(double(Score) - Max) / Sum);
 }
 
+/// The dropout of attention node A: its block of the probabilities' mask,
+/// null without dropout; an error when it has a ratio but no random stream.
+static Expected<const DropoutBlock *>
+getAttentionDropout(const KernelArgs &A, const AttentionPlan &S) {
+  if (A.floatAttr("dropout", 0) <= 0)
+    return nullptr;
+  if (!A.Dropout)
+    return A.error("attention dropout without a random stream (`rng_stream`: "
+                   "run dropout-streams before autodiff)");
+  if (S.P)
+    return A.error("attention dropout with a key/value cache");
+  return A.Dropout;
+}
+
+/// Row I of (batch B, head H) of the probabilities: P dropped in place into
+/// Dropped (P times the mask over 1 - ratio), the mask into Keep if given.
+static void dropRow(const DropoutBlock &Drop, const AttentionPlan &S, int64_t B,
+                    int64_t H, int64_t I, const float *P, float *Dropped,
+                    uint8_t *Keep) {
+  uint64_t Start = Drop.rowStart((B * S.Hq + H) * S.Sq + I);
+  for (int64_t J = 0; J != S.Skv; ++J) {
+    bool K = Drop.Key.keeps(Start + J);
+    Dropped[J] = K ? P[J] * Drop.Key.Scale : 0.0f;
+    if (Keep)
+      Keep[J] = K;
+  }
+}
+
 /// The forward of Attention and AttentionWithProbs: Y into A.Out[0], and
-/// into QK (when not null) what qk_matmul_output_mode Mode says.
+/// into QK (when not null) what qk_matmul_output_mode Mode says; with
+/// dropout, the mask and the dropped probabilities into MaskOut and
+/// DroppedOut when not null.
 static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
-                              float *QKData, int64_t Mode) {
+                              float *QKData, int64_t Mode,
+                              uint8_t *MaskOut = nullptr,
+                              float *DroppedOut = nullptr) {
+  Expected<const DropoutBlock *> Drop = getAttentionDropout(A, S);
+  if (!Drop)
+    return Drop.takeError();
   AttentionBias Bias(A, S);
   if (Error E = Bias.init())
     return E;
@@ -195,7 +236,7 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
   // Each (batch, head) is independent: threads take whole ones.
   parallelFor(S.B * S.Hq, [&](int64_t BH) {
     int64_t B = BH / S.Hq, H = BH % S.Hq;
-    std::vector<float> Scores(T), Raw(T);
+    std::vector<float> Scores(T), Raw(T), Dropped(*Drop ? T : 0);
     for (int64_t I = 0; I != S.Sq; ++I) {
       int64_t KH = H / Group;
       const float *QRow = QR.row(B, H, I);
@@ -217,21 +258,28 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
       float *Out = A.Out[Y].data<float>() + YR.offset(B, H, I);
       std::fill_n(Out, S.Dv, 0.0f);
       softmaxRow(Scores);
+      if (QK && Mode == 3)
+        std::copy_n(Scores.data(), T, QK);
+      const float *Weights = Scores.data();
+      if (*Drop) {
+        int64_t Row = ((B * S.Hq + H) * S.Sq + I) * T;
+        dropRow(**Drop, S, B, H, I, Scores.data(), Dropped.data(),
+                MaskOut ? MaskOut + Row : nullptr);
+        if (DroppedOut)
+          std::copy_n(Dropped.data(), T, DroppedOut + Row);
+        Weights = Dropped.data();
+      }
       for (int64_t J = 0; J != T; ++J) {
         const float *VRow = ValueRow(B, KH, J);
         for (int64_t D = 0; D != S.Dv; ++D)
-          Out[D] += Scores[J] * VRow[D];
+          Out[D] += Weights[J] * VRow[D];
       }
-      if (QK && Mode == 3)
-        std::copy_n(Scores.data(), T, QK);
     }
   });
   return Error::success();
 }
 
 Error autopar::runAttention(const KernelArgs &A) {
-  if (A.floatAttr("dropout", 0) > 0)
-    return A.error("training-mode dropout has no CPU kernel");
   Expected<AttentionPlan> Shapes = getShapes(A);
   if (!Shapes)
     return Shapes.takeError();
@@ -249,8 +297,9 @@ Error autopar::runAttention(const KernelArgs &A) {
   return Error::success();
 }
 
-// AttentionWithProbs(Q, K, V, attn_mask?) -> Y, probs: the forward with
-// the probabilities (qk_matmul_output_mode 3) as result 1.
+// AttentionWithProbs(Q, K, V, attn_mask?) -> Y, probs, mask?, dropped?: the
+// forward with the probabilities (qk_matmul_output_mode 3) as result 1;
+// with dropout, the mask and the dropped probabilities as results 2 and 3.
 Error autopar::runAttentionWithProbs(const KernelArgs &A) {
   Expected<AttentionPlan> Shapes = getShapes(A);
   if (!Shapes)
@@ -265,17 +314,37 @@ Error autopar::runAttentionWithProbs(const KernelArgs &A) {
     return E;
   if (Error E = A.checkShape(1, {S.B, S.Hq, S.Sq, S.Skv}))
     return E;
-  return attentionForward(A, S, A.Out[1].data<float>(), 3);
+  bool Dropout = A.floatAttr("dropout", 0) > 0;
+  if (Dropout != (A.hasResult(2) && A.hasResult(3)))
+    return A.error(Dropout ? "with dropout, returns the mask and the dropped "
+                             "probabilities"
+                           : "returns a mask only with dropout");
+  uint8_t *Mask = nullptr;
+  float *Dropped = nullptr;
+  if (Dropout) {
+    for (unsigned I : {2u, 3u})
+      if (Error E = A.checkShape(I, {S.B, S.Hq, S.Sq, S.Skv}))
+        return E;
+    if (Error E = A.checkResultType(2, {ElementType::Bool}))
+      return E;
+    if (Error E = A.checkResultType(3, {ElementType::F32}))
+      return E;
+    Mask = A.Out[2].data<uint8_t>();
+    Dropped = A.Out[3].data<float>();
+  }
+  return attentionForward(A, S, A.Out[1].data<float>(), 3, Mask, Dropped);
 }
 
-// AttentionGrad(dY, Q, K, V, attn_mask?, probs?) -> dQ, dK, dV for the 4-D
-// form without a cache or softcap. Per query row the probabilities P are
-// read from `probs` (AttentionWithProbs kept them) or recomputed exactly as
-// the forward computes them; with dP_j = dY . v_j and
-// dS_j = P_j (dP_j - sum_k P_k dP_k): dQ += scale * sum_j dS_j k_j,
-// dK_j += scale * dS_j q, dV_j += P_j dY. Accumulation is in f64 in the
-// order of (batch, query head, query row), so grouped K/V heads sum their
-// query heads deterministically.
+// AttentionGrad(dY, Q, K, V, attn_mask?, probs?, mask?, dropped?) -> dQ,
+// dK, dV for the 4-D form without a cache or softcap. Per query row the
+// probabilities P are read from `probs` (AttentionWithProbs kept them) or
+// recomputed exactly as the forward computes them; with dropout the mask M
+// and the dropped probabilities D = P M / (1 - dropout) are read with them
+// or drawn again (A.Dropout), else D = P and M = 1. With dD_j = dY . v_j,
+// dP_j = dD_j M_j / (1 - dropout) and dS_j = P_j (dP_j - sum_k P_k dP_k):
+// dQ += scale * sum_j dS_j k_j, dK_j += scale * dS_j q, dV_j += D_j dY.
+// Accumulation is in f64 in the order of (batch, query head, query row), so
+// grouped K/V heads sum their query heads deterministically.
 Error autopar::runAttentionGrad(const KernelArgs &A) {
   // The forward operands start at 1: Q, K, V, attn_mask.
   KernelArgs Fwd{A.N, A.In.drop_front(1).take_front(4), {}};
@@ -295,8 +364,28 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
   for (unsigned I = 0; I != 3; ++I)
     if (Error E = A.checkShape(I, A.In[I + 1].getShape()))
       return E;
-  constexpr unsigned Probs = 5;
+  constexpr unsigned Probs = 5, KeptMask = 6, KeptDropped = 7;
   const float *Kept = nullptr;
+  Expected<const DropoutBlock *> Drop = getAttentionDropout(A, S);
+  if (!Drop)
+    return Drop.takeError();
+  const uint8_t *MaskIn = nullptr;
+  const float *DroppedIn = nullptr;
+  if (A.floatAttr("dropout", 0) > 0 && A.has(Probs)) {
+    if (!A.has(KeptMask) || !A.has(KeptDropped))
+      return A.error("with dropout and probs, needs the forward's mask and "
+                     "dropped probabilities");
+    for (unsigned I : {KeptMask, KeptDropped})
+      if (A.In[I].getShape() != ArrayRef<int64_t>{S.B, S.Hq, S.Sq, S.Skv})
+        return A.error("the kept " + A.In[I].getTypeString() +
+                       " is not [batch, q heads, q sequence, kv sequence]");
+    if (Error E = A.checkType(KeptMask, {ElementType::Bool}))
+      return E;
+    if (Error E = A.checkType(KeptDropped, {ElementType::F32}))
+      return E;
+    MaskIn = A.In[KeptMask].data<uint8_t>();
+    DroppedIn = A.In[KeptDropped].data<float>();
+  }
   if (A.has(Probs)) {
     if (Error E = A.checkType(Probs, {ElementType::F32}))
       return E;
@@ -320,7 +409,8 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
   // add into the same dK and dV rows, in head order within the pair.
   parallelFor(S.B * S.Hkv, [&](int64_t BKH) {
     int64_t B = BKH / S.Hkv;
-    std::vector<float> Scores(T);
+    std::vector<float> Scores(T), Dropped(*Drop ? T : 0);
+    std::vector<uint8_t> Keep(*Drop ? T : 0);
     std::vector<double> P(T), DP(T);
     for (int64_t H = BKH % S.Hkv * Group, HE = H + Group; H != HE; ++H)
       for (int64_t I = 0; I != S.Sq; ++I) {
@@ -340,13 +430,28 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
           Bias.apply(B, H, I, Scores.data());
           softmaxRow(Scores);
         }
-        double Inner = 0;
+        // The weights of V: the dropped probabilities, kept or drawn again.
+        const float *Weights = Scores.data();
+        if (*Drop) {
+          int64_t Row = ((B * S.Hq + H) * S.Sq + I) * T;
+          if (MaskIn) {
+            std::copy_n(MaskIn + Row, T, Keep.begin());
+            std::copy_n(DroppedIn + Row, T, Dropped.begin());
+          } else {
+            dropRow(**Drop, S, B, H, I, Scores.data(), Dropped.data(),
+                    Keep.data());
+          }
+          Weights = Dropped.data();
+        }
+        double Inner = 0, DropScale = *Drop ? (*Drop)->Key.Scale : 1.0;
         for (int64_t J = 0; J != T; ++J) {
           P[J] = Scores[J];
           const float *VRow = VR.row(B, KH, J);
           double Dot = 0;
           for (int64_t D = 0; D != S.Dv; ++D)
             Dot += double(DY[D]) * VRow[D];
+          if (*Drop)
+            Dot = Keep[J] ? Dot * DropScale : 0.0;
           DP[J] = Dot;
           Inner += P[J] * Dot;
         }
@@ -361,7 +466,7 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
             DKRow[D] += DS * QRow[D];
           }
           for (int64_t D = 0; D != S.Dv; ++D)
-            DVRow[D] += P[J] * DY[D];
+            DVRow[D] += double(Weights[J]) * DY[D];
         }
       }
   });

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/CpuBackend.h"
+#include "runtime/DropoutStream.h"
 #include "runtime/KernelFamily.h"
 #include "runtime/cpu/CollectiveKernels.h"
 #include "runtime/cpu/CpuCommunicator.h"
@@ -25,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 
 using namespace autopar;
 using namespace llvm;
@@ -88,6 +90,8 @@ static KernelFn lookupKernel(OpId Op) {
     return runAttentionWithProbs;
   case KernelFamily::AttentionGrad:
     return runAttentionGrad;
+  case KernelFamily::DropoutGrad:
+    return runDropoutGrad;
   case KernelFamily::RotaryEmbedding:
     return runRotaryEmbedding;
   case KernelFamily::ReshapeLike:
@@ -301,10 +305,20 @@ Error CpuBackend::runKernel(const Node &N, ArrayRef<Tensor> Inputs,
   KernelFn Kernel = lookupKernel(N.getOp());
   if (!Kernel)
     return createNodeError(N, "no CPU kernel");
+  // A node that draws a dropout mask gets its block of the random tensor.
+  std::optional<DropoutBlock> Block;
+  if (drawsDropoutMask(N)) {
+    Expected<DropoutBlock> B =
+        getDropoutBlock(KernelArgs{N, Inputs, Outputs}, *Comm, getStepRandom());
+    if (!B)
+      return B.takeError();
+    Block = *B;
+  }
+  const DropoutBlock *Drop = Block ? &*Block : nullptr;
   if (onlyMovesElements(getKernelFamily(N.getOp())) ||
       (llvm::none_of(Inputs, isConvertedToF32) &&
        llvm::none_of(Outputs, isConvertedToF32)))
-    return Kernel(KernelArgs{N, Inputs, Outputs});
+    return Kernel(KernelArgs{N, Inputs, Outputs, Drop});
 
   // Compute in f32 on converted copies.
   SmallVector<Tensor, 4> In(Inputs.begin(), Inputs.end());
@@ -338,7 +352,7 @@ Error CpuBackend::runKernel(const Node &N, ArrayRef<Tensor> Inputs,
         FreeTemps();
         return E;
       }
-  Error E = Kernel(KernelArgs{N, In, Out});
+  Error E = Kernel(KernelArgs{N, In, Out, Drop});
   if (!E)
     for (unsigned I = 0; I != Out.size(); ++I)
       if (isConvertedToF32(Outputs[I]))

@@ -68,16 +68,20 @@ llvm::Error runMaxPool(const KernelArgs &A);
 llvm::Error runAveragePool(const KernelArgs &A);
 llvm::Error runGlobalAveragePool(const KernelArgs &A);
 
+// DropoutKernels.cpp: Dropout (inference: a copy; with a random stream:
+// the mask drawn for A.Dropout) and DropoutGrad.
+llvm::Error runDropout(const KernelArgs &A);
+llvm::Error runDropoutGrad(const KernelArgs &A);
+
 // AttentionKernel.cpp: ONNX Attention (opset 23).
 llvm::Error runAttention(const KernelArgs &A);
 llvm::Error runAttentionWithProbs(const KernelArgs &A);
 // RotaryKernel.cpp: ONNX RotaryEmbedding (opset 23).
 llvm::Error runRotaryEmbedding(const KernelArgs &A);
 
-// LayoutKernels.cpp: Reshape, Flatten, Squeeze, Unsqueeze, Identity and
-// Dropout (inference) copy; Transpose; Expand.
+// LayoutKernels.cpp: Reshape, Flatten, Squeeze, Unsqueeze and Identity
+// copy; Transpose; Expand.
 llvm::Error runReshapeLike(const KernelArgs &A);
-llvm::Error runDropout(const KernelArgs &A);
 llvm::Error runTranspose(const KernelArgs &A);
 llvm::Error runExpand(const KernelArgs &A);
 

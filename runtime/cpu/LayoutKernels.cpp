@@ -1,10 +1,9 @@
-//===- LayoutKernels.cpp - Reshapes, Transpose, Expand, Dropout -----------===//
+//===- LayoutKernels.cpp - Reshapes, Transpose, Expand
+//---------------------===//
 //
 // Element-type agnostic. Reshape (0 copies a dimension unless allowzero,
 // -1 is inferred), Flatten, Squeeze, Unsqueeze and Identity copy the bytes
-// after checking the result shape the op gives. Dropout is inference
-// Dropout: the data copied and a mask of all true; training mode with a
-// non-zero ratio is an error until the training runtime needs it.
+// after checking the result shape the op gives.
 //
 //===----------------------------------------------------------------------===//
 
@@ -133,37 +132,6 @@ Error autopar::runReshapeLike(const KernelArgs &A) {
     return E;
   if (X.getSizeInBytes())
     std::memcpy(Y.getData(), X.getData(), X.getSizeInBytes());
-  return Error::success();
-}
-
-Error autopar::runDropout(const KernelArgs &A) {
-  if (A.has(2)) {
-    if (Error E = A.checkType(2, {ElementType::Bool}))
-      return E;
-    bool Training = A.In[2].getNumElements() && A.In[2].data<uint8_t>()[0];
-    float Ratio = 0.5f;
-    if (A.has(1)) {
-      if (Error E = A.checkType(1, {ElementType::F32}))
-        return E;
-      Ratio = A.In[1].getNumElements() ? A.In[1].data<float>()[0] : 0.5f;
-    }
-    if (Training && Ratio != 0)
-      return A.error("training-mode Dropout has no CPU kernel");
-  }
-  const Tensor &X = A.In[0];
-  if (Error E = A.checkShape(0, X.getShape()))
-    return E;
-  if (Error E = A.checkResultType(0, {X.getElementType()}))
-    return E;
-  if (X.getSizeInBytes())
-    std::memcpy(A.Out[0].getData(), X.getData(), X.getSizeInBytes());
-  if (A.hasResult(1)) {
-    if (Error E = A.checkShape(1, X.getShape()))
-      return E;
-    if (Error E = A.checkResultType(1, {ElementType::Bool}))
-      return E;
-    std::fill_n(A.Out[1].data<uint8_t>(), X.getNumElements(), uint8_t(1));
-  }
   return Error::success();
 }
 

@@ -27,6 +27,13 @@
 // scores kept in the operands' type). The gradient computes dV = P^T dY,
 // dP = dY V^T, dS = scale P (dP - rowsum(P dP)), dQ = dS K, dK = dS^T Q.
 //
+// Dropout (`dropout`, the node's block of the probabilities' random tensor
+// in A.Dropout): the materialized kernel drops P into D and a mask with the
+// elementwise dropout kernel (AttentionWithProbs returns both; the
+// recomputing forms hold them in scratch), Y = D V, and its gradient takes
+// dV = D^T dY and dP = (dY V^T) times the mask over 1 - dropout; the flash
+// kernels draw each score's mask in their loops (FlashShape::Drop).
+//
 // RotaryEmbedding (opset 23; the CPU kernel is runtime/cpu/RotaryKernel.cpp)
 // rotates each head's first rotary_embedding_dim entries by the cos and sin
 // rows at its position; its gradient is the same op with the sine negated.
@@ -64,8 +71,6 @@ static Expected<Shapes> getShapes(const KernelArgs &Fwd) {
     return Fwd.error("the CUDA kernel takes no past_key or past_value");
   if (Fwd.floatAttr("softcap", 0) > 0)
     return Fwd.error("the CUDA kernel does not support softcap");
-  if (Fwd.floatAttr("dropout", 0) > 0)
-    return Fwd.error("training-mode dropout has no CUDA kernel");
   ElementType Elem = QT.getElementType();
   if (!isCudaFloat(Elem))
     return typeError(Fwd, "Q", QT, "f32, f16, bf16");
@@ -115,10 +120,22 @@ getMask(const KernelArgs &Fwd, const Shapes &S) {
   return std::make_pair(R, M);
 }
 
-/// The flash kernels' view of Fwd's shapes and attributes; an error when a
-/// head dimension is over FlashMaxHeadDim.
+/// The dropout block of attention node A; null without dropout, an error
+/// when it has a ratio but no random stream.
+static Expected<const DropoutBlock *> getDropout(const KernelArgs &A) {
+  if (A.floatAttr("dropout", 0) <= 0)
+    return nullptr;
+  if (!A.Dropout)
+    return A.error("attention dropout without a random stream (`rng_stream`: "
+                   "run dropout-streams before autodiff)");
+  return A.Dropout;
+}
+
+/// The flash kernels' view of Fwd's shapes and attributes (with Drop, the
+/// dropout); an error when a head dimension is over FlashMaxHeadDim.
 static Expected<FlashShape> getFlashShape(const KernelArgs &Fwd,
-                                          const Shapes &S) {
+                                          const Shapes &S,
+                                          const DropoutBlock *Drop) {
   if (S.D > FlashMaxHeadDim || S.Dv > FlashMaxHeadDim || S.D < 1 || S.Dv < 1)
     return Fwd.error("the CUDA flash-attention kernel takes head dimensions "
                      "from 1 to " +
@@ -134,6 +151,10 @@ static Expected<FlashShape> getFlashShape(const KernelArgs &Fwd,
   F.Dv = S.Dv;
   F.Scale = float(getScale(Fwd, S));
   F.Causal = Fwd.intAttr("is_causal", 0) != 0;
+  if (Drop) {
+    F.Dropout = true;
+    F.Drop = *Drop;
+  }
   return F;
 }
 
@@ -176,13 +197,32 @@ static Error computeProbabilities(const KernelArgs &A, CudaContext &C,
                                       Mask->second, C.getStream()));
 }
 
-/// The probabilities into P, then Y = P V over each group's rows.
+/// With Drop: P dropped into Dropped and the mask into Mask.
+static Error dropProbabilities(const KernelArgs &A, CudaContext &C,
+                               const DropoutBlock &Drop, const Tensor &P,
+                               const Tensor &Mask, const Tensor &Dropped) {
+  return launched(A, dropout(dt(P), P.getData(), Dropped.getData(),
+                             static_cast<uint8_t *>(Mask.getData()),
+                             P.getNumElements(), Drop, C.getStream()));
+}
+
+/// The probabilities into P, then Y = P V over each group's rows; with
+/// Drop, Y = Dropped V after P is dropped into Dropped and Mask.
 static Error materializedForward(const KernelArgs &A, CudaContext &C,
-                                 const Shapes &S, const Tensor &P) {
+                                 const Shapes &S, const Tensor &P,
+                                 const DropoutBlock *Drop = nullptr,
+                                 const Tensor *Mask = nullptr,
+                                 const Tensor *Dropped = nullptr) {
   if (Error E = computeProbabilities(A, C, A, S, P))
     return E;
+  const Tensor *W = &P;
+  if (Drop) {
+    if (Error E = dropProbabilities(A, C, *Drop, P, *Mask, *Dropped))
+      return E;
+    W = Dropped;
+  }
   return groupProduct(A, C, S, false, false, rep(S) * S.Sq, S.Dv, S.Skv, 1,
-                      P.getData(), A.In[V].getData(), A.Out[0]);
+                      W->getData(), A.In[V].getData(), A.Out[0]);
 }
 
 Error cuda::runAttention(const KernelArgs &A, CudaContext &C) {
@@ -200,16 +240,28 @@ Error cuda::runAttention(const KernelArgs &A, CudaContext &C) {
   if (Y.getElementType() != QT.getElementType())
     return A.error("the result " + Y.getTypeString() + " and Q " +
                    QT.getTypeString() + " differ in type");
+  Expected<const DropoutBlock *> Drop = getDropout(A);
+  if (!Drop)
+    return Drop.takeError();
   if (isMaterialized(A)) {
-    // recompute-attention's: the probabilities in scratch.
+    // recompute-attention's: the probabilities (and with dropout the mask
+    // and the dropped ones) in scratch.
     Scratch Work(C);
-    Expected<Tensor> P =
-        Work.get(A, QT.getElementType(), {S.B, S.Hq, S.Sq, S.Skv});
+    SmallVector<int64_t, 4> Scores{S.B, S.Hq, S.Sq, S.Skv};
+    Expected<Tensor> P = Work.get(A, QT.getElementType(), Scores);
     if (!P)
       return P.takeError();
-    return materializedForward(A, C, S, *P);
+    if (!*Drop)
+      return materializedForward(A, C, S, *P);
+    Expected<Tensor> Mask = Work.get(A, ElementType::Bool, Scores);
+    if (!Mask)
+      return Mask.takeError();
+    Expected<Tensor> Dropped = Work.get(A, QT.getElementType(), Scores);
+    if (!Dropped)
+      return Dropped.takeError();
+    return materializedForward(A, C, S, *P, *Drop, &*Mask, &*Dropped);
   }
-  Expected<FlashShape> F = getFlashShape(A, S);
+  Expected<FlashShape> F = getFlashShape(A, S, *Drop);
   if (!F)
     return F.takeError();
   auto Mask = getMask(A, S);
@@ -235,12 +287,33 @@ Error cuda::runAttentionWithProbs(const KernelArgs &A, CudaContext &C) {
     return A.error("the results " + Y.getTypeString() + " and " +
                    P.getTypeString() + " must have Q's type " +
                    QT.getTypeString());
-  return materializedForward(A, C, S, P);
+  Expected<const DropoutBlock *> Drop = getDropout(A);
+  if (!Drop)
+    return Drop.takeError();
+  if (bool(*Drop) != (A.hasResult(2) && A.hasResult(3)))
+    return A.error(*Drop ? "with dropout, returns the mask and the dropped "
+                           "probabilities"
+                         : "returns a mask only with dropout");
+  if (!*Drop)
+    return materializedForward(A, C, S, P);
+  for (unsigned I : {2u, 3u})
+    if (Error E = A.checkShape(I, {S.B, S.Hq, S.Sq, S.Skv}))
+      return E;
+  if (A.Out[2].getElementType() != ElementType::Bool)
+    return typeError(A, "result 2", A.Out[2], "bool");
+  if (A.Out[3].getElementType() != QT.getElementType())
+    return A.error("the dropped probabilities " + A.Out[3].getTypeString() +
+                   " must have Q's type " + QT.getTypeString());
+  return materializedForward(A, C, S, P, *Drop, &A.Out[2], &A.Out[3]);
 }
 
-/// The gradient from the probabilities AttentionWithProbs kept, P.
+/// The gradient from the probabilities AttentionWithProbs kept, P (with
+/// dropout: and its Mask and Dropped probabilities, Scale 1 / (1 - ratio)).
 static Error materializedGrad(const KernelArgs &A, CudaContext &C,
-                              const Shapes &S, const Tensor &P) {
+                              const Shapes &S, const Tensor &P,
+                              const Tensor *Mask = nullptr,
+                              const Tensor *Dropped = nullptr,
+                              float DropScale = 1) {
   const Tensor &DY = A.In[0], &QT = A.In[1 + Q], &KT = A.In[1 + K],
                &VT = A.In[1 + V];
   Scratch Work(C);
@@ -250,14 +323,23 @@ static Error materializedGrad(const KernelArgs &A, CudaContext &C,
   double Scale = getScale(A, S);
   int64_t Rows = rep(S) * S.Sq;
   const Tensor &DQ = A.Out[0], &DK = A.Out[1], &DV = A.Out[2];
-  // dV = P^T dY: [Skv, Rows] x [Rows, Dv].
-  if (Error E = groupProduct(A, C, S, true, false, S.Skv, S.Dv, Rows, 1,
-                             P.getData(), DY.getData(), DV))
+  // dV = P^T dY (the dropped P with dropout): [Skv, Rows] x [Rows, Dv].
+  if (Error E =
+          groupProduct(A, C, S, true, false, S.Skv, S.Dv, Rows, 1,
+                       (Dropped ? *Dropped : P).getData(), DY.getData(), DV))
     return E;
-  // dP = dY V^T: [Rows, Dv] x [Dv, Skv], then dS in place.
+  // dP = dY V^T: [Rows, Dv] x [Dv, Skv] (with dropout, through the mask),
+  // then dS in place.
   if (Error E = groupProduct(A, C, S, false, true, Rows, S.Skv, S.Dv, 1,
                              DY.getData(), VT.getData(), *DS))
     return E;
+  if (Mask)
+    if (Error E = launched(
+            A, dropoutGrad(dt(*DS), DS->getData(),
+                           static_cast<const uint8_t *>(Mask->getData()),
+                           DS->getData(), DS->getNumElements(), DropScale,
+                           C.getStream())))
+      return E;
   if (Error E =
           launched(A, attentionSoftmaxGrad(dt(P), P.getData(), DS->getData(),
                                            S.B * S.Hq * S.Sq, S.Skv,
@@ -291,28 +373,57 @@ Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
     if (A.Out[I].getElementType() != Elem)
       return A.error("the gradients must have Q's type " + QT.getTypeString());
   }
-  constexpr unsigned Probs = 5;
+  Expected<const DropoutBlock *> Drop = getDropout(A);
+  if (!Drop)
+    return Drop.takeError();
+  float DropScale = *Drop ? (*Drop)->Key.Scale : 1.0f;
+  SmallVector<int64_t, 4> Scores{S.B, S.Hq, S.Sq, S.Skv};
+  constexpr unsigned Probs = 5, KeptMask = 6, KeptDropped = 7;
   if (A.has(Probs)) {
     const Tensor &P = A.In[Probs];
-    if (P.getShape() != ArrayRef<int64_t>{S.B, S.Hq, S.Sq, S.Skv} ||
-        P.getElementType() != Elem)
+    if (P.getShape() != ArrayRef<int64_t>(Scores) || P.getElementType() != Elem)
       return A.error("probs " + P.getTypeString() +
                      " is not [batch, q heads, q sequence, kv sequence] in "
                      "Q's type");
-    return materializedGrad(A, C, S, P);
+    if (!*Drop)
+      return materializedGrad(A, C, S, P);
+    if (!A.has(KeptMask) || !A.has(KeptDropped))
+      return A.error("with dropout and probs, needs the forward's mask and "
+                     "dropped probabilities");
+    const Tensor &Mask = A.In[KeptMask], &Dropped = A.In[KeptDropped];
+    if (Mask.getShape() != ArrayRef<int64_t>(Scores) ||
+        Mask.getElementType() != ElementType::Bool ||
+        Dropped.getShape() != ArrayRef<int64_t>(Scores) ||
+        Dropped.getElementType() != Elem)
+      return A.error("the kept mask " + Mask.getTypeString() +
+                     " and dropped probabilities " + Dropped.getTypeString() +
+                     " are not the probabilities' bool and Q's type");
+    return materializedGrad(A, C, S, P, &Mask, &Dropped, DropScale);
   }
   if (isMaterialized(A)) {
-    // recompute-attention's: the probabilities again, whole, in scratch.
+    // recompute-attention's: the probabilities again, whole, in scratch
+    // (with dropout: the mask drawn again, and the dropped ones).
     Scratch Work(C);
-    Expected<Tensor> P = Work.get(A, Elem, {S.B, S.Hq, S.Sq, S.Skv});
+    Expected<Tensor> P = Work.get(A, Elem, Scores);
     if (!P)
       return P.takeError();
     if (Error E = computeProbabilities(A, C, Fwd, S, *P))
       return E;
-    return materializedGrad(A, C, S, *P);
+    if (!*Drop)
+      return materializedGrad(A, C, S, *P);
+    Expected<Tensor> Mask = Work.get(A, ElementType::Bool, Scores);
+    if (!Mask)
+      return Mask.takeError();
+    Expected<Tensor> Dropped = Work.get(A, Elem, Scores);
+    if (!Dropped)
+      return Dropped.takeError();
+    if (Error E = dropProbabilities(A, C, **Drop, *P, *Mask, *Dropped))
+      return E;
+    return materializedGrad(A, C, S, *P, &*Mask, &*Dropped, DropScale);
   }
-  // No probabilities: the flash kernels recompute them tile by tile.
-  Expected<FlashShape> F = getFlashShape(Fwd, S);
+  // No probabilities: the flash kernels recompute them tile by tile (and
+  // draw the mask again).
+  Expected<FlashShape> F = getFlashShape(Fwd, S, *Drop);
   if (!F)
     return F.takeError();
   auto Mask = getMask(Fwd, S);

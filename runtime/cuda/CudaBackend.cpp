@@ -1,6 +1,7 @@
 //===- CudaBackend.cpp - The CUDA backend ---------------------------------===//
 
 #include "runtime/cuda/CudaBackend.h"
+#include "runtime/DropoutStream.h"
 #include "runtime/ShardPlace.h"
 #include "runtime/cpu/CollectiveKernels.h"
 #include "runtime/cpu/CpuBackend.h"
@@ -107,6 +108,8 @@ struct CudaBackend::Impl : public CudaContext {
   DenseMap<const Node *, HostResults> HostCache;
   Stats S;
   bool Failed = false;
+  // The step's random state (Backend::getStepRandom), for dropout masks.
+  StepRandom Random;
 
   ~Impl() override {
     if (Compute)
@@ -394,6 +397,14 @@ struct CudaBackend::Impl : public CudaContext {
   Error runOnDevice(const Node &N, ArrayRef<Tensor> In, ArrayRef<Tensor> Out) {
     if (Error E = beforeDeviceNode(N, In, Out))
       return E;
+    // A node that draws a dropout mask gets its block of the random tensor.
+    if (drawsDropoutMask(N)) {
+      Expected<DropoutBlock> B =
+          getDropoutBlock(KernelArgs{N, In, Out}, *Comm, Random);
+      if (!B)
+        return B.takeError();
+      return runCudaKernel(KernelArgs{N, In, Out, &*B}, *this);
+    }
     return runCudaKernel(KernelArgs{N, In, Out}, *this);
   }
 
@@ -540,6 +551,7 @@ Error CudaBackend::copyToHost(const Tensor &Src,
 
 Error CudaBackend::runNode(const Node &N, ArrayRef<Tensor> Inputs,
                            ArrayRef<Tensor> Outputs) {
+  P->Random = getStepRandom();
   Error E = P->runNode(N, Inputs, Outputs);
   if (E) {
     P->Failed = true;

@@ -289,3 +289,73 @@ Error cuda::runActivationGrad(const KernelArgs &A, CudaContext &C) {
                                 A.Out[1].getData(), N,
                                 float(A.floatAttr("alpha", 1.0)), S));
 }
+
+Error cuda::runDropout(const KernelArgs &A, CudaContext &C) {
+  const Tensor &X = A.In[0];
+  if (Error E = checkFloat(A, 0))
+    return E;
+  if (Error E = A.checkShape(0, X.getShape()))
+    return E;
+  if (A.Out[0].getElementType() != X.getElementType())
+    return typeError(A, "result 0", A.Out[0], "the type of operand 0");
+  uint8_t *Mask = nullptr;
+  if (A.hasResult(1)) {
+    if (Error E = A.checkShape(1, X.getShape()))
+      return E;
+    if (A.Out[1].getElementType() != ElementType::Bool)
+      return typeError(A, "result 1", A.Out[1], "bool");
+    Mask = static_cast<uint8_t *>(A.Out[1].getData());
+  }
+  if (A.Dropout)
+    return launched(A, dropout(dt(X), X.getData(), A.Out[0].getData(), Mask,
+                               X.getNumElements(), *A.Dropout, C.getStream()));
+  // Inference: a copy. Training mode needs a random stream.
+  if (A.has(2)) {
+    if (A.In[2].getElementType() != ElementType::Bool)
+      return typeError(A, "operand 2", A.In[2], "bool");
+    Expected<std::vector<uint8_t>> Training = C.readToHost(A.In[2]);
+    if (!Training)
+      return A.error(toString(Training.takeError()));
+    float Ratio = 0.5f;
+    if (A.has(1)) {
+      if (A.In[1].getElementType() != ElementType::F32)
+        return typeError(A, "operand 1", A.In[1], "f32");
+      Expected<std::vector<uint8_t>> R = C.readToHost(A.In[1]);
+      if (!R)
+        return A.error(toString(R.takeError()));
+      if (R->size() >= 4)
+        std::memcpy(&Ratio, R->data(), 4);
+    }
+    if (!Training->empty() && (*Training)[0] && Ratio != 0)
+      return A.error("training-mode Dropout without a random stream "
+                     "(`rng_stream`: run dropout-streams before autodiff)");
+  }
+  if (Error E = copyDevice(A, C, A.Out[0], X))
+    return E;
+  if (Mask && X.getNumElements())
+    return launched(
+        A, cudaMemsetAsync(Mask, 1, size_t(X.getNumElements()), C.getStream()));
+  return Error::success();
+}
+
+Error cuda::runDropoutGrad(const KernelArgs &A, CudaContext &C) {
+  const Tensor &DY = A.In[0], &Mask = A.In[1];
+  if (Error E = checkFloat(A, 0))
+    return E;
+  if (Mask.getElementType() != ElementType::Bool)
+    return typeError(A, "operand 1", Mask, "bool");
+  if (Mask.getShape() != DY.getShape())
+    return A.error("mask " + Mask.getTypeString() + " is not dY's shape " +
+                   DY.getTypeString());
+  if (Error E = A.checkShape(0, DY.getShape()))
+    return E;
+  if (A.Out[0].getElementType() != DY.getElementType())
+    return typeError(A, "result 0", A.Out[0], "the type of dY");
+  double Ratio = A.floatAttr("ratio", 0);
+  if (!(Ratio >= 0 && Ratio < 1))
+    return A.error("ratio " + std::to_string(Ratio) + " is not in [0, 1)");
+  return launched(A, dropoutGrad(dt(DY), DY.getData(),
+                                 static_cast<const uint8_t *>(Mask.getData()),
+                                 A.Out[0].getData(), DY.getNumElements(),
+                                 float(1 / (1 - Ratio)), C.getStream()));
+}

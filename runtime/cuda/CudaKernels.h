@@ -18,6 +18,8 @@
 #ifndef AUTOPAR_RUNTIME_CUDA_CUDAKERNELS_H
 #define AUTOPAR_RUNTIME_CUDA_CUDAKERNELS_H
 
+#include "runtime/DropoutMask.h"
+
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -105,6 +107,15 @@ cudaError_t cast(DType XT, const void *X, DType YT, void *Y, int64_t N,
 /// Y = Scale * X elementwise (N elements), e.g. Gemm's beta * C.
 cudaError_t scale(DType XT, const void *X, DType YT, void *Y, int64_t N,
                   float Factor, cudaStream_t Stream);
+
+/// Training-mode dropout of N elements (the block B of its random tensor,
+/// DropoutMask.h): Y = X * Scale where kept, else 0; Mask (may be null)
+/// gets 1 where kept.
+cudaError_t dropout(DType T, const void *X, void *Y, uint8_t *Mask, int64_t N,
+                    const DropoutBlock &B, cudaStream_t Stream);
+/// dX = dY * Scale where Mask, else 0 (N elements).
+cudaError_t dropoutGrad(DType T, const void *DY, const uint8_t *Mask, void *DX,
+                        int64_t N, float Scale, cudaStream_t Stream);
 
 /// SwiGLU: Y = A sigmoid(Alpha A) B.
 cudaError_t swiglu(DType T, const void *A, const void *B, void *Y, int64_t N,
@@ -270,10 +281,15 @@ cudaError_t attentionSoftmaxGrad(DType T, const void *P, void *DP, int64_t Rows,
 /// Q [B, Hq, Sq, D], K [B, Hkv, Skv, D], V [B, Hkv, Skv, Dv], Y and dY
 /// [B, Hq, Sq, Dv], contiguous; query head h reads key/value head
 /// h / (Hq / Hkv). With Causal, key j > i of query row i is masked.
+/// With Dropout, the probabilities that multiply V are dropped as Drop (the
+/// block of the [B, Hq, Sq, Skv] probabilities, DropoutMask.h) says, drawn
+/// again in the gradient.
 struct FlashShape {
   int64_t B = 0, Hq = 0, Hkv = 0, Sq = 0, Skv = 0, D = 0, Dv = 0;
   float Scale = 1;
   bool Causal = false;
+  bool Dropout = false;
+  DropoutBlock Drop;
 };
 /// The largest D and Dv the flash kernels take.
 constexpr int64_t FlashMaxHeadDim = 256;

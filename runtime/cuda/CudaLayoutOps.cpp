@@ -1,12 +1,11 @@
 //===- CudaLayoutOps.cpp - Layouts, slices and gathers on the device ------===//
 //
 // Element-type agnostic copies: reshapes copy the bytes after checking the
-// element count (the result shape is the program's); Dropout in inference
-// form; Transpose, Expand, Concat, Split and Slice as strided copies;
-// Gather and GatherGrad with indices checked on the device (their
-// vocabulary-parallel form is CudaShardedOps.cpp's). Expand and
-// Split take their shapes from the results, so they read nothing back from
-// the device.
+// element count (the result shape is the program's); Transpose, Expand, Concat,
+// Split and Slice as strided copies; Gather and GatherGrad with indices checked
+// on the device (their vocabulary-parallel form is CudaShardedOps.cpp's).
+// Expand and Split take their shapes from the results, so they read nothing
+// back from the device.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,44 +29,6 @@ Error cuda::runReshapeLike(const KernelArgs &A, CudaContext &C) {
     return A.error("the result " + Y.getTypeString() +
                    " must have the type of " + X.getTypeString());
   return copyDevice(A, C, Y, X);
-}
-
-Error cuda::runDropout(const KernelArgs &A, CudaContext &C) {
-  if (A.has(2)) {
-    if (A.In[2].getElementType() != ElementType::Bool)
-      return typeError(A, "operand 2", A.In[2], "bool");
-    Expected<std::vector<uint8_t>> Training = C.readToHost(A.In[2]);
-    if (!Training)
-      return A.error(toString(Training.takeError()));
-    float Ratio = 0.5f;
-    if (A.has(1)) {
-      if (A.In[1].getElementType() != ElementType::F32)
-        return typeError(A, "operand 1", A.In[1], "f32");
-      Expected<std::vector<uint8_t>> R = C.readToHost(A.In[1]);
-      if (!R)
-        return A.error(toString(R.takeError()));
-      if (R->size() >= 4)
-        std::memcpy(&Ratio, R->data(), 4);
-    }
-    if (!Training->empty() && (*Training)[0] && Ratio != 0)
-      return A.error("training-mode Dropout has no CUDA kernel");
-  }
-  const Tensor &X = A.In[0];
-  if (Error E = A.checkShape(0, X.getShape()))
-    return E;
-  if (Error E = copyDevice(A, C, A.Out[0], X))
-    return E;
-  if (A.hasResult(1)) {
-    if (Error E = A.checkShape(1, X.getShape()))
-      return E;
-    if (A.Out[1].getElementType() != ElementType::Bool)
-      return typeError(A, "result 1", A.Out[1], "bool");
-    if (X.getNumElements())
-      return launched(A, cudaMemsetAsync(A.Out[1].getData(), 1,
-                                         size_t(X.getNumElements()),
-                                         C.getStream()));
-  }
-  return Error::success();
 }
 
 Error cuda::runTranspose(const KernelArgs &A, CudaContext &C) {

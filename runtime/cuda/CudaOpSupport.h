@@ -117,7 +117,8 @@ llvm::Error runGemmCall(const KernelArgs &A, CudaContext &C, const Tensor &T,
 //===----------------------------------------------------------------------===//
 
 // CudaElementwiseOps.cpp: binary ops, Sum, Where, Trilu, unary ops,
-// SwiGLU and the activation gradients.
+// SwiGLU, the activation gradients, Dropout (inference: a copy; with a
+// random stream: its mask drawn, DropoutStream.h) and DropoutGrad.
 llvm::Error runBinary(const KernelArgs &A, CudaContext &C);
 llvm::Error runSum(const KernelArgs &A, CudaContext &C);
 llvm::Error runWhere(const KernelArgs &A, CudaContext &C);
@@ -125,6 +126,8 @@ llvm::Error runTrilu(const KernelArgs &A, CudaContext &C);
 llvm::Error runUnary(const KernelArgs &A, CudaContext &C);
 llvm::Error runSwiGLU(const KernelArgs &A, CudaContext &C);
 llvm::Error runActivationGrad(const KernelArgs &A, CudaContext &C);
+llvm::Error runDropout(const KernelArgs &A, CudaContext &C);
+llvm::Error runDropoutGrad(const KernelArgs &A, CudaContext &C);
 
 // CudaNormOps.cpp: Softmax, LogSoftmax, SoftmaxGrad, LayerNormalization,
 // RMSNormalization and their gradients.
@@ -138,10 +141,9 @@ llvm::Error runMatMul(const KernelArgs &A, CudaContext &C);
 llvm::Error runLinear(const KernelArgs &A, CudaContext &C);
 llvm::Error runGemm(const KernelArgs &A, CudaContext &C);
 
-// CudaLayoutOps.cpp: reshapes, Dropout (inference), Transpose, Expand,
-// Concat, Split, Slice, Gather, GatherGrad.
+// CudaLayoutOps.cpp: reshapes, Transpose, Expand, Concat, Split, Slice,
+// Gather, GatherGrad.
 llvm::Error runReshapeLike(const KernelArgs &A, CudaContext &C);
-llvm::Error runDropout(const KernelArgs &A, CudaContext &C);
 llvm::Error runTranspose(const KernelArgs &A, CudaContext &C);
 llvm::Error runExpand(const KernelArgs &A, CudaContext &C);
 llvm::Error runConcat(const KernelArgs &A, CudaContext &C);

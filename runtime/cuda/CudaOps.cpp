@@ -58,6 +58,8 @@ static CudaKernelFn lookup(OpId Op) {
     return runReshapeLike;
   case KernelFamily::Dropout:
     return runDropout;
+  case KernelFamily::DropoutGrad:
+    return runDropoutGrad;
   case KernelFamily::Transpose:
     return runTranspose;
   case KernelFamily::Expand:

@@ -301,6 +301,23 @@ __global__ void siluGradKernel(DType T, const void *DY, const void *X, void *DX,
   }
 }
 
+__global__ void dropoutKernel(DType T, const void *X, void *Y, uint8_t *Mask,
+                              int64_t N, DropoutBlock B) {
+  GRID_STRIDE(I, N) {
+    bool Keep = B.keeps(I);
+    storeF(T, Y, I, Keep ? loadF(T, X, I) * B.Key.Scale : 0.0f);
+    if (Mask)
+      Mask[I] = Keep;
+  }
+}
+
+__global__ void dropoutGradKernel(DType T, const void *DY, const uint8_t *Mask,
+                                  void *DX, int64_t N, float Scale) {
+  GRID_STRIDE(I, N) {
+    storeF(T, DX, I, Mask[I] ? loadF(T, DY, I) * Scale : 0.0f);
+  }
+}
+
 __global__ void swigluGradKernel(DType T, const void *DY, const void *A,
                                  const void *B, void *DA, void *DB, int64_t N,
                                  double Alpha) {
@@ -546,6 +563,23 @@ cudaError_t siluGrad(DType T, const void *DY, const void *X, void *DX,
   if (N == 0)
     return cudaSuccess;
   siluGradKernel<<<gridFor(N), Threads, 0, Stream>>>(T, DY, X, DX, N);
+  return cudaGetLastError();
+}
+
+cudaError_t dropout(DType T, const void *X, void *Y, uint8_t *Mask, int64_t N,
+                    const DropoutBlock &B, cudaStream_t Stream) {
+  if (N == 0)
+    return cudaSuccess;
+  dropoutKernel<<<gridFor(N), Threads, 0, Stream>>>(T, X, Y, Mask, N, B);
+  return cudaGetLastError();
+}
+
+cudaError_t dropoutGrad(DType T, const void *DY, const uint8_t *Mask, void *DX,
+                        int64_t N, float Scale, cudaStream_t Stream) {
+  if (N == 0)
+    return cudaSuccess;
+  dropoutGradKernel<<<gridFor(N), Threads, 0, Stream>>>(T, DY, Mask, DX, N,
+                                                        Scale);
   return cudaGetLastError();
 }
 

@@ -23,6 +23,12 @@
 // group, head by head (dV_j += p dY_i, dK_j += ds q_i). Each result element
 // is one lane's sum in a fixed order: no atomics, the same bits every run.
 //
+// With dropout, the weights of V are the probabilities times the mask over
+// 1 - ratio, each score's mask drawn from its index (DropoutMask.h) in the
+// forward and again in the gradient: the running sum stays the undropped
+// one, dp_j is dY_i . v_j times the same mask and scale, and D_i = dY_i .
+// O_i is still sum_j p_j dp_j.
+//
 // Masks are the materialized kernel's (is_causal: key j > i; attn_mask with
 // AttentionMask's strides, keys past its length masked); causal blocks skip
 // the tiles no row of theirs sees. A row whose keys are all masked keeps a
@@ -97,6 +103,17 @@ __device__ __forceinline__ void storeRow(DType T, void *Out, int64_t Base,
     if (C < Cols)
       storeF(T, Out, Base + C, Acc[E] * Scale);
   }
+}
+
+/// W dropped as score (B, H, I, J) is: W times 1 / (1 - ratio) where its
+/// mask keeps it, else 0; W itself without dropout.
+__device__ __forceinline__ float dropWeight(const FlashShape &S, int64_t B,
+                                            int64_t H, int64_t I, int64_t J,
+                                            float W) {
+  if (!S.Dropout)
+    return W;
+  uint64_t Index = S.Drop.rowStart((B * S.Hq + H) * S.Sq + I) + uint64_t(J);
+  return S.Drop.Key.keeps(Index) ? W * S.Drop.Key.Scale : 0.0f;
 }
 
 /// A block of query rows: group rows [Row0, Row0 + Rows) of the (batch,
@@ -174,11 +191,13 @@ __global__ void __launch_bounds__(BlockThreads)
     // Masked keys and a first maximum of -inf give exp(-inf) = 0.
     const float P = expf(Score - NewMax), Rescale = expf(Max - NewMax);
     Sum = Sum * Rescale + warpSum(P);
+    const float W =
+        Lane < N ? dropWeight(S, QR.B, QR.H, QR.I, J0 + Lane, P) : 0.0f;
 #pragma unroll
     for (int E = 0; E < PerLane; ++E)
       Acc[E] *= Rescale;
     for (int J = 0; J < N; ++J)
-      addScaledRow(Acc, __shfl_sync(AllLanes, P, J), Vs + J * Dv, Dv, Lane);
+      addScaledRow(Acc, __shfl_sync(AllLanes, W, J), Vs + J * Dv, Dv, Lane);
     Max = NewMax;
   }
   if (!QR.Active)
@@ -245,7 +264,8 @@ __global__ void __launch_bounds__(BlockThreads)
           maskScore(S.Scale * dot(Qs + Warp * D, Ks + Lane * (D + 1), D), QR.B,
                     QR.H, QR.I, J0 + Lane, 0, S.Causal, M);
       float P = expf(Score - RowLse);
-      float DP = dot(DYs + Warp * Dv, Vs + Lane * (Dv + 1), Dv);
+      float DP = dropWeight(S, QR.B, QR.H, QR.I, J0 + Lane,
+                            dot(DYs + Warp * Dv, Vs + Lane * (Dv + 1), Dv));
       DS = S.Scale * P * (DP - RowDelta);
     }
     for (int J = 0; J < N; ++J)
@@ -310,8 +330,10 @@ __global__ void __launch_bounds__(BlockThreads)
             maskScore(S.Scale * dot(Qs + Lane * (D + 1), Ks + Warp * D, D), B,
                       H, I0 + Lane, J, 0, S.Causal, M);
         P = expf(Score - Lses[Lane]);
-        float DP = dot(DYs + Lane * (Dv + 1), Vs + Warp * Dv, Dv);
+        float DP = dropWeight(S, B, H, I0 + Lane, J,
+                              dot(DYs + Lane * (Dv + 1), Vs + Warp * Dv, Dv));
         DS = S.Scale * P * (DP - Deltas[Lane]);
+        P = dropWeight(S, B, H, I0 + Lane, J, P); // dV's weight.
       }
       for (int X = 0; X < N; ++X) {
         addScaledRow(AccV, __shfl_sync(AllLanes, P, X), DYs + X * (Dv + 1), Dv,

@@ -82,12 +82,21 @@ double lossOf(Graph &G, const std::vector<std::vector<float>> &Values,
 }
 
 /// Checks the autodiff gradients of Text's graph (output `l`, inputs given)
-/// against central differences with step H.
+/// against central differences with step H; Before (passes) runs on both
+/// first.
 void checkGradients(StringRef Text, std::vector<HostTensor> Inputs,
-                    double Tolerance = 2e-2, double H = 1e-2) {
+                    double Tolerance = 2e-2, double H = 1e-2,
+                    StringRef Before = "") {
   SourceMgr FwdSM, BwdSM;
   std::unique_ptr<Module> Fwd = parse(Text, FwdSM), Bwd = parse(Text, BwdSM);
   ASSERT_TRUE(Fwd && Bwd) << "invalid case:\n" << Text.str();
+  if (!Before.empty()) {
+    PassManager First;
+    ASSERT_FALSE(bool(First.addPipeline(Before)));
+    DiagnosticEngine Diag(&FwdSM, "case.air");
+    ASSERT_TRUE(succeeded(First.run(*Fwd, Diag)));
+    ASSERT_TRUE(succeeded(First.run(*Bwd, Diag)));
+  }
   Graph &FG = *Fwd->getGraphs().front(), &BG = *Bwd->getGraphs().front();
   std::vector<std::vector<float>> Values = randomizeParams(FG, 7);
   setParams(BG, Values);
@@ -270,6 +279,35 @@ TEST(AutodiffTest, CausalAttentionWithGroupedHeads) {
               "f32[1, 4, 3, 2]\n",
               "f32[1, 4, 3, 2]"),
       {randomF32({1, 4, 3, 2}, 13)});
+}
+
+// Training-mode dropout: the masks are a function of the step, the stream
+// and the element (dropout-streams numbers them), so the loss is a smooth
+// function of the parameters and central differences check the gradients
+// through Dropout, flash attention's dropout (the gradient draws the mask
+// again) and the materialized kernel's (the gradient reads the kept mask
+// and dropped probabilities).
+TEST(AutodiffTest, TrainingDropout) {
+  checkGradients(program("  param %a: f32[4, 8]\n", "",
+                         "  %ratio = Constant() {value = dense<f32[], [0.5]>} "
+                         ": f32[]\n"
+                         "  %on = Constant() {value = dense<bool[], [true]>} "
+                         ": bool[]\n"
+                         "  %t = Tanh(%a) : f32[4, 8]\n"
+                         "  %y = Dropout(%t, %ratio, %on) : f32[4, 8]\n",
+                         "f32[4, 8]"),
+                 {randomF32({4, 8}, 18)}, 2e-2, 1e-2, "dropout-streams");
+  std::string Attention =
+      program("  param %q: f32[1, 2, 4, 2]\n  param %k: f32[1, 2, 4, 2]\n"
+              "  param %v: f32[1, 2, 4, 2]\n",
+              "",
+              "  %y = Attention(%q, %k, %v) {dropout = 0.5, is_causal = 1} : "
+              "f32[1, 2, 4, 2]\n",
+              "f32[1, 2, 4, 2]");
+  checkGradients(Attention, {randomF32({1, 2, 4, 2}, 19)}, 2e-2, 1e-2,
+                 "dropout-streams");
+  checkGradients(Attention, {randomF32({1, 2, 4, 2}, 19)}, 2e-2, 1e-2,
+                 "dropout-streams,materialize-attention");
 }
 
 TEST(AutodiffTest, AttentionWithBoolMask) {

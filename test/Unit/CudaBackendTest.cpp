@@ -567,6 +567,31 @@ graph @g(%q: f32[2, 4, 5, 8], %kg: f32[2, 2, 5, 8], %vg: f32[2, 2, 5, 3], %dy: f
                  1e-4f);
 }
 
+// Training-mode dropout (the nodes' random streams): Dropout, DropoutGrad,
+// and attention's dropout in every kernel (materialized with the mask kept,
+// recomputed in scratch, flash) draw the CPU's masks, so the results match
+// the CPU's; masks exactly.
+TEST(CudaBackendTest, Dropout) {
+  compareWithCpu(R"(
+graph @g(%x: f32[3, 7, 40], %dx: f32[3, 7, 40], %q: f32[2, 4, 5, 8], %kg: f32[2, 2, 5, 8], %vg: f32[2, 2, 5, 3], %dy: f32[2, 4, 5, 3]) {
+  %ratio = Constant() {value = dense<f32[], [0.25]>} : f32[]
+  %on = Constant() {value = dense<bool[], [true]>} : bool[]
+  %d, %mask = Dropout(%x, %ratio, %on) {rng_stream = 3} : f32[3, 7, 40], bool[3, 7, 40]
+  %g = DropoutGrad(%dx, %mask) {ratio = 0.25} : f32[3, 7, 40]
+  %y, %p, %m, %pd = AttentionWithProbs(%q, %kg, %vg) {dropout = 0.2, is_causal = 1, rng_stream = 4, scale = 0.3} : f32[2, 4, 5, 3], f32[2, 4, 5, 5], bool[2, 4, 5, 5], f32[2, 4, 5, 5]
+  %dq, %dk, %dv = AttentionGrad(%dy, %q, %kg, %vg, _, %p, %m, %pd) {dropout = 0.2, is_causal = 1, rng_stream = 4, scale = 0.3} : f32[2, 4, 5, 8], f32[2, 2, 5, 8], f32[2, 2, 5, 3]
+  %fy = Attention(%q, %kg, %vg) {dropout = 0.2, is_causal = 1, rng_stream = 4, scale = 0.3} : f32[2, 4, 5, 3]
+  %rq, %rk, %rv = AttentionGrad(%dy, %q, %kg, %vg) {dropout = 0.2, is_causal = 1, rng_stream = 4, scale = 0.3} : f32[2, 4, 5, 8], f32[2, 2, 5, 8], f32[2, 2, 5, 3]
+  %my = Attention(%q, %kg, %vg) {attention_kernel = "materialized", dropout = 0.2, is_causal = 1, rng_stream = 4, scale = 0.3} : f32[2, 4, 5, 3]
+  %mq, %mk, %mv = AttentionGrad(%dy, %q, %kg, %vg) {attention_kernel = "materialized", dropout = 0.2, is_causal = 1, rng_stream = 4, scale = 0.3} : f32[2, 4, 5, 8], f32[2, 2, 5, 8], f32[2, 2, 5, 3]
+  return %d, %mask, %g, %y, %p, %m, %pd, %dq, %dk, %dv, %fy, %rq, %rk, %rv, %my, %mq, %mk, %mv
+})",
+                 {randomF32({3, 7, 40}, 71), randomF32({3, 7, 40}, 72),
+                  randomF32({2, 4, 5, 8}, 73), randomF32({2, 2, 5, 8}, 74),
+                  randomF32({2, 2, 5, 3}, 75), randomF32({2, 4, 5, 3}, 76)},
+                 1e-4f);
+}
+
 // The vocabulary-parallel forms (CudaShardedOps.cpp) on one rank, where the
 // group is the rank alone: the unsplit ops' results, as on the CPU.
 TEST(CudaBackendTest, VocabularyParallelOnOneRank) {

@@ -70,20 +70,20 @@ std::string layerText(const GptShape &G, int I) {
   %scd_{0} = Div(%sc_{0}, %scale) : f32[{B}, {A}, {S}, {S}]
   %scm_{0} = Add(%scd_{0}, %mask) : f32[{B}, {A}, {S}, {S}]
   %p_{0} = Softmax(%scm_{0}) {axis = -1} : f32[{B}, {A}, {S}, {S}]
-  %pd_{0} = Dropout(%p_{0}, %ratio) : f32[{B}, {A}, {S}, {S}]
+  %pd_{0} = Dropout(%p_{0}, %ratio, %train) : f32[{B}, {A}, {S}, {S}]
   %ctx_{0} = MatMul(%pd_{0}, %vt_{0}) : f32[{B}, {A}, {S}, {D}]
 )";
   T +=
       R"(  %ct_{0} = Transpose(%ctx_{0}) {perm = [0, 2, 1, 3]} : f32[{B}, {S}, {A}, {D}]
   %cm_{0} = Reshape(%ct_{0}, %merged) : f32[{B}, {S}, {H}]
   %o_{0} = Linear(%cm_{0}, %wo_{0}, %bo_{0}) : f32[{B}, {S}, {H}]
-  %od_{0} = Dropout(%o_{0}, %ratio) : f32[{B}, {S}, {H}]
+  %od_{0} = Dropout(%o_{0}, %ratio, %train) : f32[{B}, {S}, {H}]
   %r_{0} = Add(%x{0}, %od_{0}) : f32[{B}, {S}, {H}]
   %ln2_{0} = LayerNormalization(%r_{0}, %g2_{0}, %be2_{0}) {axis = -1} : f32[{B}, {S}, {H}]
   %f1_{0} = Linear(%ln2_{0}, %w1_{0}, %bf1_{0}) : f32[{B}, {S}, {H4}]
   %ge_{0} = Gelu(%f1_{0}) : f32[{B}, {S}, {H4}]
   %f2_{0} = Linear(%ge_{0}, %w2_{0}, %bf2_{0}) : f32[{B}, {S}, {H}]
-  %fd_{0} = Dropout(%f2_{0}, %ratio) : f32[{B}, {S}, {H}]
+  %fd_{0} = Dropout(%f2_{0}, %ratio, %train) : f32[{B}, {S}, {H}]
   %x{1} = Add(%r_{0}, %fd_{0}) : f32[{B}, {S}, {H}]
 )";
   std::string Params = R"(  param %g1_{0}: f32[{H}]
@@ -164,6 +164,7 @@ std::string gptText(const GptShape &G) {
             G.B, G.S, G.H);
   T += "  %scale = Constant() {value = dense<f32[], [8.0]>} : f32[]\n";
   T += "  %ratio = Constant() {value = dense<f32[], [0.1]>} : f32[]\n";
+  T += "  %train = Constant() {value = dense<bool[], [true]>} : bool[]\n";
   T +=
       fill("  %emb = Gather(%wte, %ids) : f32[{0}, {1}, {2}]\n", G.B, G.S, G.H);
   T += fill("  %x0 = Add(%emb, %wpe) : f32[{0}, {1}, {2}]\n", G.B, G.S, G.H);
