@@ -91,6 +91,15 @@ public:
                                    llvm::ArrayRef<uint8_t> Bytes) = 0;
   virtual llvm::Error copyToHost(const Tensor &Src,
                                  llvm::MutableArrayRef<uint8_t> Bytes) = 0;
+  /// copyFromHost into Dst, a whole buffer from allocate that a later node
+  /// reads (an offloaded parameter uploaded one use ahead): the copy may
+  /// run alongside the nodes run before that one (CUDA: on its copy
+  /// stream), and the nodes that read Dst wait for it. By default
+  /// copyFromHost.
+  virtual llvm::Error copyFromHostAhead(const Tensor &Dst,
+                                        llvm::ArrayRef<uint8_t> Bytes) {
+    return copyFromHost(Dst, Bytes);
+  }
 
   /// Runs node N: Inputs has one tensor per operand slot (absent for `_`),
   /// Outputs one per result, allocated with the program's types. Errors

@@ -694,10 +694,53 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
   // the run ends.
   DenseMap<const Value *, Tensor> Fetched;
   uint64_t FetchedBytes = 0;
+  // The next use's parameters: prefetches in flight (Pending, with the
+  // node of the use), and those already on the device (Uploaded, at the
+  // version they were read at), copied as soon as their bytes are in, and
+  // at the latest before the node ahead of the use runs, so that the copy
+  // overlaps the nodes before the use (CUDA: on its copy stream).
+  struct Upload {
+    Tensor T;
+    uint64_t Version = 0;
+  };
+  SmallVector<std::pair<const Value *, unsigned>, 8> Pending;
+  auto IsPending = [&](const Value *P) {
+    return any_of(Pending, [&](const auto &E) { return E.first == P; });
+  };
+  DenseMap<const Value *, Upload> Uploaded;
+  uint64_t AheadBytes = 0;
   auto FreeFetched = make_scope_exit([&] {
     for (auto &Entry : Fetched)
       B.deallocate(Entry.second);
+    for (auto &Entry : Uploaded)
+      B.deallocate(Entry.second.T);
   });
+  // Before node I: uploads the pending parameters whose bytes are in, and
+  // those node I + 1 uses (waiting for their bytes).
+  auto UploadReady = [&](unsigned I) -> Error {
+    for (unsigned J = 0; J != Pending.size();) {
+      const Value *P = Pending[J].first;
+      uint64_t Version = Versions.lookup(P);
+      if (Pending[J].second > I + 1 &&
+          !Prefetcher->isReady(P->getName(), Version)) {
+        ++J;
+        continue;
+      }
+      Pending.erase(Pending.begin() + J);
+      Expected<std::vector<uint8_t>> Bytes = fetchBytes(*P);
+      if (!Bytes)
+        return Bytes.takeError();
+      const TensorType &Ty = P->getType();
+      Expected<Tensor> T = B.allocate(Ty.getElementType(), Ty.getStaticSizes());
+      if (!T)
+        return valueError(*P, toString(T.takeError()));
+      Uploaded[P] = {*T, Version};
+      if (Error E = B.copyFromHostAhead(*T, *Bytes))
+        return valueError(*P, toString(std::move(E)));
+      ++UploadsAhead;
+    }
+    return Error::success();
+  };
   auto ParamTensor = [&](const Value *P) {
     auto It = Fetched.find(P);
     return It != Fetched.end() ? It->second : Params.lookup(P);
@@ -708,15 +751,38 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
         if (OnFetch)
           OnFetch(E);
   };
-  if (Prefetcher)
+  if (Prefetcher) {
     PeakFetchedBytes = 0;
+    UploadsAhead = 0;
+  }
 
   SmallVector<Tensor, 6> In, Out;
   for (unsigned I = 0; I != Nodes.size(); ++I) {
     const Node &N = *Nodes[I];
     In.clear();
     Out.clear();
+    if (Prefetcher)
+      if (Error E = UploadReady(I))
+        return E;
     for (const Value *P : FetchAt[I]) {
+      auto Up = Uploaded.find(P);
+      if (Up != Uploaded.end()) {
+        Upload U = Up->second;
+        Uploaded.erase(Up);
+        AheadBytes -= U.T.getSizeInBytes();
+        if (U.Version == Versions.lookup(P)) {
+          // Uploaded ahead.
+          Fetched[P] = U.T;
+          FetchedBytes += U.T.getSizeInBytes();
+          continue;
+        }
+        B.deallocate(U.T); // Written back since it was read.
+      }
+      if (OffloadTiers.count(P) && IsPending(P)) {
+        Pending.erase(
+            find_if(Pending, [&](const auto &E) { return E.first == P; }));
+        AheadBytes -= *P->getType().getStaticSizeInBytes();
+      }
       Expected<std::vector<uint8_t>> Bytes = fetchBytes(*P);
       if (!Bytes)
         return Bytes.takeError();
@@ -737,15 +803,23 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
       if (Error E = B.copyFromHost(*T, *Bytes))
         return valueError(*P, toString(std::move(E)));
     }
-    // One use ahead: the next use's fetches overlap this node. Their
-    // buffers count as resident (the double buffer).
-    uint64_t Ahead = 0;
+    // One use ahead: the next use's fetches overlap this node, and their
+    // uploads the nodes up to it. Their buffers count as resident (the
+    // double buffer).
     for (const Value *P : PrefetchAt[I]) {
       Prefetcher->prefetch(P->getName(), Versions.lookup(P));
-      if (OffloadTiers.count(P))
-        Ahead += *P->getType().getStaticSizeInBytes();
+      if (OffloadTiers.count(P) && !Uploaded.count(P) && !IsPending(P)) {
+        // The use it is for: the next node that fetches it.
+        unsigned Use = I + 1;
+        while (Use < Nodes.size() && !is_contained(FetchAt[Use], P))
+          ++Use;
+        if (Use < Nodes.size()) {
+          Pending.push_back({P, Use});
+          AheadBytes += *P->getType().getStaticSizeInBytes();
+        }
+      }
     }
-    PeakFetchedBytes = std::max(PeakFetchedBytes, FetchedBytes + Ahead);
+    PeakFetchedBytes = std::max(PeakFetchedBytes, FetchedBytes + AheadBytes);
     for (Value *V : N.getOperands()) {
       if (!V)
         In.push_back(Tensor());

@@ -110,6 +110,9 @@ public:
   /// The largest bytes offloaded parameters held in backend memory at once
   /// while fetched for their uses.
   uint64_t getPeakFetchedBytes() const { return PeakFetchedBytes; }
+  /// Offloaded parameters of the last run uploaded ahead of their use
+  /// (Backend::copyFromHostAhead), not when their node ran.
+  uint64_t getUploadsAhead() const { return UploadsAhead; }
 
   /// Bytes of the resident parameters (model and optimizer state, not the
   /// offloaded ones), a gathered parameter's home whole.
@@ -216,7 +219,7 @@ private:
   llvm::DenseMap<const Value *, OffloadTier> EvictedTiers;
   llvm::DenseMap<const Value *, unsigned> LastFetch;
   std::unique_ptr<OffloadPrefetcher> Prefetcher;
-  uint64_t OffloadVersion = 0, PeakFetchedBytes = 0;
+  uint64_t OffloadVersion = 0, PeakFetchedBytes = 0, UploadsAhead = 0;
   FetchObserver OnFetch;
 };
 

@@ -433,6 +433,13 @@ void OffloadPrefetcher::prefetch(StringRef Name, uint64_t Version, bool Ahead) {
   Wake.notify_all();
 }
 
+bool OffloadPrefetcher::isReady(StringRef Name, uint64_t Version) {
+  std::lock_guard<std::mutex> Lock(Mutex);
+  auto It = ByName.find(Name);
+  return It != ByName.end() && It->second->Version == Version &&
+         It->second->Done;
+}
+
 Expected<std::vector<uint8_t>> OffloadPrefetcher::take(StringRef Name,
                                                        uint64_t Version) {
   prefetch(Name, Version, /*Ahead=*/false);

@@ -133,6 +133,9 @@ public:
 
   /// Starts fetching Name at Version unless it already is.
   void prefetch(llvm::StringRef Name, uint64_t Version, bool Ahead = true);
+  /// Whether a fetch of Name at Version has completed (take then returns
+  /// at once).
+  bool isReady(llvm::StringRef Name, uint64_t Version);
   /// Name's bytes at Version: the prefetched ones (waiting for them), or
   /// fetched now.
   llvm::Expected<std::vector<uint8_t>> take(llvm::StringRef Name,

@@ -560,7 +560,8 @@ static constexpr uint64_t MeasuredMemory::*GatheredFigures[] = {
     &MeasuredMemory::PeakNonGradientBytes,
     &MeasuredMemory::HostBytes,
     &MeasuredMemory::NvmeBytes,
-    &MeasuredMemory::PeakFetchedBytes};
+    &MeasuredMemory::PeakFetchedBytes,
+    &MeasuredMemory::UploadsAhead};
 
 static Error reportMemory(const Module &Program, Backend &B,
                           const Mesh *Cluster, MeasuredMemory Mine) {
@@ -969,6 +970,7 @@ static Error train(const TrainOptions &O) {
                                           (*Exec)->getPeakNonGradientBytes());
     Peaks.PeakFetchedBytes =
         std::max(Peaks.PeakFetchedBytes, (*Exec)->getPeakFetchedBytes());
+    Peaks.UploadsAhead = (*Exec)->getUploadsAhead();
     Peaks.PeakGatheredBytes =
         std::max(Peaks.PeakGatheredBytes, (*Exec)->getPeakGatheredBytes());
     if (Hooks->OffloadFault && Step == Hooks->OffloadFaultStep &&

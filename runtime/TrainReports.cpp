@@ -229,9 +229,10 @@ void autopar::printMemoryReport(raw_ostream &OS,
                  M.PeakGradientBytes / MiB, M.PeakNonGradientBytes / MiB);
     if (M.OffloadedBytes)
       OS << format(" and %.3f MiB offloaded (host %.3f, nvme %.3f; at most "
-                   "%.3f fetched)",
+                   "%.3f fetched, %llu uploaded ahead of use a step)",
                    M.OffloadedBytes / MiB, M.HostBytes / MiB, M.NvmeBytes / MiB,
-                   M.PeakFetchedBytes / MiB);
+                   M.PeakFetchedBytes / MiB,
+                   (unsigned long long)M.UploadsAhead);
     if (Plan && Stages[R] < Plan->Memory.size()) {
       const StageMemory *P = &Plan->Memory[Stages[R]];
       double States = double(P->Weights + P->Gradients + P->Optimizer);

@@ -95,6 +95,8 @@ struct MeasuredMemory {
   /// offloaded tensors held in backend memory while fetched (part of
   /// ParamBytes).
   uint64_t HostBytes = 0, NvmeBytes = 0, PeakFetchedBytes = 0;
+  /// Offloaded parameters uploaded ahead of their use in the last step.
+  uint64_t UploadsAhead = 0;
   /// The peak of the whole copies ZeRO's gathers make of sharded
   /// parameters (part of ParamBytes, as the plan's weights include them).
   uint64_t PeakGatheredBytes = 0;

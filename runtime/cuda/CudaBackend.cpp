@@ -78,6 +78,9 @@ struct HostResults {
 constexpr size_t HostPathLimit = 64 * 1024;
 constexpr size_t HostCopyLimit = 4 * 1024;
 constexpr size_t StagingBytes = size_t(16) << 20;
+/// The copy stream's pinned slots: an upload waits for a slot's previous
+/// copy only when all of them are in flight.
+constexpr unsigned CopySlots = 4;
 
 } // namespace
 
@@ -95,6 +98,12 @@ struct CudaBackend::Impl : public CudaContext {
   void *Staging = nullptr;
   /// Created once the device is chosen (events belong to a device).
   std::unique_ptr<CudaEvent> StagingDone;
+  /// The copy stream of uploads ahead of use (offloaded parameters), its
+  /// pinned slots of StagingBytes and when each slot's last copy is done.
+  cudaStream_t Copy = nullptr;
+  void *Slots[CopySlots] = {};
+  std::unique_ptr<CudaEvent> SlotDone[CopySlots];
+  unsigned NextSlot = 0;
   /// The device word of failed checks, its host mirror, and the messages
   /// of its codes (code I + 1 is Messages[I]).
   int *ErrorWord = nullptr;
@@ -114,6 +123,13 @@ struct CudaBackend::Impl : public CudaContext {
   ~Impl() override {
     if (Compute)
       cudaStreamSynchronize(Compute);
+    if (Copy) {
+      cudaStreamSynchronize(Copy);
+      cudaStreamDestroy(Copy);
+    }
+    for (void *Slot : Slots)
+      if (Slot)
+        cudaFreeHost(Slot);
     Comm.reset();
     for (auto &Entry : HostCache)
       for (void *P : Entry.second.Device)
@@ -256,6 +272,33 @@ struct CudaBackend::Impl : public CudaContext {
       Done += N;
     }
     return Error::success();
+  }
+
+  /// Host to device on the copy stream, after the compute stream's queued
+  /// work (Dst may be a block the compute stream freed) and other side
+  /// streams' work on Dst; the kernels queued meanwhile run alongside, and
+  /// one that reads Dst waits for the copy (CudaStreams::beforeCompute).
+  Error copyInAhead(const Tensor &Dst, ArrayRef<uint8_t> Bytes) {
+    if (Error E = Streams->prepareSide(Copy, {Dst.getData()}))
+      return E;
+    char *To = Dst.data<char>();
+    for (size_t Done = 0; Done < Bytes.size();) {
+      size_t N = std::min(StagingBytes, Bytes.size() - Done);
+      unsigned Slot = NextSlot;
+      NextSlot = (NextSlot + 1) % CopySlots;
+      if (Error E =
+              Streams->wait(SlotDone[Slot]->get(), "copying to the device"))
+        return E;
+      std::memcpy(Slots[Slot], Bytes.data() + Done, N);
+      if (cudaError_t E = cudaMemcpyAsync(To + Done, Slots[Slot], N,
+                                          cudaMemcpyHostToDevice, Copy))
+        return cudaError(E,
+                         "copying " + Dst.getTypeString() + " to the device");
+      if (cudaError_t E = cudaEventRecord(SlotDone[Slot]->get(), Copy))
+        return cudaError(E, "cudaEventRecord");
+      Done += N;
+    }
+    return Streams->noteSideWork(Copy, {}, {Dst.getData()}).takeError();
   }
 
   void noteHostCopy(const Tensor &T, ArrayRef<uint8_t> Bytes) {
@@ -488,6 +531,14 @@ CudaBackend::create(const CudaBackendOptions &Options) {
   if (cudaError_t E =
           cudaStreamCreateWithFlags(&P->Compute, cudaStreamNonBlocking))
     return cudaError(E, "cudaStreamCreate");
+  if (cudaError_t E =
+          cudaStreamCreateWithFlags(&P->Copy, cudaStreamNonBlocking))
+    return cudaError(E, "cudaStreamCreate");
+  for (unsigned I = 0; I != CopySlots; ++I) {
+    P->SlotDone[I] = std::make_unique<CudaEvent>();
+    if (cudaError_t E = cudaMallocHost(&P->Slots[I], StagingBytes))
+      return cudaError(E, "allocating pinned host memory");
+  }
   if (cublasStatus_t S = cublasCreate(&P->Cublas))
     return createStringError(inconvertibleErrorCode(),
                              Twine("cublasCreate: ") +
@@ -535,6 +586,20 @@ Error CudaBackend::copyFromHost(const Tensor &Dst, ArrayRef<uint8_t> Bytes) {
                              "cannot copy " + Twine(Bytes.size()) +
                                  " bytes into " + Dst.getTypeString());
   if (Error E = P->copyIn(Dst, Bytes))
+    return E;
+  P->noteHostCopy(Dst, Bytes);
+  return Error::success();
+}
+
+Error CudaBackend::copyFromHostAhead(const Tensor &Dst,
+                                     ArrayRef<uint8_t> Bytes) {
+  if (Bytes.size() != Dst.getSizeInBytes())
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot copy " + Twine(Bytes.size()) +
+                                 " bytes into " + Dst.getTypeString());
+  if (std::optional<std::string> F = P->Streams->getFault())
+    return createStringError(inconvertibleErrorCode(), *F);
+  if (Error E = P->copyInAhead(Dst, Bytes))
     return E;
   P->noteHostCopy(Dst, Bytes);
   return Error::success();

@@ -74,6 +74,11 @@ public:
                            llvm::ArrayRef<uint8_t> Bytes) override;
   llvm::Error copyToHost(const Tensor &Src,
                          llvm::MutableArrayRef<uint8_t> Bytes) override;
+  /// On the copy stream, through a ring of pinned slots: the upload runs
+  /// alongside the kernels queued after it; a kernel that reads Dst waits
+  /// for it (CudaStreams).
+  llvm::Error copyFromHostAhead(const Tensor &Dst,
+                                llvm::ArrayRef<uint8_t> Bytes) override;
   llvm::Error runNode(const Node &N, llvm::ArrayRef<Tensor> Inputs,
                       llvm::ArrayRef<Tensor> Outputs) override;
   Communicator &getCommunicator() override;

@@ -3,9 +3,11 @@
 // runtime/OffloadStore.h: ISA-L's CRC32C against the standard test vector,
 // host and nvme blocks written and read back, the version and CRC checks
 // (a stale or corrupt block is an OffloadCheckError naming the tensor and
-// the file), and the prefetcher.
+// the file), the prefetcher, and the executor's uploads ahead of use.
 //
 //===----------------------------------------------------------------------===//
+
+#include "RuntimeTestSupport.h"
 
 #include "runtime/OffloadStore.h"
 
@@ -17,6 +19,7 @@
 
 using namespace autopar;
 using namespace llvm;
+using namespace autopar::test;
 
 namespace {
 
@@ -127,6 +130,69 @@ TEST_F(OffloadStoreDirTest, PrefetcherFetchesAhead) {
   Error E = Stale.takeError();
   EXPECT_TRUE(E.isA<OffloadCheckError>());
   consumeError(std::move(E));
+}
+
+/// The CPU backend, logging the nodes it runs and the uploads ahead.
+class LoggingBackend : public CpuBackend {
+public:
+  std::vector<std::string> Log;
+  Error copyFromHostAhead(const Tensor &Dst, ArrayRef<uint8_t> Bytes) override {
+    Log.push_back("ahead " + std::to_string(Bytes.size()));
+    return CpuBackend::copyFromHostAhead(Dst, Bytes);
+  }
+  Error runNode(const Node &N, ArrayRef<Tensor> In,
+                ArrayRef<Tensor> Out) override {
+    Log.push_back("run " + N.getOpName().str());
+    return CpuBackend::runNode(N, In, Out);
+  }
+};
+
+// A parameter prefetched at the first node for its use at the fourth is on
+// the device before the third runs (the node ahead of the use, at the
+// latest), and the use reads it there: the product is the one without
+// offload.
+TEST_F(OffloadStoreDirTest, ExecutorUploadsAheadOfUse) {
+  auto Program = [](bool Offload) {
+    std::string W = "param %w: f32[4, 4] {init = \"normal\"";
+    return "graph @g(%x: f32[2, 4]) {\n  " + W +
+           (Offload ? ", placement = \"host\"}\n" : "}\n") + "  %a = Relu(%x)" +
+           (Offload ? " {offload_prefetch = [\"w\"]}" : "") +
+           " : f32[2, 4]\n  %b = Neg(%a) : f32[2, 4]\n"
+           "  %c = Tanh(%b) : f32[2, 4]\n  %y = MatMul(%c, %w)" +
+           (Offload ? " {offload_fetch = [\"w\"]}" : "") +
+           " : f32[2, 4]\n  return %y\n}\n";
+  };
+  std::vector<HostTensor> Results[2];
+  for (bool Offload : {false, true}) {
+    SourceMgr SM;
+    SM.AddNewSourceBuffer(
+        MemoryBuffer::getMemBufferCopy(Program(Offload), "test.air"), SMLoc());
+    DiagnosticEngine Diag(&SM, "test.air");
+    std::unique_ptr<Module> M = parseModule(SM, Diag);
+    ASSERT_TRUE(M && succeeded(verifyModule(*M, Diag)));
+    Expected<std::unique_ptr<OffloadStore>> S = OffloadStore::create(Root, 0);
+    ASSERT_TRUE(bool(S));
+    ExecutorOptions O;
+    O.Offload = Offload ? S->get() : nullptr;
+    LoggingBackend B;
+    Expected<std::unique_ptr<Executor>> X =
+        Executor::create(*M->getGraphs().front(), B, O);
+    ASSERT_TRUE(bool(X)) << toString(X.takeError());
+    Expected<std::vector<HostTensor>> Out =
+        (*X)->run({f32({2, 4}, {1, -2, 3, -4, 5, -6, 7, -8})});
+    ASSERT_TRUE(bool(Out)) << toString(Out.takeError());
+    Results[Offload] = std::move(*Out);
+    if (!Offload)
+      continue;
+    EXPECT_EQ((*X)->getUploadsAhead(), 1u);
+    auto At = [&](StringRef Entry) {
+      return find(B.Log, Entry.str()) - B.Log.begin();
+    };
+    ASSERT_LT(At("ahead 64"), int64_t(B.Log.size()));
+    EXPECT_LT(At("ahead 64"), At("run Tanh"));
+    EXPECT_GT(At("ahead 64"), At("run Relu"));
+  }
+  EXPECT_EQ(Results[0][0].Bytes, Results[1][0].Bytes);
 }
 
 } // namespace
