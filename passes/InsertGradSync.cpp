@@ -28,9 +28,13 @@
 //     gathers before every node that uses it, and places each gather
 //     before the user of the previous one, so the next shard is fetched
 //     while the current op runs (prefetch one ahead) and a gathered
-//     parameter lives only around its use. Parameters the axis does not
-//     divide stay whole, with all-reduced gradients in buckets of their
-//     own. Over several micro-batches, zero=1 reduce-scatters the whole
+//     parameter lives only around its use. A use that casts the parameter
+//     to bf16/f16 (mixed-precision) casts the shard instead and the gather
+//     moves the 16-bit copy (half the bytes, and no fp32 whole copy);
+//     with zero=1 and 2 one such gathered copy serves the step's casts
+//     (cast-params-per-use gives zero=3 a cast per use first). Parameters the
+//     axis does not divide stay whole, with all-reduced gradients in buckets of
+//     their own. Over several micro-batches, zero=1 reduce-scatters the whole
 //     gradients that accumulate-micro-batches (or schedule-pipeline)
 //     summed, once per step. zero=2 and 3 keep only gradient shards: a
 //     sharded gradient that is such a sum (a tree of Adds whose leaves are
@@ -372,6 +376,16 @@ Error InsertGradSyncPass::syncPerMicroBatch(
   return Error::success();
 }
 
+/// Whether N casts P, and only P, to a narrower float (mixed-precision's
+/// read of an fp32 parameter).
+static bool isNarrowingCastOf(const Node &N, const Value *P) {
+  if (N.getOp() != OpId::Cast || N.getNumOperands() != 1 ||
+      N.getOperand(0) != P || P->getType().getElementType() != ElementType::F32)
+    return false;
+  ElementType To = N.getResult(0)->getType().getElementType();
+  return To == ElementType::BF16 || To == ElementType::F16;
+}
+
 /// Moves node N right before Where.
 static void moveBefore(Graph &G, Node *N, Node *Where) {
   G.getNodes().splice(Where->getIterator(), G.getNodes(), N->getIterator());
@@ -382,6 +396,9 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
   SmallPtrSet<Value *, 32> IsSharded(Params.begin(), Params.end());
   // Each (parameter, user) pair in program order, one per user node.
   SmallVector<std::pair<Value *, Node *>, 64> Uses;
+  DenseMap<const Node *, unsigned> Order;
+  for (Node &N : G.getNodes())
+    Order[&N] = Order.size();
   for (Node &N : G.getNodes()) {
     SmallPtrSet<Value *, 4> Seen;
     for (Value *V : N.getOperands())
@@ -422,9 +439,53 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
       if (User->getOperand(I) == P)
         User->setOperand(I, Whole);
   };
+  // A user that casts the parameter to a narrower float (mixed-precision)
+  // casts the shard instead, and the gather moves the 16-bit copy: half
+  // the bytes, and the whole copy in 16 bits only, as DeepSpeed's ZeRO-3
+  // and Megatron-LM's distributed optimizer gather their 16-bit weights.
+  // Returns the whole copy's node (the gather), its readers rewired, and
+  // the node that reads it first.
+  auto GatherNarrowed = [&](Node *Cast) -> Expected<std::pair<Node *, Node *>> {
+    Value *Copy = Cast->getResult(0);
+    SmallVector<Node *, 4> Readers(Copy->getUsers().begin(),
+                                   Copy->getUsers().end());
+    Copy->setType(TensorType(Copy->getType().getElementType(),
+                             Cast->getOperand(0)->getType().getShape()));
+    Expected<Value *> Whole = Gather(Copy);
+    if (!Whole)
+      return Whole.takeError();
+    for (Node *R : Readers)
+      Rewire(R, Copy, *Whole);
+    Node *First = Readers.empty() ? nullptr : Readers.front();
+    for (Node *R : Readers)
+      if (Order.lookup(R) < Order.lookup(First))
+        First = R;
+    return std::make_pair((*Whole)->getDefiningNode(), First);
+  };
   if (Opts.Zero < 3) {
     DenseMap<Value *, Value *> Gathered;
+    // By parameter and compute type.
+    DenseMap<std::pair<Value *, unsigned>, Value *> GatheredNarrow;
     for (auto [P, User] : Uses) {
+      if (isNarrowingCastOf(*User, P)) {
+        // One 16-bit whole copy per step: later casts read it.
+        Value *&Whole = GatheredNarrow[{
+            P, unsigned(User->getResult(0)->getType().getElementType())}];
+        if (Whole) {
+          User->getResult(0)->replaceAllUsesWith(Whole);
+          User->erase();
+          continue;
+        }
+        Expected<std::pair<Node *, Node *>> W = GatherNarrowed(User);
+        if (!W)
+          return W.takeError();
+        Whole = W->first->getResult(0);
+        if (W->second) {
+          moveBefore(G, User, W->second);
+          moveBefore(G, W->first, W->second);
+        }
+        continue;
+      }
       Value *&Whole = Gathered[P];
       if (!Whole) {
         Expected<Value *> W = Gather(P);
@@ -439,6 +500,17 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
   }
   Node *PreviousUser = nullptr;
   for (auto [P, User] : Uses) {
+    if (isNarrowingCastOf(*User, P)) {
+      Expected<std::pair<Node *, Node *>> W = GatherNarrowed(User);
+      if (!W)
+        return W.takeError();
+      Node *Reader = W->second ? W->second : User;
+      Node *Anchor = PreviousUser ? PreviousUser : Reader;
+      moveBefore(G, User, Anchor);
+      moveBefore(G, W->first, Anchor);
+      PreviousUser = Reader;
+      continue;
+    }
     Expected<Value *> Whole = Gather(P);
     if (!Whole)
       return Whole.takeError();

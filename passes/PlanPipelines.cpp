@@ -77,6 +77,13 @@ std::string autopar::buildPlanPipeline() {
 /// reduction and the optimizer step, with the plan's offload.
 static std::string getUpdateTail(const PlanConfig &C) {
   std::string Tail;
+  // ZeRO-3 and weight offload hold a mixed-precision parameter's 16-bit
+  // copy only around each use, as they hold the parameter.
+  bool Narrow = C.TrainPrecision == Precision::BF16 ||
+                C.TrainPrecision == Precision::FP16;
+  if (Narrow && (C.Zero == 3 || C.Offload == OffloadKind::AllCpu ||
+                 C.Offload == OffloadKind::AllNvme))
+    Tail += ",cast-params-per-use";
   // The plan's data-parallel axis by name: a pipeline rank whose stages
   // read no batch input (the middle ranks of an interleaved schedule) has
   // no batch_split to find it from.
