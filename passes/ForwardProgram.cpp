@@ -14,7 +14,9 @@
 //     output is all-gathered over its mesh axis (a partial one was summed
 //     by localize-tp); other stages have no outputs.
 // Parameters and inputs stay (the runtime loads every parameter; a rank's
-// --input files may name inputs it does not read). Assumes the plan's
+// --input files may name inputs it does not read). The program evaluates,
+// as PyTorch's model.eval() does: a training-mode Dropout whose mask
+// nothing reads becomes the identity, and an Attention's `dropout` goes. Assumes the plan's
 // `stage` annotations (partition-stages) and SendRecv transfers
 // (insert-collectives), one chunk per stage (vpp = 1).
 //
@@ -75,7 +77,24 @@ static std::optional<int64_t> stageOf(const Node &N) {
   return std::nullopt;
 }
 
+/// Dropout in inference mode: the identity (unless its mask is read).
+static void evaluateWithoutDropout(Graph &G) {
+  SmallVector<Node *, 8> Dropouts;
+  for (Node &N : G.getNodes()) {
+    if (N.getOp() == OpId::Attention)
+      N.getAttrs().erase("dropout");
+    if (N.getOp() == OpId::Dropout &&
+        (N.getNumResults() < 2 || !N.getResult(1)->hasUses()))
+      Dropouts.push_back(&N);
+  }
+  for (Node *N : Dropouts) {
+    N->getResult(0)->replaceAllUsesWith(N->getOperand(0));
+    N->erase();
+  }
+}
+
 Error ForwardProgramPass::runOnGraph(Graph &G) {
+  evaluateWithoutDropout(G);
   int64_t Last = 0;
   for (const Node &N : G.getNodes())
     if (std::optional<int64_t> S = stageOf(N))
