@@ -630,7 +630,15 @@ static Error decodeConfig(const AttrDict &Dict, PlanConfig &C,
     if (Field == &PlanPredicted::StepSeconds || Rd.has(Key))
       if (Error E = Rd.number(Key, P.*Field))
         return E;
-  return Error::success();
+  // A key nothing reads (a misspelt knob of a plan pinned by hand) is an
+  // error, not a choice silently left at its default.
+  SmallVector<StringRef, 32> Known = {"num_microbatches", "stage_layers"};
+#define PLAN_KNOB(FixKey, AttrKey, Type, Field, Default, Min, Max, IsOptional) \
+  Known.push_back(AttrKey);
+#include "ir/PlanKnobs.def"
+  for (const auto &Entry : PredictionKeys)
+    Known.push_back(Entry.first);
+  return Rd.onlyKeys(Known);
 }
 
 static Error decodeInputs(const AttrDict &Dict, PlanInputs &I) {

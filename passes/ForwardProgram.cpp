@@ -16,9 +16,9 @@
 // Parameters and inputs stay (the runtime loads every parameter; a rank's
 // --input files may name inputs it does not read). The program evaluates,
 // as PyTorch's model.eval() does: a training-mode Dropout whose mask
-// nothing reads becomes the identity, and an Attention's `dropout` goes. Assumes the plan's
-// `stage` annotations (partition-stages) and SendRecv transfers
-// (insert-collectives), one chunk per stage (vpp = 1).
+// nothing reads becomes the identity, and an Attention's `dropout` goes.
+// Assumes the plan's `stage` annotations (partition-stages) and SendRecv
+// transfers (insert-collectives), one chunk per stage (vpp = 1).
 //
 //===----------------------------------------------------------------------===//
 
