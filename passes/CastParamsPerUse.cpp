@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/GradientRules.h"
 #include "passes/Passes.h"
 
 #include "ir/Graph.h"
@@ -37,16 +38,6 @@ public:
 private:
   void runOnGraph(Graph &G) override;
 };
-
-/// A Cast of an fp32 parameter to a narrower float.
-bool isNarrowingParamCast(const Node &N) {
-  if (N.getOp() != OpId::Cast || N.getNumOperands() != 1 || !N.getOperand(0) ||
-      !N.getOperand(0)->isParam() ||
-      N.getOperand(0)->getType().getElementType() != ElementType::F32)
-    return false;
-  ElementType To = N.getResult(0)->getType().getElementType();
-  return To == ElementType::BF16 || To == ElementType::F16;
-}
 
 } // namespace
 

@@ -899,6 +899,15 @@ Error autopar::addToRunningSum(GradBuilder &B, Value *&Sum, Value *X) {
   return Error::success();
 }
 
+bool autopar::isNarrowingParamCast(const Node &N) {
+  if (N.getOp() != OpId::Cast || N.getNumOperands() != 1 || !N.getOperand(0) ||
+      !N.getOperand(0)->isParam() ||
+      N.getOperand(0)->getType().getElementType() != ElementType::F32)
+    return false;
+  ElementType To = N.getResult(0)->getType().getElementType();
+  return To == ElementType::BF16 || To == ElementType::F16;
+}
+
 void autopar::cloneForMicroBatch(Graph &G, Node *N,
                                  DenseMap<Value *, Value *> &Map,
                                  StringRef Suffix, StringRef NodeSuffix,

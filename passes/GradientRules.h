@@ -57,6 +57,10 @@ private:
   const Node *Forward = nullptr;
 };
 
+/// Whether N is mixed-precision's read of an fp32 parameter: a Cast of the
+/// parameter to bf16 or f16.
+bool isNarrowingParamCast(const Node &N);
+
 /// Appends a copy of N to G for one micro-batch: operands through Map (an
 /// unmapped operand is shared), results named `<name><Suffix>` and added to
 /// Map, the node's own name followed by NodeSuffix. Constants can be shared

@@ -379,11 +379,7 @@ Error InsertGradSyncPass::syncPerMicroBatch(
 /// Whether N casts P, and only P, to a narrower float (mixed-precision's
 /// read of an fp32 parameter).
 static bool isNarrowingCastOf(const Node &N, const Value *P) {
-  if (N.getOp() != OpId::Cast || N.getNumOperands() != 1 ||
-      N.getOperand(0) != P || P->getType().getElementType() != ElementType::F32)
-    return false;
-  ElementType To = N.getResult(0)->getType().getElementType();
-  return To == ElementType::BF16 || To == ElementType::F16;
+  return isNarrowingParamCast(N) && N.getOperand(0) == P;
 }
 
 /// Moves node N right before Where.
