@@ -36,7 +36,7 @@ static bool holdsInlineData(const onnx::TensorProto &T) {
 }
 
 /// The IR versions and default-domain opsets the importer takes.
-static constexpr int64_t MinIRVersion = 3, MaxIRVersion = 11;
+static constexpr int64_t MinIRVersion = 3, MaxIRVersion = 13;
 static constexpr int64_t MinOpset = 7, MaxOpset = 24;
 /// Initializers up to this many elements that are integers or scalars are
 /// read as constants: they are shape arithmetic and formula constants.

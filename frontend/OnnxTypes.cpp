@@ -9,6 +9,7 @@
 #include "llvm/Support/Endian.h"
 
 #include <cstdlib>
+#include <iterator>
 
 using namespace autopar;
 using namespace llvm;
@@ -44,6 +45,14 @@ std::string autopar::getOnnxDataTypeName(int32_t DataType) {
   if (onnx::TensorProto::DataType_IsValid(DataType))
     return onnx::TensorProto::DataType_Name(
         static_cast<onnx::TensorProto::DataType>(DataType));
+  // Types newer than Debian's libonnx knows: onnx.proto's TensorProto
+  // (IR 9: the float8s; 10: the 4-bit integers; 11: FLOAT4E2M1; 12:
+  // FLOAT8E8M0; 13: the 2-bit integers).
+  static const char *const Newer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",
+      "INT4",         "FLOAT4E2M1",     "FLOAT8E8M0", "UINT2",          "INT2"};
+  if (DataType >= 17 && DataType < 17 + int32_t(std::size(Newer)))
+    return Newer[DataType - 17];
   return "data type " + std::to_string(DataType);
 }
 
