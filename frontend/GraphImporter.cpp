@@ -348,11 +348,38 @@ GraphImporter::sortNodes(std::vector<const onnx::NodeProto *> &Order) {
         StringRef(N.name().empty() && N.output_size() ? N.output(0) : N.name()),
         StringRef(N.op_type()));
   };
+  // Older exporters wrote the same Constant twice under one output name: a
+  // repeat with the same value is dropped (with a warning).
+  auto IsRepeatedConstant = [&](int First, int Again) {
+    const onnx::NodeProto &A = Proto.node(First), &B = Proto.node(Again);
+    if (A.op_type() != "Constant" || B.op_type() != "Constant" ||
+        !A.domain().empty() || !B.domain().empty() || A.output_size() != 1 ||
+        B.output_size() != 1 || A.attribute_size() != B.attribute_size())
+      return false;
+    for (int K = 0; K != A.attribute_size(); ++K)
+      if (A.attribute(K).SerializeAsString() !=
+          B.attribute(K).SerializeAsString())
+        return false;
+    return true;
+  };
+  std::vector<bool> Dropped(NumNodes, false);
   for (int I = 0; I != NumNodes; ++I)
     for (const std::string &Out : Proto.node(I).output()) {
       if (Out.empty())
         continue;
       auto [It, Inserted] = Producer.try_emplace(Out, I);
+      if (!Inserted && !Values.count(Out) &&
+          IsRepeatedConstant(It->second, I)) {
+        auto [Name, Op] = NodeLabel(I);
+        Diag.warning(SMLoc(), "node '" + Name + "' (" + Op +
+                                  ") repeats node '" +
+                                  NodeLabel(It->second).first +
+                                  "', the same constant under the same "
+                                  "output name '" +
+                                  Out + "'; the repeat is dropped");
+        Dropped[I] = true;
+        continue;
+      }
       if (!Inserted || Values.count(Out)) {
         auto [Name, Op] = NodeLabel(I);
         Diag.nodeError(
@@ -383,7 +410,7 @@ GraphImporter::sortNodes(std::vector<const onnx::NodeProto *> &Order) {
     }
   std::priority_queue<int, std::vector<int>, std::greater<int>> Ready;
   for (int I = 0; I != NumNodes; ++I)
-    if (Pending[I] == 0)
+    if (Pending[I] == 0 && !Dropped[I])
       Ready.push(I);
   while (!Ready.empty()) {
     int I = Ready.top();
@@ -393,9 +420,10 @@ GraphImporter::sortNodes(std::vector<const onnx::NodeProto *> &Order) {
       if (--Pending[U] == 0)
         Ready.push(U);
   }
-  if (int(Order.size()) != NumNodes) {
+  int Kept = NumNodes - int(std::count(Dropped.begin(), Dropped.end(), true));
+  if (int(Order.size()) != Kept) {
     for (int I = 0; I != NumNodes; ++I)
-      if (Pending[I] != 0) {
+      if (Pending[I] != 0 && !Dropped[I]) {
         auto [Name, Op] = NodeLabel(I);
         Diag.nodeError(Name, Op, "is part of a cycle");
         return failure();
