@@ -49,15 +49,6 @@ double SavedTensor::bytes(LoopSplit Split) const {
 
 namespace {
 
-/// Dropout drops something (and keeps its mask) in training mode unless its
-/// ratio is a constant 0; in inference mode (ONNX's default, without
-/// training_mode) it is the identity, as the runtime runs it
-/// (passes/DropoutStreams.cpp).
-bool isActiveDropout(const Node &N) {
-  std::optional<DropoutSetting> S = getDropoutSetting(N);
-  return S && S->drops();
-}
-
 class Collector {
 public:
   Collector(const Node &N, const std::optional<OpLoops> &Loops,
@@ -197,7 +188,9 @@ void autopar::getSavedTensors(const Node &N,
     C.result(0);
     return;
   case SavedRule::Dropout:
-    if (isActiveDropout(N))
+    // Only in training mode (the identity otherwise, as the runtime runs
+    // it: passes/DropoutStreams.cpp).
+    if (dropsInTraining(N))
       C.internal(
           Loops ? ArrayRef<int>(Loops->Results[0]) : ArrayRef<int>(),
           double(N.getResult(0)->getType().getStaticNumElements().value_or(0)),

@@ -31,6 +31,7 @@
 #include "ir/Graph.h"
 #include "ir/OpFacts.h"
 #include "ir/OpFlops.h"
+#include "ir/OpRegistry.h"
 
 #include <algorithm>
 
@@ -62,11 +63,6 @@ GradientFlow::GradientFlow(const Graph &G) {
         Activation.insert(R);
     }
   }
-}
-
-double autopar::getAttentionDropout(const Node &N) {
-  const Attribute *A = N.getAttr("dropout");
-  return A && A->isa(Attribute::Kind::Float) ? A->getFloat() : 0;
 }
 
 double autopar::trainingElementBytes(const Value &V, const CostSettings &S) {

@@ -29,10 +29,6 @@ class Value;
 
 // AttentionKernel and its names are the plan's (ir/Plan.h).
 
-/// An Attention's training-mode dropout ratio (fuse-attention's `dropout`;
-/// 0 without one).
-double getAttentionDropout(const Node &N);
-
 /// How training runs, as far as per-op costs care.
 struct CostSettings {
   /// Precision of GEMMs; float activations, weights and gradients are held

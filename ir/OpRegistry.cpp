@@ -266,6 +266,21 @@ std::optional<DropoutSetting> autopar::getDropoutSetting(const Node &N) {
   return S;
 }
 
+double autopar::getAttentionDropout(const Node &N) {
+  const Attribute *A = N.getAttr("dropout");
+  return A && A->isa(Attribute::Kind::Float) ? A->getFloat() : 0;
+}
+
+bool autopar::dropsInTraining(const Node &N) {
+  if (N.getOp() == OpId::Dropout) {
+    std::optional<DropoutSetting> S = getDropoutSetting(N);
+    return S && S->drops();
+  }
+  return (N.getOp() == OpId::Attention ||
+          N.getOp() == OpId::AttentionWithProbs) &&
+         getAttentionDropout(N) > 0;
+}
+
 /// Ops through which a gradient reaches its optimizer step whole: the sums
 /// over micro-batches, and what data-parallel synchronization does to it
 /// (passes/InsertGradSync.cpp: views, the bucket's concatenation, the

@@ -134,6 +134,12 @@ struct DropoutSetting {
 /// Dropout N's setting; nullopt when a given ratio or mode is not a scalar
 /// constant.
 std::optional<DropoutSetting> getDropoutSetting(const Node &N);
+/// An Attention's training-mode dropout ratio (fuse-attention's `dropout`;
+/// 0 without one).
+double getAttentionDropout(const Node &N);
+/// Whether N drops in training: a Dropout whose constant setting drops, an
+/// Attention (or AttentionWithProbs) with a `dropout` ratio.
+bool dropsInTraining(const Node &N);
 
 /// For ops whose results overwrite operands at run time (the optimizer
 /// steps of Ops.def): the operand that result Result replaces.

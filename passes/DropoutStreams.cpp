@@ -60,25 +60,18 @@ LogicalResult DropoutStreamsPass::run(Module &M, DiagnosticEngine &Diag) {
     SmallVector<Node *, 16> Masked;
     int64_t Stream = 0;
     for (Node &N : G->getNodes()) {
-      bool Draws = false;
-      if (N.getOp() == OpId::Dropout) {
-        std::optional<DropoutSetting> Setting = getDropoutSetting(N);
-        if (!Setting) {
-          Diag.error(N.getLoc(), "node '" + N.getName() +
-                                     "' (Dropout): its ratio and training "
-                                     "mode must be constants to train");
-          Failed = true;
-          continue;
-        }
-        Draws = Setting->drops();
-        if (Draws && N.getNumResults() < 2)
-          Masked.push_back(&N);
-      } else if (N.getOp() == OpId::Attention) {
-        const Attribute *A = N.getAttr("dropout");
-        Draws = A && A->getFloat() > 0;
+      if (N.getOp() == OpId::Dropout && !getDropoutSetting(N)) {
+        Diag.error(N.getLoc(), "node '" + N.getName() +
+                                   "' (Dropout): its ratio and training "
+                                   "mode must be constants to train");
+        Failed = true;
+        continue;
       }
-      if (Draws)
-        N.getAttrs().set("rng_stream", Attribute::getInt(Stream++));
+      if (!dropsInTraining(N))
+        continue;
+      N.getAttrs().set("rng_stream", Attribute::getInt(Stream++));
+      if (N.getOp() == OpId::Dropout && N.getNumResults() < 2)
+        Masked.push_back(&N);
     }
     for (Node *N : Masked)
       addMask(*G, *N);

@@ -21,6 +21,7 @@
 #include "passes/Passes.h"
 
 #include "ir/Graph.h"
+#include "ir/OpRegistry.h"
 
 using namespace autopar;
 using namespace llvm;
@@ -42,12 +43,6 @@ bool isTrainingForm(const Node &N) {
     if (!A->isa(Attribute::Kind::Float))
       return false;
   return true;
-}
-
-/// The training-mode dropout ratio of Attention N (0: none).
-double getDropout(const Node &N) {
-  const Attribute *A = N.getAttr("dropout");
-  return A ? A->getFloat() : 0;
 }
 
 /// ONNX attributes that AttentionWithProbs does not take (their values in
@@ -80,7 +75,7 @@ private:
     for (const auto &[Name, Value] : N.getAttrs())
       if (!isDroppedAttr(Name))
         Attrs.set(Name, Value);
-    bool Dropout = getDropout(N) > 0;
+    bool Dropout = getAttentionDropout(N) > 0;
     if (!Dropout)
       Attrs.erase("dropout");
     // A sharding annotation names one sharding per result: the

@@ -78,9 +78,17 @@ Error MixedPrecisionPass::runOnGraph(Graph &G) {
   ElementType Narrow = Compute == "bf16" ? ElementType::BF16 : ElementType::F16;
   AttrDict ToNarrow;
   ToNarrow.set("to", Attribute::getString(Compute));
-  // A Cast of V to the compute type, before Before, read by V's users.
+  // A Cast of V to the compute type, before Before, read by V's users (the
+  // operand slots that take data; none: no cast).
   auto CastUses = [&](Value *V, Node *Before, const Node *AnnotateLike) {
-    SmallVector<Node *, 8> Users(V->getUsers().begin(), V->getUsers().end());
+    SmallVector<std::pair<Node *, unsigned>, 8> Slots;
+    for (Node *U : V->getUsers())
+      for (unsigned I = 0, E = U->getNumOperands(); I != E; ++I)
+        if (U->getOperand(I) == V && !isHyperparameter(*U, I) &&
+            !is_contained(Slots, std::make_pair(U, I)))
+          Slots.push_back({U, I});
+    if (Slots.empty())
+      return;
     AttrDict A = ToNarrow;
     if (AnnotateLike)
       for (StringRef Name : {"layer", "stage"})
@@ -89,12 +97,8 @@ Error MixedPrecisionPass::runOnGraph(Graph &G) {
     Node *C = G.createNode(
         OpId::Cast, {V}, {withElement(V->getType(), Narrow)}, std::move(A),
         {G.getUniqueName((V->getName() + "." + Compute).str())}, Before);
-    for (Node *U : Users)
-      for (unsigned I = 0, E = U->getNumOperands(); I != E; ++I)
-        if (U->getOperand(I) == V && !isHyperparameter(*U, I))
-          U->setOperand(I, C->getResult(0));
-    if (!C->getResult(0)->hasUses())
-      C->erase();
+    for (auto [U, I] : Slots)
+      U->setOperand(I, C->getResult(0));
   };
   // Parameters: one cast each, before the first reader.
   for (const std::unique_ptr<Value> &P : G.getParams()) {

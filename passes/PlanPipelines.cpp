@@ -4,6 +4,7 @@
 
 #include "ir/Diagnostics.h"
 #include "ir/Graph.h"
+#include "ir/OpRegistry.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
@@ -215,15 +216,12 @@ static std::string getRecompute(const Graph &G, const PlanConfig &C) {
 
 /// dropout-streams when the model drops in training mode: first, on the
 /// whole graph, so that every stage numbers the streams the same way.
+/// (A Dropout whose setting is not a constant too: the pass names it.)
 static std::string getDropoutStreams(const Graph &G) {
-  for (const Node &N : G.getNodes()) {
-    if (N.getOp() == OpId::Attention)
-      if (const Attribute *A = N.getAttr("dropout"))
-        if (A->getFloat() > 0)
-          return "dropout-streams,";
-    if (N.getOp() == OpId::Dropout && N.getNumOperands() > 2 && N.getOperand(2))
+  for (const Node &N : G.getNodes())
+    if (dropsInTraining(N) ||
+        (N.getOp() == OpId::Dropout && !getDropoutSetting(N)))
       return "dropout-streams,";
-  }
   return "";
 }
 

@@ -73,6 +73,17 @@ struct DropoutKey {
   AUTOPAR_HOST_DEVICE bool keeps(uint64_t Index) const {
     return draw(Index / 4).V[Index % 4] >= Threshold;
   }
+  /// Keep[J] = keeps(Start + J) for J in [0, Len), one draw per four
+  /// indices.
+  AUTOPAR_HOST_DEVICE void keepsRun(uint64_t Start, int64_t Len,
+                                    uint8_t *Keep) const {
+    for (int64_t J = 0; J < Len;) {
+      uint64_t Index = Start + uint64_t(J);
+      Philox4x32 D = draw(Index / 4);
+      for (unsigned L = unsigned(Index % 4); L != 4 && J < Len; ++L, ++J)
+        Keep[J] = D.V[L] >= Threshold;
+    }
+  }
 };
 
 /// The run's random state in a step.

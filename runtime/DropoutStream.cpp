@@ -28,6 +28,16 @@ DropoutKey autopar::makeDropoutKey(const StepRandom &R, int64_t Stream,
   return K;
 }
 
+Expected<const DropoutBlock *>
+autopar::getAttentionDropoutBlock(const KernelArgs &A) {
+  if (A.floatAttr("dropout", 0) <= 0)
+    return nullptr;
+  if (!A.Dropout)
+    return A.error("attention dropout without a random stream (`rng_stream`: "
+                   "run dropout-streams before autodiff)");
+  return A.Dropout;
+}
+
 /// The sharding of V: its defining node's `sharding` (the entry of V's
 /// result when a list), else V's own (inputs, parameters); null when none.
 static const Sharding *getLayout(const Value *V) {
@@ -58,18 +68,13 @@ static Error splitDim(const KernelArgs &A, const Communicator &Comm,
   const Mesh *M = G ? G->lookupMesh(Layout->Mesh) : nullptr;
   if (!M)
     return A.error("unknown mesh '@" + Layout->Mesh + "' of its sharding");
-  SmallVector<int64_t, 4> Coords;
+  // A job of one rank runs every block at offset 0.
+  SmallVector<int64_t, 4> Coords(M->Axes.size(), 0);
   if (Comm.getNumRanks() > 1)
     Coords = getMeshCoordinates(*M, Comm.getRank());
-  int64_t Parts = 1, Index = 0;
-  for (const std::string &Axis : Layout->DimAxes[LayoutDim])
-    for (unsigned I = 0; I != M->Axes.size(); ++I)
-      if (M->Axes[I].first == Axis) {
-        Parts *= M->Axes[I].second;
-        Index = Index * M->Axes[I].second + (Coords.empty() ? 0 : Coords[I]);
-      }
-  B.Global[D] = Local * Parts;
-  B.Offset[D] = Local * Index;
+  AxesPart Part = getAxesPart(*M, Layout->DimAxes[LayoutDim], Coords);
+  B.Global[D] = Local * Part.Parts;
+  B.Offset[D] = Local * Part.Index;
   return Error::success();
 }
 

@@ -32,6 +32,11 @@ llvm::Expected<DropoutBlock> getDropoutBlock(const KernelArgs &A,
                                              const Communicator &Comm,
                                              const StepRandom &R);
 
+/// An attention node's dropout for its kernel: A.Dropout, null without a
+/// `dropout` ratio; an error when it has one but no random stream.
+llvm::Expected<const DropoutBlock *>
+getAttentionDropoutBlock(const KernelArgs &A);
+
 /// The mask's key for Ratio in [0, 1).
 DropoutKey makeDropoutKey(const StepRandom &R, int64_t Stream,
                           int64_t MicroBatch, double Ratio);

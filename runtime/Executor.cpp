@@ -241,6 +241,7 @@ Error Executor::readOffloadLists() {
   WritebackAt.assign(Nodes.size(), {});
   PrefetchAt.assign(Nodes.size(), {});
   EvictAt.assign(Nodes.size(), {});
+  UploadAt.assign(Nodes.size(), {});
   if (!Offload)
     return Error::success();
   auto NodeError = [](const Node &N, const Twine &Message) {
@@ -319,6 +320,17 @@ Error Executor::readOffloadLists() {
       if (!is_contained(FetchAt[I], P))
         return NodeError(N, "writes back %" + P->getName() +
                                 ", which it does not fetch");
+  }
+  // The parameters each node prefetches, with the node of the use each is
+  // for: the next one that fetches it.
+  DenseMap<const Value *, unsigned> NextFetch;
+  for (unsigned I = Nodes.size(); I-- != 0;) {
+    for (const Value *P : PrefetchAt[I])
+      if (OffloadTiers.count(P))
+        if (auto It = NextFetch.find(P); It != NextFetch.end())
+          UploadAt[I].push_back({P, It->second});
+    for (const Value *P : FetchAt[I])
+      NextFetch[P] = I;
   }
   return Error::success();
 }
@@ -806,19 +818,13 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
     // One use ahead: the next use's fetches overlap this node, and their
     // uploads the nodes up to it. Their buffers count as resident (the
     // double buffer).
-    for (const Value *P : PrefetchAt[I]) {
+    for (const Value *P : PrefetchAt[I])
       Prefetcher->prefetch(P->getName(), Versions.lookup(P));
-      if (OffloadTiers.count(P) && !Uploaded.count(P) && !IsPending(P)) {
-        // The use it is for: the next node that fetches it.
-        unsigned Use = I + 1;
-        while (Use < Nodes.size() && !is_contained(FetchAt[Use], P))
-          ++Use;
-        if (Use < Nodes.size()) {
-          Pending.push_back({P, Use});
-          AheadBytes += *P->getType().getStaticSizeInBytes();
-        }
+    for (auto [P, Use] : UploadAt[I])
+      if (!Uploaded.count(P) && !IsPending(P)) {
+        Pending.push_back({P, Use});
+        AheadBytes += *P->getType().getStaticSizeInBytes();
       }
-    }
     PeakFetchedBytes = std::max(PeakFetchedBytes, FetchedBytes + AheadBytes);
     for (Value *V : N.getOperands()) {
       if (!V)

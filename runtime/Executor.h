@@ -215,6 +215,10 @@ private:
   /// Per node: what it fetches, writes back and prefetches.
   std::vector<std::vector<const Value *>> FetchAt, WritebackAt, PrefetchAt,
       EvictAt;
+  /// The offloaded parameters node I prefetches, each with the node of the
+  /// use it is for (uploaded ahead of it).
+  std::vector<llvm::SmallVector<std::pair<const Value *, unsigned>, 2>>
+      UploadAt;
   /// Offloaded gradients (`offload_evict`), their tiers and last fetches.
   llvm::DenseMap<const Value *, OffloadTier> EvictedTiers;
   llvm::DenseMap<const Value *, unsigned> LastFetch;

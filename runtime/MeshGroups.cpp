@@ -28,6 +28,18 @@ std::string autopar::describeGroup(ArrayRef<int> Group) {
   return S + "]";
 }
 
+AxesPart autopar::getAxesPart(const Mesh &M, ArrayRef<std::string> Axes,
+                              ArrayRef<int64_t> Coords) {
+  AxesPart P;
+  for (const std::string &Axis : Axes)
+    for (unsigned I = 0; I != M.Axes.size(); ++I)
+      if (M.Axes[I].first == Axis) {
+        P.Parts *= M.Axes[I].second;
+        P.Index = P.Index * M.Axes[I].second + Coords[I];
+      }
+  return P;
+}
+
 SmallVector<int64_t, 4> autopar::getMeshCoordinates(const Mesh &M, int Rank) {
   SmallVector<int64_t, 4> Coords(M.Axes.size());
   int64_t R = Rank;

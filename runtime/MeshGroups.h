@@ -31,6 +31,15 @@ std::string describeGroup(llvm::ArrayRef<int> Group);
 
 /// Rank's coordinates on M, one per axis (Rank in [0, devices)).
 llvm::SmallVector<int64_t, 4> getMeshCoordinates(const Mesh &M, int Rank);
+/// How Axes (axes of M, major to minor) split a dimension: into Parts, of
+/// which the rank at Coords (getMeshCoordinates) holds part Index,
+/// row-major over its coordinates on the axes. Axes M lacks count as one
+/// part. What a sharding's dimension, or a batch_split, gives one rank.
+struct AxesPart {
+  int64_t Parts = 1, Index = 0;
+};
+AxesPart getAxesPart(const Mesh &M, llvm::ArrayRef<std::string> Axes,
+                     llvm::ArrayRef<int64_t> Coords);
 /// The group of (M, Axis) that Rank belongs to, in axis order. An error
 /// when the mesh has no such axis or its device count is not NumRanks.
 llvm::Expected<llvm::SmallVector<int, 8>>

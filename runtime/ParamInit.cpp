@@ -114,15 +114,9 @@ SmallVector<int64_t, 4> autopar::getShardOrigin(const Value &P, int Rank) {
   if (!M || !Ty.hasStaticShape())
     return Origin;
   SmallVector<int64_t, 4> Coords = getMeshCoordinates(*M, Rank);
-  for (unsigned D = 0; D != Origin.size() && D != S->DimAxes.size(); ++D) {
-    // The axes split the dimension major to minor.
-    int64_t Block = 0;
-    for (const std::string &Axis : S->DimAxes[D])
-      for (unsigned I = 0; I != M->Axes.size(); ++I)
-        if (M->Axes[I].first == Axis)
-          Block = Block * M->Axes[I].second + Coords[I];
-    Origin[D] = Block * Ty.getDim(D).getSize();
-  }
+  for (unsigned D = 0; D != Origin.size() && D != S->DimAxes.size(); ++D)
+    Origin[D] =
+        getAxesPart(*M, S->DimAxes[D], Coords).Index * Ty.getDim(D).getSize();
   return Origin;
 }
 

@@ -762,13 +762,11 @@ static void findReplica(const Value *TokensIn, int Rank, RankProgram &P) {
   if (!M)
     return;
   SmallVector<int64_t, 4> Coords = getMeshCoordinates(*M, Rank);
-  for (const std::vector<std::string> &Axes : S.DimAxes)
-    for (const std::string &Axis : Axes)
-      for (unsigned I = 0; I != M->Axes.size(); ++I)
-        if (M->Axes[I].first == Axis) {
-          P.DataParallel *= M->Axes[I].second;
-          P.Replica = P.Replica * M->Axes[I].second + Coords[I];
-        }
+  for (const std::vector<std::string> &Axes : S.DimAxes) {
+    AxesPart Part = getAxesPart(*M, Axes, Coords);
+    P.DataParallel *= Part.Parts;
+    P.Replica = P.Replica * Part.Parts + Part.Index;
+  }
 }
 
 /// The inputs of step Step: this replica's rows of the global batch's

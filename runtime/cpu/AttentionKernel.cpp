@@ -30,6 +30,7 @@
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
+#include "runtime/DropoutStream.h"
 #include "runtime/OpShapes.h"
 
 #include <algorithm>
@@ -174,31 +175,29 @@ static void softmaxRow(MutableArrayRef<float> Scores) {
     Score = float(std::exp(double(Score) - Max) / Sum);
 }
 
-/// The dropout of attention node A: its block of the probabilities' mask,
-/// null without dropout; an error when it has a ratio but no random stream.
-static Expected<const DropoutBlock *>
-getAttentionDropout(const KernelArgs &A, const AttentionPlan &S) {
-  if (A.floatAttr("dropout", 0) <= 0)
-    return nullptr;
-  if (!A.Dropout)
-    return A.error("attention dropout without a random stream (`rng_stream`: "
-                   "run dropout-streams before autodiff)");
-  if (S.P)
+/// The dropout of attention node A (getAttentionDropoutBlock), which takes
+/// no key/value cache.
+static Expected<const DropoutBlock *> getKernelDropout(const KernelArgs &A,
+                                                       const AttentionPlan &S) {
+  Expected<const DropoutBlock *> Drop = getAttentionDropoutBlock(A);
+  if (Drop && *Drop && S.P)
     return A.error("attention dropout with a key/value cache");
-  return A.Dropout;
+  return Drop;
 }
 
-/// Row I of (batch B, head H) of the probabilities: P dropped in place into
-/// Dropped (P times the mask over 1 - ratio), the mask into Keep if given.
+/// Row I of (batch B, head H) of the probabilities: P dropped into Dropped
+/// (P times the mask over 1 - ratio), the mask into Keep if given.
 static void dropRow(const DropoutBlock &Drop, const AttentionPlan &S, int64_t B,
                     int64_t H, int64_t I, const float *P, float *Dropped,
                     uint8_t *Keep) {
   uint64_t Start = Drop.rowStart((B * S.Hq + H) * S.Sq + I);
-  for (int64_t J = 0; J != S.Skv; ++J) {
-    bool K = Drop.Key.keeps(Start + J);
-    Dropped[J] = K ? P[J] * Drop.Key.Scale : 0.0f;
-    if (Keep)
-      Keep[J] = K;
+  uint8_t Chunk[256];
+  for (int64_t J0 = 0; J0 < S.Skv; J0 += 256) {
+    int64_t N = std::min<int64_t>(256, S.Skv - J0);
+    uint8_t *K = Keep ? Keep + J0 : Chunk;
+    Drop.Key.keepsRun(Start + uint64_t(J0), N, K);
+    for (int64_t J = 0; J != N; ++J)
+      Dropped[J0 + J] = K[J] ? P[J0 + J] * Drop.Key.Scale : 0.0f;
   }
 }
 
@@ -210,7 +209,7 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
                               float *QKData, int64_t Mode,
                               uint8_t *MaskOut = nullptr,
                               float *DroppedOut = nullptr) {
-  Expected<const DropoutBlock *> Drop = getAttentionDropout(A, S);
+  Expected<const DropoutBlock *> Drop = getKernelDropout(A, S);
   if (!Drop)
     return Drop.takeError();
   AttentionBias Bias(A, S);
@@ -236,7 +235,7 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
   // Each (batch, head) is independent: threads take whole ones.
   parallelFor(S.B * S.Hq, [&](int64_t BH) {
     int64_t B = BH / S.Hq, H = BH % S.Hq;
-    std::vector<float> Scores(T), Raw(T), Dropped(*Drop ? T : 0);
+    std::vector<float> Scores(T), Raw(T), Dropped(*Drop && !DroppedOut ? T : 0);
     for (int64_t I = 0; I != S.Sq; ++I) {
       int64_t KH = H / Group;
       const float *QRow = QR.row(B, H, I);
@@ -263,11 +262,10 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
       const float *Weights = Scores.data();
       if (*Drop) {
         int64_t Row = ((B * S.Hq + H) * S.Sq + I) * T;
-        dropRow(**Drop, S, B, H, I, Scores.data(), Dropped.data(),
+        float *DroppedRow = DroppedOut ? DroppedOut + Row : Dropped.data();
+        dropRow(**Drop, S, B, H, I, Scores.data(), DroppedRow,
                 MaskOut ? MaskOut + Row : nullptr);
-        if (DroppedOut)
-          std::copy_n(Dropped.data(), T, DroppedOut + Row);
-        Weights = Dropped.data();
+        Weights = DroppedRow;
       }
       for (int64_t J = 0; J != T; ++J) {
         const float *VRow = ValueRow(B, KH, J);
@@ -366,7 +364,7 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
       return E;
   constexpr unsigned Probs = 5, KeptMask = 6, KeptDropped = 7;
   const float *Kept = nullptr;
-  Expected<const DropoutBlock *> Drop = getAttentionDropout(A, S);
+  Expected<const DropoutBlock *> Drop = getKernelDropout(A, S);
   if (!Drop)
     return Drop.takeError();
   const uint8_t *MaskIn = nullptr;

@@ -14,6 +14,7 @@
 
 #include "runtime/cpu/Kernels.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace autopar;
@@ -77,11 +78,14 @@ Error autopar::runDropout(const KernelArgs &A) {
   parallelFor(Count / Len, [&](int64_t Row) {
     uint64_t Start = B.rowStart(Row);
     int64_t Base = Row * Len;
-    for (int64_t J = 0; J != Len; ++J) {
-      bool Keep = B.Key.keeps(Start + J);
-      Out[Base + J] = Keep ? In[Base + J] * Scale : 0.0f;
-      if (Mask)
-        Mask[Base + J] = Keep;
+    // The row's mask, in chunks when it is not a result.
+    uint8_t Chunk[256];
+    for (int64_t J0 = 0; J0 < Len; J0 += 256) {
+      int64_t N = std::min<int64_t>(256, Len - J0);
+      uint8_t *Keep = Mask ? Mask + Base + J0 : Chunk;
+      B.Key.keepsRun(Start + uint64_t(J0), N, Keep);
+      for (int64_t J = 0; J != N; ++J)
+        Out[Base + J0 + J] = Keep[J] ? In[Base + J0 + J] * Scale : 0.0f;
     }
   });
   return Error::success();

@@ -43,6 +43,7 @@
 #include "runtime/cuda/CudaOpSupport.h"
 
 #include "ir/Graph.h"
+#include "runtime/DropoutStream.h"
 #include "runtime/OpShapes.h"
 
 #include <cmath>
@@ -118,17 +119,6 @@ getMask(const KernelArgs &Fwd, const Shapes &S) {
   M.StrideI = Plan->Strides[2];
   M.StrideJ = Plan->Strides[3];
   return std::make_pair(R, M);
-}
-
-/// The dropout block of attention node A; null without dropout, an error
-/// when it has a ratio but no random stream.
-static Expected<const DropoutBlock *> getDropout(const KernelArgs &A) {
-  if (A.floatAttr("dropout", 0) <= 0)
-    return nullptr;
-  if (!A.Dropout)
-    return A.error("attention dropout without a random stream (`rng_stream`: "
-                   "run dropout-streams before autodiff)");
-  return A.Dropout;
 }
 
 /// The flash kernels' view of Fwd's shapes and attributes (with Drop, the
@@ -240,7 +230,7 @@ Error cuda::runAttention(const KernelArgs &A, CudaContext &C) {
   if (Y.getElementType() != QT.getElementType())
     return A.error("the result " + Y.getTypeString() + " and Q " +
                    QT.getTypeString() + " differ in type");
-  Expected<const DropoutBlock *> Drop = getDropout(A);
+  Expected<const DropoutBlock *> Drop = getAttentionDropoutBlock(A);
   if (!Drop)
     return Drop.takeError();
   if (isMaterialized(A)) {
@@ -287,7 +277,7 @@ Error cuda::runAttentionWithProbs(const KernelArgs &A, CudaContext &C) {
     return A.error("the results " + Y.getTypeString() + " and " +
                    P.getTypeString() + " must have Q's type " +
                    QT.getTypeString());
-  Expected<const DropoutBlock *> Drop = getDropout(A);
+  Expected<const DropoutBlock *> Drop = getAttentionDropoutBlock(A);
   if (!Drop)
     return Drop.takeError();
   if (bool(*Drop) != (A.hasResult(2) && A.hasResult(3)))
@@ -373,7 +363,7 @@ Error cuda::runAttentionGrad(const KernelArgs &A, CudaContext &C) {
     if (A.Out[I].getElementType() != Elem)
       return A.error("the gradients must have Q's type " + QT.getTypeString());
   }
-  Expected<const DropoutBlock *> Drop = getDropout(A);
+  Expected<const DropoutBlock *> Drop = getAttentionDropoutBlock(A);
   if (!Drop)
     return Drop.takeError();
   float DropScale = *Drop ? (*Drop)->Key.Scale : 1.0f;

@@ -82,6 +82,29 @@ constexpr size_t StagingBytes = size_t(16) << 20;
 /// copy only when all of them are in flight.
 constexpr unsigned CopySlots = 4;
 
+/// Pinned host buffers of StagingBytes that copies to the device go
+/// through, round-robin, each reused once its last copy (Done) is over.
+struct PinnedRing {
+  llvm::SmallVector<void *, CopySlots> Buf;
+  llvm::SmallVector<std::unique_ptr<CudaEvent>, CopySlots> Done;
+  unsigned Next = 0;
+
+  cudaError_t allocate(unsigned Slots) {
+    for (unsigned I = 0; I != Slots; ++I) {
+      Done.push_back(std::make_unique<CudaEvent>());
+      Buf.push_back(nullptr);
+      if (cudaError_t E = cudaMallocHost(&Buf.back(), StagingBytes))
+        return E;
+    }
+    return cudaSuccess;
+  }
+  ~PinnedRing() {
+    for (void *B : Buf)
+      if (B)
+        cudaFreeHost(B);
+  }
+};
+
 } // namespace
 
 struct CudaBackend::Impl : public CudaContext {
@@ -94,16 +117,12 @@ struct CudaBackend::Impl : public CudaContext {
   CudaAllocator Alloc;
   std::unique_ptr<CudaStreams> Streams;
   std::unique_ptr<NcclCommunicator> Comm;
-  /// Pinned host memory for transfers, and when its last copy is done.
-  void *Staging = nullptr;
-  /// Created once the device is chosen (events belong to a device).
-  std::unique_ptr<CudaEvent> StagingDone;
-  /// The copy stream of uploads ahead of use (offloaded parameters), its
-  /// pinned slots of StagingBytes and when each slot's last copy is done.
+  /// Pinned host memory for the compute stream's transfers (one slot), and
+  /// the copy stream of uploads ahead of use (offloaded parameters) with
+  /// its slots. Allocated once the device is chosen (events belong to a
+  /// device).
+  PinnedRing Staging, CopyRing;
   cudaStream_t Copy = nullptr;
-  void *Slots[CopySlots] = {};
-  std::unique_ptr<CudaEvent> SlotDone[CopySlots];
-  unsigned NextSlot = 0;
   /// The device word of failed checks, its host mirror, and the messages
   /// of its codes (code I + 1 is Messages[I]).
   int *ErrorWord = nullptr;
@@ -127,9 +146,6 @@ struct CudaBackend::Impl : public CudaContext {
       cudaStreamSynchronize(Copy);
       cudaStreamDestroy(Copy);
     }
-    for (void *Slot : Slots)
-      if (Slot)
-        cudaFreeHost(Slot);
     Comm.reset();
     for (auto &Entry : HostCache)
       for (void *P : Entry.second.Device)
@@ -138,8 +154,6 @@ struct CudaBackend::Impl : public CudaContext {
       cublasDestroy(Cublas);
     if (CublasWorkspace)
       cudaFree(CublasWorkspace);
-    if (Staging)
-      cudaFreeHost(Staging);
     if (HostErrorWord)
       cudaFreeHost(HostErrorWord);
     if (ErrorWord)
@@ -238,13 +252,13 @@ struct CudaBackend::Impl : public CudaContext {
     const char *From = Src.data<char>();
     for (size_t Done = 0; Done < Bytes.size();) {
       size_t N = std::min(StagingBytes, Bytes.size() - Done);
-      if (cudaError_t E = cudaMemcpyAsync(Staging, From + Done, N,
+      if (cudaError_t E = cudaMemcpyAsync(Staging.Buf[0], From + Done, N,
                                           cudaMemcpyDeviceToHost, Compute))
         return cudaError(E, "copying " + Src.getTypeString() + " to the host");
       if (Error E =
               waitCompute("copying " + Src.getTypeString() + " to the host"))
         return E;
-      std::memcpy(Bytes.data() + Done, Staging, N);
+      std::memcpy(Bytes.data() + Done, Staging.Buf[0], N);
       Done += N;
     }
     if (Bytes.empty())
@@ -252,53 +266,62 @@ struct CudaBackend::Impl : public CudaContext {
     return Error::success();
   }
 
-  /// Host to device through the staging buffer (queued; the staging buffer
+  /// Host to device on Stream through Ring's pinned slots (queued; a slot
   /// is reused once its last copy is done).
-  Error copyIn(const Tensor &Dst, ArrayRef<uint8_t> Bytes) {
-    if (Error E = Streams->beforeCompute({}, {Dst.getData()}))
-      return E;
+  Error stageIn(PinnedRing &Ring, cudaStream_t Stream, const Tensor &Dst,
+                ArrayRef<uint8_t> Bytes) {
     char *To = Dst.data<char>();
     for (size_t Done = 0; Done < Bytes.size();) {
       size_t N = std::min(StagingBytes, Bytes.size() - Done);
-      if (Error E = Streams->wait(StagingDone->get(), "copying to the device"))
+      unsigned Slot = Ring.Next;
+      Ring.Next = (Ring.Next + 1) % Ring.Buf.size();
+      if (Error E =
+              Streams->wait(Ring.Done[Slot]->get(), "copying to the device"))
         return E;
-      std::memcpy(Staging, Bytes.data() + Done, N);
-      if (cudaError_t E = cudaMemcpyAsync(To + Done, Staging, N,
-                                          cudaMemcpyHostToDevice, Compute))
+      std::memcpy(Ring.Buf[Slot], Bytes.data() + Done, N);
+      if (cudaError_t E = cudaMemcpyAsync(To + Done, Ring.Buf[Slot], N,
+                                          cudaMemcpyHostToDevice, Stream))
         return cudaError(E,
                          "copying " + Dst.getTypeString() + " to the device");
-      if (cudaError_t E = cudaEventRecord(StagingDone->get(), Compute))
+      if (cudaError_t E = cudaEventRecord(Ring.Done[Slot]->get(), Stream))
         return cudaError(E, "cudaEventRecord");
       Done += N;
     }
     return Error::success();
   }
 
-  /// Host to device on the copy stream, after the compute stream's queued
-  /// work (Dst may be a block the compute stream freed) and other side
-  /// streams' work on Dst; the kernels queued meanwhile run alongside, and
-  /// one that reads Dst waits for the copy (CudaStreams::beforeCompute).
-  Error copyInAhead(const Tensor &Dst, ArrayRef<uint8_t> Bytes) {
+  /// Host to device, on the compute stream; Ahead (an upload ahead of use,
+  /// Backend::copyFromHostAhead): on the copy stream, after the compute
+  /// stream's queued work (Dst may be a block the compute stream freed)
+  /// and other side streams' work on Dst, so that the kernels queued
+  /// meanwhile run alongside and one that reads Dst waits for the copy
+  /// (CudaStreams::beforeCompute).
+  Error copyIn(const Tensor &Dst, ArrayRef<uint8_t> Bytes, bool Ahead = false) {
+    if (!Ahead) {
+      if (Error E = Streams->beforeCompute({}, {Dst.getData()}))
+        return E;
+      return stageIn(Staging, Compute, Dst, Bytes);
+    }
+    if (std::optional<std::string> F = Streams->getFault())
+      return createStringError(inconvertibleErrorCode(), *F);
     if (Error E = Streams->prepareSide(Copy, {Dst.getData()}))
       return E;
-    char *To = Dst.data<char>();
-    for (size_t Done = 0; Done < Bytes.size();) {
-      size_t N = std::min(StagingBytes, Bytes.size() - Done);
-      unsigned Slot = NextSlot;
-      NextSlot = (NextSlot + 1) % CopySlots;
-      if (Error E =
-              Streams->wait(SlotDone[Slot]->get(), "copying to the device"))
-        return E;
-      std::memcpy(Slots[Slot], Bytes.data() + Done, N);
-      if (cudaError_t E = cudaMemcpyAsync(To + Done, Slots[Slot], N,
-                                          cudaMemcpyHostToDevice, Copy))
-        return cudaError(E,
-                         "copying " + Dst.getTypeString() + " to the device");
-      if (cudaError_t E = cudaEventRecord(SlotDone[Slot]->get(), Copy))
-        return cudaError(E, "cudaEventRecord");
-      Done += N;
-    }
+    if (Error E = stageIn(CopyRing, Copy, Dst, Bytes))
+      return E;
     return Streams->noteSideWork(Copy, {}, {Dst.getData()}).takeError();
+  }
+
+  /// copyFromHost (Ahead: copyFromHostAhead): copyIn of Bytes, whose size
+  /// must be Dst's, remembering small ones (noteHostCopy).
+  Error copyFromHost(const Tensor &Dst, ArrayRef<uint8_t> Bytes, bool Ahead) {
+    if (Bytes.size() != Dst.getSizeInBytes())
+      return createStringError(inconvertibleErrorCode(),
+                               "cannot copy " + Twine(Bytes.size()) +
+                                   " bytes into " + Dst.getTypeString());
+    if (Error E = copyIn(Dst, Bytes, Ahead))
+      return E;
+    noteHostCopy(Dst, Bytes);
+    return Error::success();
   }
 
   void noteHostCopy(const Tensor &T, ArrayRef<uint8_t> Bytes) {
@@ -527,18 +550,16 @@ CudaBackend::create(const CudaBackendOptions &Options) {
     return cudaError(E, "cudaSetDevice");
   if (cudaError_t E = cudaGetDeviceProperties(&P->Props, P->Device))
     return cudaError(E, "cudaGetDeviceProperties");
-  P->StagingDone = std::make_unique<CudaEvent>();
   if (cudaError_t E =
           cudaStreamCreateWithFlags(&P->Compute, cudaStreamNonBlocking))
     return cudaError(E, "cudaStreamCreate");
   if (cudaError_t E =
           cudaStreamCreateWithFlags(&P->Copy, cudaStreamNonBlocking))
     return cudaError(E, "cudaStreamCreate");
-  for (unsigned I = 0; I != CopySlots; ++I) {
-    P->SlotDone[I] = std::make_unique<CudaEvent>();
-    if (cudaError_t E = cudaMallocHost(&P->Slots[I], StagingBytes))
-      return cudaError(E, "allocating pinned host memory");
-  }
+  if (cudaError_t E = P->Staging.allocate(1))
+    return cudaError(E, "allocating pinned host memory");
+  if (cudaError_t E = P->CopyRing.allocate(CopySlots))
+    return cudaError(E, "allocating pinned host memory");
   if (cublasStatus_t S = cublasCreate(&P->Cublas))
     return createStringError(inconvertibleErrorCode(),
                              Twine("cublasCreate: ") +
@@ -550,8 +571,6 @@ CudaBackend::create(const CudaBackendOptions &Options) {
     return cudaError(E, "allocating the cuBLAS workspace");
   cublasSetWorkspace(P->Cublas, P->CublasWorkspace, Workspace);
   cublasSetStream(P->Cublas, P->Compute);
-  if (cudaError_t E = cudaMallocHost(&P->Staging, StagingBytes))
-    return cudaError(E, "allocating pinned host memory");
   if (cudaError_t E = cudaMallocHost(
           reinterpret_cast<void **>(&P->HostErrorWord), sizeof(int)))
     return cudaError(E, "allocating pinned host memory");
@@ -581,28 +600,12 @@ void CudaBackend::deallocate(const Tensor &T) {
 }
 
 Error CudaBackend::copyFromHost(const Tensor &Dst, ArrayRef<uint8_t> Bytes) {
-  if (Bytes.size() != Dst.getSizeInBytes())
-    return createStringError(inconvertibleErrorCode(),
-                             "cannot copy " + Twine(Bytes.size()) +
-                                 " bytes into " + Dst.getTypeString());
-  if (Error E = P->copyIn(Dst, Bytes))
-    return E;
-  P->noteHostCopy(Dst, Bytes);
-  return Error::success();
+  return P->copyFromHost(Dst, Bytes, /*Ahead=*/false);
 }
 
 Error CudaBackend::copyFromHostAhead(const Tensor &Dst,
                                      ArrayRef<uint8_t> Bytes) {
-  if (Bytes.size() != Dst.getSizeInBytes())
-    return createStringError(inconvertibleErrorCode(),
-                             "cannot copy " + Twine(Bytes.size()) +
-                                 " bytes into " + Dst.getTypeString());
-  if (std::optional<std::string> F = P->Streams->getFault())
-    return createStringError(inconvertibleErrorCode(), *F);
-  if (Error E = P->copyInAhead(Dst, Bytes))
-    return E;
-  P->noteHostCopy(Dst, Bytes);
-  return Error::success();
+  return P->copyFromHost(Dst, Bytes, /*Ahead=*/true);
 }
 
 Error CudaBackend::copyToHost(const Tensor &Src,

@@ -68,6 +68,19 @@ TEST(Dropout, SplitBlocksIndexTheWholeTensor) {
     EXPECT_EQ(S, 1);
 }
 
+// A run of draws (one Philox call per four indices) is the draws one by
+// one, from any start.
+TEST(Dropout, KeepsRunIsKeepsOneByOne) {
+  DropoutKey Key = makeDropoutKey(StepRandom{3, 2, 1}, 4, 5, 0.4);
+  for (uint64_t Start : {0u, 1u, 3u, 6u})
+    for (int64_t Len : {0, 1, 3, 4, 9}) {
+      std::vector<uint8_t> Run(size_t(Len), 7);
+      Key.keepsRun(Start, Len, Run.data());
+      for (int64_t J = 0; J != Len; ++J)
+        EXPECT_EQ(Run[J], Key.keeps(Start + uint64_t(J))) << Start << " " << J;
+    }
+}
+
 /// The fraction of [0, N) that Key drops.
 double dropRate(const DropoutKey &Key, int64_t N) {
   int64_t Dropped = 0;
