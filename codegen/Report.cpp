@@ -87,6 +87,11 @@ void summary(raw_ostream &OS, const ReportInput &In) {
       formatv("{0:f2} GiB of {1:f2} GiB", R.PeakMemoryBytes / GiB,
               R.MemoryCapacityBytes / GiB)
           .str());
+  if (R.OpaqueFraction > 0)
+    Row("ops autopar does not know",
+        formatv("{0:f1}% of the step (Opaque, priced as memory-bound)",
+                100 * R.OpaqueFraction)
+            .str());
   OS << "</table></section>\n";
 }
 

@@ -10,6 +10,7 @@
 #include "frontend/GraphImporter.h"
 #include "frontend/ExternalData.h"
 #include "frontend/NodeImporter.h"
+#include "frontend/OnnxShapeInference.h"
 #include "frontend/OnnxTypes.h"
 
 #include "ir/Verifier.h"
@@ -67,6 +68,7 @@ std::unique_ptr<Module> GraphImporter::run() {
       return nullptr;
   if (failed(importOutputs()))
     return nullptr;
+  warnOpaqueOps();
   auto M = std::make_unique<Module>();
   M->addGraph(std::move(G));
   return M;
@@ -82,6 +84,7 @@ LogicalResult GraphImporter::checkVersions() {
   }
   for (const onnx::OperatorSetIdProto &Opset : Model.opset_import()) {
     StringRef Domain = Opset.domain();
+    OpsetImports.push_back({Opset.domain(), Opset.version()});
     if (Domain.empty() || Domain == "ai.onnx")
       DefaultOpset = Opset.version();
     else if (Domain == "com.microsoft")
@@ -392,7 +395,18 @@ GraphImporter::sortNodes(std::vector<const onnx::NodeProto *> &Order) {
     }
   std::vector<int> Pending(NumNodes, 0);
   std::vector<std::vector<int>> Users(NumNodes);
-  for (int I = 0; I != NumNodes; ++I)
+  for (int I = 0; I != NumNodes; ++I) {
+    // What the node's graph attributes (If's branches, Loop's body) read
+    // from this graph orders it too; a name defined nowhere there is for
+    // the subgraph's own inference to report.
+    for (const std::string &In : getOuterScopeReads(Proto.node(I))) {
+      auto It = Producer.find(In);
+      if (Values.count(In) || It == Producer.end() || It->second == I ||
+          is_contained(Proto.node(I).input(), In))
+        continue;
+      ++Pending[I];
+      Users[It->second].push_back(I);
+    }
     for (const std::string &In : Proto.node(I).input()) {
       if (In.empty() || Values.count(In))
         continue;
@@ -408,6 +422,7 @@ GraphImporter::sortNodes(std::vector<const onnx::NodeProto *> &Order) {
       ++Pending[I];
       Users[It->second].push_back(I);
     }
+  }
   std::priority_queue<int, std::vector<int>, std::greater<int>> Ready;
   for (int I = 0; I != NumNodes; ++I)
     if (Pending[I] == 0 && !Dropped[I])
@@ -436,7 +451,15 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &N) {
   StringRef Domain = N.domain();
   if (Domain == "ai.onnx")
     Domain = "";
-  int64_t Version = Domain.empty() ? DefaultOpset : 1;
+  int64_t Version = DefaultOpset;
+  if (!Domain.empty()) {
+    // Other domains at the version the model imports them (ONNX's
+    // inference looks up their schemas by it), 1 when it does not.
+    Version = 1;
+    for (const auto &[Imported, V] : OpsetImports)
+      if (Imported == Domain)
+        Version = V;
+  }
   if (Domain == "com.microsoft") {
     if (MicrosoftOpset == 0 && !WarnedMissingMicrosoftImport) {
       Diag.warning(SMLoc(), "the model uses com.microsoft ops without "
@@ -447,14 +470,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &N) {
   }
   NodeImporter Importer(*this, N, Version);
   OpImportFn Import = lookupOpImporter(Domain, N.op_type());
-  if (!Import) {
-    Diag.nodeWarning(Importer.getDisplayName(), N.op_type(),
-                     "autopar does not know this op" +
-                         (Domain.empty() ? Twine("") : " of domain " + Domain) +
-                         "; it is kept as Opaque with the types the model "
-                         "declares");
+  if (!Import)
     Import = lookupOpImporter("", "$Opaque");
-  }
   unsigned Errors = Diag.getNumErrors();
   if (failed(Import(Importer)) || Diag.getNumErrors() != Errors)
     return failure();
@@ -487,6 +504,34 @@ void GraphImporter::bind(StringRef OnnxName, Value *V) {
   if (V->getName() != OnnxName && !G->isNameUsed(OnnxName) && !V->isInput() &&
       !V->isParam() && !Values.count(V->getName()))
     G->renameValue(V, OnnxName);
+}
+
+void GraphImporter::noteOpaque(const onnx::NodeProto &N, StringRef DisplayName,
+                               bool TypedByOnnx) {
+  StringRef Domain = N.domain() == "ai.onnx" ? "" : StringRef(N.domain());
+  auto It = find_if(OpaqueOps, [&](const OpaqueOpType &O) {
+    return O.Domain == Domain && O.OpType == N.op_type();
+  });
+  if (It == OpaqueOps.end()) {
+    OpaqueOps.push_back({Domain.str(), N.op_type(), DisplayName.str()});
+    It = std::prev(OpaqueOps.end());
+  }
+  ++It->Nodes;
+  It->TypedByOnnx |= TypedByOnnx;
+}
+
+void GraphImporter::warnOpaqueOps() {
+  for (const OpaqueOpType &O : OpaqueOps)
+    Diag.nodeWarning(
+        O.FirstNode, O.OpType,
+        "autopar does not know op '" + O.OpType + "'" +
+            (O.Domain.empty() ? Twine("") : " of domain " + O.Domain) + " (" +
+            Twine(O.Nodes) + (O.Nodes == 1 ? " node" : " nodes") +
+            ", the first named here): it is kept as Opaque, typed " +
+            (O.TypedByOnnx ? "by ONNX's shape inference"
+                           : "as the model declares") +
+            ", and priced as memory-bound at the bytes it reads and writes; "
+            "autopar-run cannot execute it");
 }
 
 const TensorType *GraphImporter::getDeclaredType(StringRef OnnxName) const {

@@ -8,6 +8,10 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace onnx {
 class GraphProto;
 class NodeProto;
@@ -34,6 +38,14 @@ public:
   void bind(llvm::StringRef OnnxName, Value *V);
   /// The type the model declares for a name (value_info, graph outputs).
   const TensorType *getDeclaredType(llvm::StringRef OnnxName) const;
+  /// The model's opset imports, (domain, version).
+  llvm::ArrayRef<std::pair<std::string, int64_t>> getOpsetImports() const {
+    return OpsetImports;
+  }
+  /// Records an op kept as Opaque, for the one warning per op type that
+  /// run() gives at the end.
+  void noteOpaque(const onnx::NodeProto &N, llvm::StringRef DisplayName,
+                  bool TypedByOnnx);
   /// A name used neither in the graph nor in the model.
   std::string makeFreshName(llvm::StringRef Base);
 
@@ -59,6 +71,7 @@ private:
   DiagnosticEngine &Diag;
   std::unique_ptr<Graph> G;
 
+  std::vector<std::pair<std::string, int64_t>> OpsetImports;
   int64_t DefaultOpset = 0;
   int64_t MicrosoftOpset = 0;
   llvm::StringMap<Value *> Values;
@@ -72,6 +85,14 @@ private:
   std::string BatchInput;
   int BatchAxis = -1;
   bool WarnedMissingMicrosoftImport = false;
+  /// The op types kept as Opaque, in the order first met.
+  struct OpaqueOpType {
+    std::string Domain, OpType, FirstNode;
+    unsigned Nodes = 0;
+    bool TypedByOnnx = false;
+  };
+  std::vector<OpaqueOpType> OpaqueOps;
+  void warnOpaqueOps();
   /// External data files found missing (each is reported once).
   llvm::StringSet<> MissingExternalFiles;
 };

@@ -2,11 +2,16 @@
 
 #include "frontend/NodeImporter.h"
 #include "frontend/GraphImporter.h"
+#include "frontend/OnnxShapeInference.h"
 #include "frontend/OnnxTypes.h"
+
+#include "ir/ShapeValues.h"
 
 #include "ir/Verifier.h"
 
 #include "onnx/onnx_pb.h"
+
+#include "llvm/ADT/StringSet.h"
 
 using namespace autopar;
 using namespace llvm;
@@ -25,6 +30,10 @@ Value *NodeImporter::getInput(unsigned I) const {
   if (I >= unsigned(Proto.input_size()) || Proto.input(I).empty())
     return nullptr;
   return Parent.lookup(Proto.input(I));
+}
+
+Value *NodeImporter::lookupValue(StringRef OnnxName) const {
+  return Parent.lookup(OnnxName);
 }
 
 unsigned NodeImporter::getNumOutputs() const { return Proto.output_size(); }
@@ -88,7 +97,8 @@ std::optional<AttrDict> NodeImporter::convertAttrs(OpId Op,
 
 Node *NodeImporter::createNode(OpId Op, ArrayRef<Value *> Operands,
                                AttrDict Attrs,
-                               ArrayRef<std::string> ResultNames) {
+                               ArrayRef<std::string> ResultNames,
+                               ArrayRef<std::optional<TensorType>> Hints) {
   Graph &G = Parent.getGraph();
   // Placeholder result types until the shape function has spoken.
   SmallVector<TensorType, 2> Placeholders;
@@ -96,6 +106,9 @@ Node *NodeImporter::createNode(OpId Op, ArrayRef<Value *> Operands,
   for (const std::string &Name : ResultNames) {
     const TensorType *Declared =
         Name.empty() ? nullptr : Parent.getDeclaredType(Name);
+    unsigned I = Placeholders.size();
+    if (I < Hints.size() && Hints[I])
+      Declared = &*Hints[I];
     Placeholders.push_back(Declared ? *Declared : TensorType());
     Names.push_back(Name.empty() || G.isNameUsed(Name)
                         ? Parent.makeFreshName(makeName("out"))
@@ -133,8 +146,10 @@ Node *NodeImporter::createNode(OpId Op, ArrayRef<Value *> Operands,
   return N;
 }
 
-Node *NodeImporter::createNodeForOutputs(OpId Op, ArrayRef<Value *> Operands,
-                                         AttrDict Attrs) {
+Node *
+NodeImporter::createNodeForOutputs(OpId Op, ArrayRef<Value *> Operands,
+                                   AttrDict Attrs,
+                                   ArrayRef<std::optional<TensorType>> Hints) {
   // Outputs the node does not produce are left out when trailing.
   unsigned NumResults = getNumOutputs();
   while (NumResults != 0 && getOutputName(NumResults - 1).empty())
@@ -142,7 +157,7 @@ Node *NodeImporter::createNodeForOutputs(OpId Op, ArrayRef<Value *> Operands,
   SmallVector<std::string, 2> Names;
   for (unsigned I = 0; I != NumResults; ++I)
     Names.push_back(getOutputName(I).str());
-  Node *N = createNode(Op, Operands, std::move(Attrs), Names);
+  Node *N = createNode(Op, Operands, std::move(Attrs), Names, Hints);
   if (!N)
     return nullptr;
   for (unsigned I = 0; I != NumResults; ++I)
@@ -195,4 +210,52 @@ void NodeImporter::error(const Twine &Message) {
 
 void NodeImporter::warning(const Twine &Message) {
   Parent.getDiag().nodeWarning(getDisplayName(), getOpType(), Message);
+}
+
+/// What ONNX's inference is told of V: its type, and its value when it is a
+/// constant or a shape computation autopar followed to integers.
+static OnnxInferenceInput describeForOnnx(StringRef Name, const Value &V) {
+  OnnxInferenceInput In{Name.str(), V.getType(), std::nullopt};
+  if (const Node *Def = V.getDefiningNode())
+    if (Def->getOp() == OpId::Constant)
+      if (const Attribute *A = Def->getAttr("value"))
+        if (A->isa(Attribute::Kind::Tensor)) {
+          In.Data = A->getTensor();
+          return In;
+        }
+  if (isFloatElementType(V.getType().getElementType()))
+    return In;
+  std::optional<ShapeValue> Entries = evaluateShapeValue(&V);
+  if (!Entries)
+    return In;
+  std::vector<int64_t> Ints;
+  for (const ShapeEntry &E : *Entries) {
+    if (!E.Int)
+      return In;
+    Ints.push_back(*E.Int);
+  }
+  if (V.getType().getStaticNumElements() == int64_t(Ints.size()))
+    In.Data = DenseTensor(V.getType(), std::move(Ints));
+  return In;
+}
+
+Expected<std::vector<std::optional<TensorType>>>
+NodeImporter::inferTypesWithOnnx() {
+  std::vector<OnnxInferenceInput> Inputs;
+  StringSet<> Seen;
+  auto Add = [&](StringRef Name) {
+    if (Name.empty() || !Seen.insert(Name).second)
+      return;
+    if (Value *V = Parent.lookup(Name))
+      Inputs.push_back(describeForOnnx(Name, *V));
+  };
+  for (const std::string &In : Proto.input())
+    Add(In);
+  for (const std::string &In : getOuterScopeReads(Proto))
+    Add(In);
+  return autopar::inferTypesWithOnnx(Proto, Inputs, Parent.getOpsetImports());
+}
+
+void NodeImporter::noteOpaque(bool TypedByOnnx) {
+  Parent.noteOpaque(Proto, getDisplayName(), TypedByOnnx);
 }

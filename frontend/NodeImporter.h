@@ -14,9 +14,11 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace onnx {
 class AttributeProto;
@@ -43,6 +45,8 @@ public:
   unsigned getNumInputs() const;
   /// Input I as an IR value; null when absent (empty name) or past the end.
   Value *getInput(unsigned I) const;
+  /// The IR value of an ONNX name of the graph, or null.
+  Value *lookupValue(llvm::StringRef OnnxName) const;
   unsigned getNumOutputs() const;
   /// The ONNX name of output I ("" when the node does not produce it).
   llvm::StringRef getOutputName(unsigned I) const;
@@ -65,11 +69,24 @@ public:
   /// unknown). ResultNames gives each result's name; an empty one gets a
   /// fresh name. Reports and returns null on failure.
   Node *createNode(OpId Op, llvm::ArrayRef<Value *> Operands, AttrDict Attrs,
-                   llvm::ArrayRef<std::string> ResultNames);
+                   llvm::ArrayRef<std::string> ResultNames,
+                   llvm::ArrayRef<std::optional<TensorType>> Hints = {});
   /// Creates Op with the node's own outputs as results (trailing outputs the
-  /// node does not produce are left out) and binds them.
-  Node *createNodeForOutputs(OpId Op, llvm::ArrayRef<Value *> Operands,
-                             AttrDict Attrs);
+  /// node does not produce are left out) and binds them. Hints, one per
+  /// output where given, type what the op's shape function takes as given
+  /// (Opaque's) where the model declares nothing.
+  Node *
+  createNodeForOutputs(OpId Op, llvm::ArrayRef<Value *> Operands,
+                       AttrDict Attrs,
+                       llvm::ArrayRef<std::optional<TensorType>> Hints = {});
+
+  /// The types of the node's outputs by ONNX's own shape inference
+  /// (frontend/OnnxShapeInference.h), given the types autopar found for its
+  /// inputs; an error with ONNX's message when it rejects the node.
+  llvm::Expected<std::vector<std::optional<TensorType>>> inferTypesWithOnnx();
+  /// Records that the node is kept as Opaque (the import warns once per op
+  /// type); TypedByOnnx when ONNX's inference typed it.
+  void noteOpaque(bool TypedByOnnx);
   /// An i64 constant, 1-D or scalar, named after the node.
   Value *createI64Constant(llvm::ArrayRef<int64_t> Values, bool Scalar = false);
   /// A name for a value the importer adds, unused in the graph and the

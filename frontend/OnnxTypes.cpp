@@ -41,6 +41,32 @@ std::optional<ElementType> autopar::getElementTypeFromOnnx(int32_t DataType) {
   }
 }
 
+std::optional<int32_t> autopar::getOnnxDataType(ElementType Elem) {
+  switch (Elem) {
+  case ElementType::F32:
+    return onnx::TensorProto::FLOAT;
+  case ElementType::F64:
+    return onnx::TensorProto::DOUBLE;
+  case ElementType::F16:
+    return onnx::TensorProto::FLOAT16;
+  case ElementType::BF16:
+    return onnx::TensorProto::BFLOAT16;
+  case ElementType::F8E4M3:
+    return 17; // FLOAT8E4M3FN
+  case ElementType::I64:
+    return onnx::TensorProto::INT64;
+  case ElementType::I32:
+    return onnx::TensorProto::INT32;
+  case ElementType::I8:
+    return onnx::TensorProto::INT8;
+  case ElementType::U8:
+    return onnx::TensorProto::UINT8;
+  case ElementType::Bool:
+    return onnx::TensorProto::BOOL;
+  }
+  return std::nullopt;
+}
+
 std::string autopar::getOnnxDataTypeName(int32_t DataType) {
   if (onnx::TensorProto::DataType_IsValid(DataType))
     return onnx::TensorProto::DataType_Name(

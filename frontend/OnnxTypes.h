@@ -22,6 +22,8 @@ namespace autopar {
 
 /// The IR element type of an ONNX TensorProto::DataType, if autopar has one.
 std::optional<ElementType> getElementTypeFromOnnx(int32_t DataType);
+/// The ONNX TensorProto::DataType of an IR element type.
+std::optional<int32_t> getOnnxDataType(ElementType Elem);
 /// ONNX's name of a data type, for messages ("INT16").
 std::string getOnnxDataTypeName(int32_t DataType);
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/NodeImporter.h"
+#include "frontend/OnnxShapeInference.h"
 #include "frontend/OnnxTypes.h"
 
 #include "ir/Folders.h"
@@ -46,25 +47,63 @@ template <OpId Op> static LogicalResult importDirect(NodeImporter &N) {
 /// An op autopar does not know keeps the output types the model declares;
 /// without them the shapes after it cannot be known.
 static LogicalResult importOpaque(NodeImporter &N) {
+  // ONNX's own shape inference types an op it has a schema for (given the
+  // types autopar found for the inputs); the model's declarations fill in
+  // what it leaves unknown, and type the ops of other domains.
+  std::vector<std::optional<TensorType>> Inferred;
+  std::string Rejected;
+  if (hasOnnxSchema(N.getProto().domain(), N.getOpType(),
+                    N.getOpsetVersion())) {
+    Expected<std::vector<std::optional<TensorType>>> Types =
+        N.inferTypesWithOnnx();
+    if (Types)
+      Inferred = std::move(*Types);
+    else
+      Rejected = toString(Types.takeError());
+  }
   for (unsigned I = 0, E = N.getNumOutputs(); I != E; ++I) {
     StringRef Out = N.getOutputName(I);
-    if (!Out.empty() && !N.getDeclaredType(Out)) {
+    if (Out.empty() || N.getDeclaredType(Out) ||
+        (I < Inferred.size() && Inferred[I]))
+      continue;
+    if (!Rejected.empty())
+      N.error("op '" + N.getOpType() +
+              "' is not known to autopar, and ONNX's shape inference rejects "
+              "the node: " +
+              Rejected);
+    else
       N.error("op '" + N.getOpType() +
               "' (or this form of it) is not supported, so it is kept as "
-              "Opaque, and the model does not declare the type of its "
-              "output '" +
+              "Opaque, and neither ONNX's shape inference nor the model "
+              "gives the type of its output '" +
               Out + "'; add that type to the model's value_info");
-      return failure();
-    }
+    return failure();
   }
+  if (!Rejected.empty())
+    N.warning("ONNX's shape inference rejects the node (" + Rejected +
+              "); using the types the model declares");
   std::optional<AttrDict> Attrs = N.convertAttrs(OpId::Opaque);
   if (!Attrs)
     return failure();
   Attrs->set("op_type", Attribute::getString(N.getOpType()));
   if (!N.getProto().domain().empty())
     Attrs->set("domain", Attribute::getString(N.getProto().domain()));
-  return success(
-      N.createNodeForOutputs(OpId::Opaque, getInputs(N), std::move(*Attrs)));
+  // What its graph attributes read from this graph are operands too, after
+  // its own inputs (`outer_reads` counts them), so that the data flow shows.
+  SmallVector<Value *, 4> Operands = getInputs(N);
+  int64_t OuterReads = 0;
+  for (const std::string &Name : getOuterScopeReads(N.getProto()))
+    if (Value *V = N.lookupValue(Name); V && !is_contained(Operands, V)) {
+      Operands.push_back(V);
+      ++OuterReads;
+    }
+  if (OuterReads)
+    Attrs->set("outer_reads", Attribute::getInt(OuterReads));
+  if (!N.createNodeForOutputs(OpId::Opaque, Operands, std::move(*Attrs),
+                              Inferred))
+    return failure();
+  N.noteOpaque(any_of(Inferred, [](const auto &T) { return T.has_value(); }));
+  return success();
 }
 
 static LogicalResult importCast(NodeImporter &N) {

@@ -156,6 +156,15 @@ void Graph::eraseInput(Value *V) {
   Inputs.erase(It);
 }
 
+void Graph::eraseParam(Value *V) {
+  assert(!V->hasUses() && "erasing a parameter that is still used");
+  auto It = llvm::find_if(
+      Params, [&](const std::unique_ptr<Value> &P) { return P.get() == V; });
+  assert(It != Params.end() && "not a parameter of this graph");
+  ValueNames.erase(V->getName());
+  Params.erase(It);
+}
+
 Value *Graph::addParam(StringRef Name, TensorType Type,
                        std::optional<WeightSource> Source) {
   Params.push_back(std::unique_ptr<Value>(

@@ -195,6 +195,8 @@ public:
   /// Removes input V, which nothing may use any more.
   void eraseInput(Value *V);
   llvm::ArrayRef<std::unique_ptr<Value>> getParams() const { return Params; }
+  /// Removes parameter V, which nothing may use any more.
+  void eraseParam(Value *V);
 
   /// Creates a node before InsertBefore (at the end when null). Results get
   /// the names in ResultNames where given and non-empty, else fresh ones.

@@ -415,7 +415,8 @@ static constexpr std::pair<const char *, double PlanPredicted::*>
         {"hfu", &PlanPredicted::Hfu},
         {"bubble_fraction", &PlanPredicted::BubbleFraction},
         {"peak_memory_per_gpu_bytes", &PlanPredicted::PeakMemoryBytes},
-        {"memory_capacity_bytes", &PlanPredicted::MemoryCapacityBytes}};
+        {"memory_capacity_bytes", &PlanPredicted::MemoryCapacityBytes},
+        {"opaque_fraction", &PlanPredicted::OpaqueFraction}};
 
 static constexpr std::pair<const char *, int64_t StageMemory::*>
     StageMemoryKeys[] = {{"weights_bytes", &StageMemory::Weights},
@@ -446,7 +447,8 @@ AttrDict autopar::encodePlanConfig(const PlanConfig &C,
   std::vector<int64_t> Stages(C.StageUnits.begin(), C.StageUnits.end());
   D.set("stage_layers", Attribute::getIntList(std::move(Stages)));
   for (const auto &[Key, Field] : PredictionKeys)
-    D.set(Key, Attribute::getFloat(P.*Field));
+    if (Field != &PlanPredicted::OpaqueFraction || P.*Field != 0)
+      D.set(Key, Attribute::getFloat(P.*Field));
   return D;
 }
 

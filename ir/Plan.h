@@ -142,6 +142,9 @@ struct PlanPredicted {
   double ModelTflopsPerGpu = 0, HardwareTflopsPerGpu = 0;
   double Mfu = 0, Hfu = 0, BubbleFraction = 0;
   double PeakMemoryBytes = 0, MemoryCapacityBytes = 0;
+  /// What of the step ops autopar does not know take (recorded only when
+  /// the model has some).
+  double OpaqueFraction = 0;
 };
 
 /// Predicted bytes of one pipeline rank, by part: what `autopar-run

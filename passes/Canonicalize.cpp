@@ -14,7 +14,8 @@
 //   - Result types are refined where the shape function now knows more than
 //     the declared type (a Reshape whose target became constant).
 //   - Nodes whose results are unused are erased (every registered op is free
-//     of side effects).
+//     of side effects), and so are parameters that only such nodes read
+//     (a parameter the graph never read stays).
 // Assumes its input verifies.
 //
 //===----------------------------------------------------------------------===//
@@ -26,6 +27,7 @@
 #include "ir/ShapeValues.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace autopar;
 using namespace llvm;
@@ -71,10 +73,15 @@ public:
   Error validateOptions() override { return Opts.validate(); }
 
   LogicalResult run(Module &M, DiagnosticEngine &) override {
-    for (const std::unique_ptr<Graph> &G : M.getGraphs())
+    for (const std::unique_ptr<Graph> &G : M.getGraphs()) {
+      ReadParams.clear();
+      for (const std::unique_ptr<Value> &P : G->getParams())
+        if (P->hasUses())
+          ReadParams.insert(P.get());
       for (int64_t I = 0; I != Opts.MaxIterations; ++I)
         if (!simplify(*G))
           break;
+    }
     return success();
   }
 
@@ -86,6 +93,8 @@ private:
   bool refineTypes(Node &N);
 
   CanonicalizeOptions Opts;
+  /// The parameters that something read when the pass began.
+  SmallPtrSet<Value *, 16> ReadParams;
 };
 
 } // namespace
@@ -213,6 +222,16 @@ bool CanonicalizePass::simplify(Graph &G) {
       N.erase();
       Changed = true;
     }
+    // A parameter that only dead nodes read (a causal-mask buffer that a
+    // fused Attention no longer needs) goes with them; one that the graph
+    // never read stays, as the model declares it.
+    SmallVector<Value *, 4> Unread;
+    for (const std::unique_ptr<Value> &P : G.getParams())
+      if (!P->hasUses() && ReadParams.count(P.get()))
+        Unread.push_back(P.get());
+    for (Value *P : Unread)
+      G.eraseParam(P);
+    Changed |= !Unread.empty();
   }
   return Changed;
 }

@@ -31,11 +31,13 @@
 //
 // Masks: a bool mask is passed as it is when it keeps where true, and through
 // its Not otherwise (the Not an exporter already applied is looked through);
-// a float mask is passed as it is. Its last dimension must provably equal the
-// key sequence length, since Attention pads a shorter mask instead of
-// broadcasting it. When the mask is a constant (or a parameter with inline
-// data, or Slices of either with constant bounds: exporters slice a causal
-// buffer to the sequence) that keeps exactly the positions j <= i, or is
+// a float mask is passed as it is. Equal(buffer, 0) as a Where's condition
+// (masked_fill(bias == 0, -inf)) keeps where the buffer is nonzero, which the
+// causal test below looks through to the buffer's values. Its last dimension
+// must provably equal the key sequence length, since Attention pads a shorter
+// mask instead of broadcasting it. When the mask is a constant (or a parameter
+// with inline data, or Slices of either with constant bounds: exporters slice a
+// causal buffer to the sequence) that keeps exactly the positions j <= i, or is
 // Trilu(ConstantOfShape(true)) {upper = 0} (torch.tril of ones), the
 // rewrite sets is_causal instead; a mask whose values are unknown (a buffer
 // parameter whose data was not loaded) stays a mask. The Where form fills
@@ -60,6 +62,7 @@
 #include "passes/Passes.h"
 
 #include "ir/Graph.h"
+#include "ir/ShapeValues.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
@@ -238,6 +241,65 @@ static std::optional<DenseTensor> getSlicedKnownData(const Value *V,
   if (In->isFloat())
     return DenseTensor(Type, std::move(Floats));
   return DenseTensor(Type, std::move(Ints));
+}
+
+/// Entry I of a Slice's integer operand (starts, ends, axes, steps) as
+/// evaluateShapeValue knows it.
+static std::optional<ShapeEntry> getSliceEntry(const Node &S, unsigned Operand,
+                                               size_t I) {
+  if (Operand >= S.getNumOperands() || !S.getOperand(Operand))
+    return std::nullopt;
+  std::optional<ShapeValue> V = evaluateShapeValue(S.getOperand(Operand));
+  if (!V || I >= V->size())
+    return std::nullopt;
+  return (*V)[I];
+}
+
+/// When V is Slices with unit steps of known data (getKnownData) that take
+/// rows and columns [0, E) of the last two dimensions, with the same E on
+/// both (a constant or one symbolic size: `bias[:, :, :s, :s]` where s is
+/// the sequence), and nothing of the others: that data. A leading square
+/// block of a lower triangle is a lower triangle, whatever E is.
+static const DenseTensor *getLeadingBlockSource(const Value *V) {
+  std::optional<ShapeEntry> RowEnd, ColEnd;
+  unsigned Rank = V->getType().getRank();
+  for (unsigned Depth = 0; Depth != 4; ++Depth) {
+    if (const DenseTensor *T = getKnownData(V))
+      return RowEnd && ColEnd && T->getType().getRank() == Rank ? T : nullptr;
+    const Node *S = V->getDefiningNode();
+    if (!S || S->getOp() != OpId::Slice)
+      return nullptr;
+    std::optional<ShapeValue> Starts = evaluateShapeValue(S->getOperand(1));
+    if (!Starts)
+      return nullptr;
+    for (size_t I = 0, E = Starts->size(); I != E; ++I) {
+      std::optional<ShapeEntry> Axis = getSliceEntry(*S, 3, I),
+                                Step = getSliceEntry(*S, 4, I),
+                                End = getSliceEntry(*S, 2, I);
+      int64_t A = S->getNumOperands() > 3 && S->getOperand(3)
+                      ? (Axis && Axis->Int ? *Axis->Int : -1000)
+                      : int64_t(I);
+      if (A < 0)
+        A += Rank;
+      bool UnitStep = !(S->getNumOperands() > 4 && S->getOperand(4)) ||
+                      (Step && Step->Int == 1);
+      if (A < int64_t(Rank) - 2 || A >= int64_t(Rank) || !UnitStep || !End ||
+          (*Starts)[I].Int != 0)
+        return nullptr;
+      std::optional<ShapeEntry> &Slot =
+          A == int64_t(Rank) - 2 ? RowEnd : ColEnd;
+      if (Slot)
+        return nullptr;
+      Slot = End;
+    }
+    if (RowEnd && ColEnd &&
+        !(RowEnd->Int == ColEnd->Int &&
+          (RowEnd->Int || (!RowEnd->Symbolic.isUnknown() &&
+                           RowEnd->Symbolic == ColEnd->Symbolic))))
+      return nullptr;
+    V = S->getOperand(0);
+  }
+  return nullptr;
 }
 
 /// The value of a float constant with one element.
@@ -523,10 +585,13 @@ bool FuseAttentionPass::match(Node &Root, AttentionMatch &Match) const {
   if (!ScoresMatched && !matchScores(Scores, Match))
     return false;
 
-  // The mask must not be padded by Attention: its last dimension is the key
-  // sequence length. (The masking node's result type being the scores' type
-  // already rules out a mask that broadcasts the scores.)
-  if (Match.Mask) {
+  // A causal mask is not passed; any other must not be padded by Attention:
+  // its last dimension is the key sequence length. (The masking node's
+  // result type being the scores' type already rules out a mask that
+  // broadcasts the scores.)
+  Match.Causal =
+      Match.Mask && Opts.DetectCausal && isCausalMask(Match, ScoresType);
+  if (Match.Mask && !Match.Causal) {
     const TensorType &M = Match.Mask->getType();
     if (M.getRank() == 0 || M.getRank() > 4 ||
         !sameDim(M.getDim(M.getRank() - 1), ScoresType.getDim(3)))
@@ -549,8 +614,6 @@ bool FuseAttentionPass::match(Node &Root, AttentionMatch &Match) const {
   // A finite fill equals -inf only on rows that keep a position: the masked
   // scores' exponentials round to zero next to the kept maximum. A causal
   // mask keeps every row's diagonal; any other mask stays unfused.
-  Match.Causal =
-      Match.Mask && Opts.DetectCausal && isCausalMask(Match, ScoresType);
   if (Match.LowestFill && !Match.Causal)
     return false;
   if (Opts.UnrepeatKV)
@@ -627,24 +690,56 @@ bool FuseAttentionPass::isCausalMask(const AttentionMatch &Match,
     return MaskType.getRank() >= 2 &&
            sameDim(MaskType.getDim(MaskType.getRank() - 2), Scores.getDim(2)) &&
            sameDim(MaskType.getDim(MaskType.getRank() - 1), Scores.getDim(3));
-  std::optional<DenseTensor> Known = getSlicedKnownData(Match.Mask);
-  if (!Known)
-    return false;
-  const DenseTensor *Data = &*Known;
+  // masked_fill(bias == 0, -inf) on a float or integer buffer: the mask is
+  // Equal(bias, 0), which keeps where the buffer is nonzero.
+  const Value *Source = Match.Mask;
+  bool Invert = Match.InvertMask, Nonzero = false;
+  if (const Node *Eq = Source->getDefiningNode();
+      Eq && Eq->getOp() == OpId::Equal) {
+    for (unsigned I : {0u, 1u}) {
+      const DenseTensor *Zero = getConstantValue(Eq->getOperand(1 - I));
+      if (!Zero || Zero->size() != 1 ||
+          (Zero->isFloat() ? Zero->getFloats()[0] != 0.0
+                           : Zero->getInts()[0] != 0))
+        continue;
+      Source = Eq->getOperand(I);
+      Invert = !Invert;
+      Nonzero = true;
+      break;
+    }
+  }
+  std::optional<DenseTensor> Known = getSlicedKnownData(Source);
+  const DenseTensor *Data = Known ? &*Known : nullptr;
+  if (Data) {
+    const TensorType &T = Data->getType();
+    unsigned Rank = T.getRank();
+    if (Rank < 2 || !T.getDim(Rank - 2).isStatic() ||
+        !sameDim(T.getDim(Rank - 2), Scores.getDim(2)) ||
+        !sameDim(T.getDim(Rank - 1), Scores.getDim(3)))
+      return false;
+  } else {
+    // A leading square block of a buffer, of a size not known here (the
+    // symbolic sequence): causal when the whole buffer is, as the scores
+    // are square too.
+    Data = getLeadingBlockSource(Source);
+    const TensorType *T = Data ? &Data->getType() : nullptr;
+    if (!T || T->getRank() < 2 ||
+        !sameDim(Scores.getDim(2), Scores.getDim(3)) ||
+        !sameDim(T->getDim(T->getRank() - 2), T->getDim(T->getRank() - 1)))
+      return false;
+  }
   const TensorType &T = Data->getType();
   unsigned Rank = T.getRank();
-  if (Rank < 2 || !T.getDim(Rank - 2).isStatic() ||
-      !sameDim(T.getDim(Rank - 2), Scores.getDim(2)) ||
-      !sameDim(T.getDim(Rank - 1), Scores.getDim(3)))
-    return false;
   int64_t Rows = T.getDim(Rank - 2).getSize();
   int64_t Cols = T.getDim(Rank - 1).getSize();
   bool IsBool = T.getElementType() == ElementType::Bool;
   for (size_t Index = 0, E = Data->size(); Index != E; ++Index) {
     int64_t I = (Index / Cols) % Rows, J = Index % Cols;
     bool Keep;
-    if (IsBool) {
-      Keep = (Data->getInts()[Index] != 0) != Match.InvertMask;
+    if (IsBool || Nonzero) {
+      bool IsNonzero = Data->isFloat() ? Data->getFloats()[Index] != 0.0
+                                       : Data->getInts()[Index] != 0;
+      Keep = IsNonzero != Invert;
     } else {
       double F = Data->getFloats()[Index];
       if (F != 0.0 && !(std::isinf(F) && F < 0))

@@ -236,6 +236,11 @@ Expected<std::vector<UnitCost>> ModelProfile::compute(unsigned TP, bool SP) {
           getNodeCost(*N, L, LoopSplit(), Cl.Device, Settings, *Flow);
       C.FwdFlops += Whole.FwdFlops;
       C.BwdFlops += Whole.BwdFlops;
+      if (N->getOp() == OpId::Opaque) {
+        NodeCost Local =
+            getNodeCost(*N, L, Splits.lookup(N), Cl.Device, Settings, *Flow);
+        C.OpaqueSeconds += Local.FwdSeconds + Local.BwdSeconds;
+      }
       if (N->getOp() == OpId::Attention) {
         C.AttentionCoreFlops += Whole.FwdFlops;
         C.AttentionCoreSeconds +=

@@ -55,6 +55,9 @@ struct UnitCost {
   /// Forward time of the attention cores: what selective recomputation
   /// runs again.
   double AttentionCoreSeconds = 0;
+  /// Forward and backward time of the ops autopar does not know (Opaque:
+  /// priced as memory-bound at their bytes), on this rank.
+  double OpaqueSeconds = 0;
   /// Bytes kept for the backward, by Recompute mode, and how far the
   /// unit's backward rises above them (cost/ActivationMemory.h).
   double SavedBytes[3] = {0, 0, 0};

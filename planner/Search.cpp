@@ -687,8 +687,15 @@ Plan Evaluator::predict(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   P.Hfu = PeakRate > 0 ? P.HardwareTflopsPerGpu * 1e12 / PeakRate : 0;
   P.PeakMemoryBytes = PeakMemory;
   P.MemoryCapacityBytes = Capacity;
-  for (unsigned R = 0; R != C.PP; ++R)
+  for (unsigned R = 0; R != C.PP; ++R) {
     Ranks[R].BusySeconds = Pipe.Sim.BusySeconds[R];
+    double Opaque = 0;
+    for (auto [Begin, End] : rangesOf(C, Pipe.StageUnits, R))
+      for (unsigned U = Begin; U != End; ++U)
+        Opaque += Costs[U].OpaqueSeconds;
+    P.OpaqueFraction =
+        std::max(P.OpaqueFraction, Opaque * C.MicroBatches / P.StepSeconds);
+  }
   P.Ranks = std::move(Ranks);
   P.StageForward = Pipe.Fwd;
   P.StageBackward = Pipe.Bwd;
@@ -1031,10 +1038,12 @@ PlanPredicted autopar::getRecordedPrediction(const PlanPrediction &R) {
                   R.Hfu,
                   R.BubbleFraction,
                   R.PeakMemoryBytes,
-                  R.MemoryCapacityBytes};
-  for (double *F : {&P.StepSeconds, &P.TokensPerSecond, &P.ModelTflopsPerGpu,
-                    &P.HardwareTflopsPerGpu, &P.Mfu, &P.Hfu, &P.BubbleFraction,
-                    &P.PeakMemoryBytes, &P.MemoryCapacityBytes})
+                  R.MemoryCapacityBytes,
+                  R.OpaqueFraction};
+  for (double *F :
+       {&P.StepSeconds, &P.TokensPerSecond, &P.ModelTflopsPerGpu,
+        &P.HardwareTflopsPerGpu, &P.Mfu, &P.Hfu, &P.BubbleFraction,
+        &P.PeakMemoryBytes, &P.MemoryCapacityBytes, &P.OpaqueFraction})
     *F = roundToSignificant(*F, 6);
   return P;
 }
