@@ -23,6 +23,7 @@
 #include "llvm/Support/Path.h"
 
 #include <limits>
+#include <map>
 #include <queue>
 
 using namespace autopar;
@@ -63,9 +64,15 @@ std::unique_ptr<Module> GraphImporter::run() {
       failed(findBatchDim()) || failed(importInputs()) ||
       failed(importInitializers()) || failed(sortNodes(Order)))
     return nullptr;
+  // Two symbols (or a symbol and a size) that meet in a broadcast are
+  // assumed equal (ONNX allows it when they are at run time); every type is
+  // then written with one name for them.
+  G->getDimEqualities().setRecording(true);
   for (const onnx::NodeProto *N : Order)
     if (failed(importNode(*N)))
       return nullptr;
+  G->getDimEqualities().setRecording(false);
+  G->applyDimEqualities();
   if (failed(importOutputs()))
     return nullptr;
   warnOpaqueOps();
@@ -106,6 +113,7 @@ LogicalResult GraphImporter::collectNames() {
   for (const onnx::TensorProto &T : Proto.initializer()) {
     ModelNames.insert(T.name());
     InitializerNames.insert(T.name());
+    Initializers[T.name()] = &T;
   }
   for (const onnx::NodeProto &N : Proto.node())
     for (const std::string &Out : N.output())
@@ -506,6 +514,24 @@ void GraphImporter::bind(StringRef OnnxName, Value *V) {
     G->renameValue(V, OnnxName);
 }
 
+std::optional<DenseTensor>
+GraphImporter::getSmallInitializerData(StringRef Name) {
+  const onnx::TensorProto *T = Initializers.lookup(Name);
+  if (!T || T->data_location() == onnx::TensorProto::EXTERNAL)
+    return std::nullopt;
+  Expected<TensorType> Type = getInitializerType(*T);
+  if (!Type) {
+    consumeError(Type.takeError());
+    return std::nullopt;
+  }
+  Expected<DenseTensor> Data = readInlineTensor(*T, *Type, 4096);
+  if (!Data) {
+    consumeError(Data.takeError());
+    return std::nullopt;
+  }
+  return std::move(*Data);
+}
+
 void GraphImporter::noteOpaque(const onnx::NodeProto &N, StringRef DisplayName,
                                bool TypedByOnnx) {
   StringRef Domain = N.domain() == "ai.onnx" ? "" : StringRef(N.domain());
@@ -578,12 +604,95 @@ bool autopar::isOnnxModelPath(StringRef Path) {
   return Ext == ".onnx" || Ext == ".pbtxt" || Ext == ".textproto";
 }
 
+/// The --dim bindings checked against the dimensions the model assumes
+/// equal, and extended to every symbol assumed equal to a bound one. The
+/// assumptions come from an import without bindings (types only, silent):
+/// with the bindings applied, two bound symbols that meet are two sizes.
+/// Reports and returns nullopt when two bindings conflict.
+static std::optional<ImportOptions>
+checkDimBindings(const onnx::ModelProto &Model, StringRef ModelPath,
+                 const ImportOptions &Options, DiagnosticEngine &Diag) {
+  if (Options.DimBindings.empty())
+    return Options;
+  ImportOptions Symbolic = Options;
+  Symbolic.DimBindings.clear();
+  Symbolic.LoadWeights = Symbolic.LoadInlineWeights = false;
+  std::string Ignored;
+  raw_string_ostream Sink(Ignored);
+  DiagnosticEngine Silent(nullptr, ModelPath, Sink);
+  std::unique_ptr<Module> M =
+      GraphImporter(Model, ModelPath, Symbolic, Silent).run();
+  if (!M)
+    return Options; // The import with bindings reports what is wrong.
+  const DimEqualities &Eq = M->getGraphs().front()->getDimEqualities();
+  ImportOptions Extended = Options;
+  auto BoundValue = [&](StringRef Symbol) -> std::optional<int64_t> {
+    for (const auto &[Name, Size] : Extended.DimBindings)
+      if (Name == Symbol)
+        return Size;
+    return std::nullopt;
+  };
+  // Each class of assumed-equal symbols: its representative and members.
+  std::map<std::string, std::vector<std::string>> Classes;
+  for (const auto &[Symbol, A] : Eq.getAssumptions()) {
+    std::string Rep = A.Representative.isStatic()
+                          ? std::to_string(A.Representative.getSize())
+                          : A.Representative.getSymbols()[0];
+    auto &Members = Classes[Rep];
+    if (Members.empty() && !A.Representative.isStatic())
+      Members.push_back(Rep);
+    Members.push_back(Symbol);
+  }
+  for (const auto &[Rep, Members] : Classes) {
+    std::optional<int64_t> Size;
+    std::string SizeFrom;
+    if (!Rep.empty() && isDigit(Rep[0])) {
+      Size = std::stoll(Rep);
+      SizeFrom = "the model's size " + Rep;
+    }
+    for (const std::string &S : Members) {
+      std::optional<int64_t> B = BoundValue(S);
+      if (!B)
+        continue;
+      if (Size && *Size != *B) {
+        auto It = Eq.getAssumptions().find(S);
+        std::string Where =
+            It != Eq.getAssumptions().end() && !It->second.Where.empty()
+                ? " (first at node '" + It->second.Where + "')"
+                : "";
+        Diag.error(SMLoc(), "--dim " + S + "=" + std::to_string(*B) +
+                                " conflicts with " + SizeFrom +
+                                ": the model assumes them equal, as they "
+                                "meet in a broadcast" +
+                                Where + "; bind them to one size");
+        return std::nullopt;
+      }
+      Size = B;
+      SizeFrom = "--dim " + S + "=" + std::to_string(*B);
+    }
+    if (!Size)
+      continue;
+    for (const std::string &S : Members)
+      if (!BoundValue(S) && !isDigit(S[0])) {
+        Diag.warning(SMLoc(), SizeFrom + " also binds " + S +
+                                  ": the model assumes them equal, as they "
+                                  "meet in a broadcast");
+        Extended.DimBindings.push_back({S, *Size});
+      }
+  }
+  return Extended;
+}
+
 std::unique_ptr<Module> autopar::importModelProto(const onnx::ModelProto &Model,
                                                   StringRef ModelPath,
                                                   const ImportOptions &Options,
                                                   DiagnosticEngine &Diag) {
+  std::optional<ImportOptions> Checked =
+      checkDimBindings(Model, ModelPath, Options, Diag);
+  if (!Checked)
+    return nullptr;
   std::unique_ptr<Module> M =
-      GraphImporter(Model, ModelPath, Options, Diag).run();
+      GraphImporter(Model, ModelPath, *Checked, Diag).run();
   // The importer types every node through the shape functions; the verifier
   // checks the whole graph once more (and catches importer bugs).
   if (M && failed(verifyModule(*M, Diag)))

@@ -15,6 +15,7 @@
 namespace onnx {
 class GraphProto;
 class NodeProto;
+class TensorProto;
 class TypeProto;
 } // namespace onnx
 
@@ -38,6 +39,10 @@ public:
   void bind(llvm::StringRef OnnxName, Value *V);
   /// The type the model declares for a name (value_info, graph outputs).
   const TensorType *getDeclaredType(llvm::StringRef OnnxName) const;
+  /// The values of a small initializer held inline in the model (at most
+  /// 4096 elements), read on demand: what ONNX's inference needs of a
+  /// parameter such as Resize's scales. Nullopt otherwise.
+  std::optional<DenseTensor> getSmallInitializerData(llvm::StringRef Name);
   /// The model's opset imports, (domain, version).
   llvm::ArrayRef<std::pair<std::string, int64_t>> getOpsetImports() const {
     return OpsetImports;
@@ -78,6 +83,7 @@ private:
   llvm::StringMap<TensorType> DeclaredTypes;
   llvm::StringSet<> ModelNames;
   llvm::StringSet<> InitializerNames;
+  llvm::StringMap<const onnx::TensorProto *> Initializers;
   llvm::StringMap<int64_t> Bindings;
   /// Symbol of the batch dimension (before bindings), if any.
   std::string BatchSymbol;

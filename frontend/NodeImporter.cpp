@@ -213,9 +213,15 @@ void NodeImporter::warning(const Twine &Message) {
 }
 
 /// What ONNX's inference is told of V: its type, and its value when it is a
-/// constant or a shape computation autopar followed to integers.
-static OnnxInferenceInput describeForOnnx(StringRef Name, const Value &V) {
+/// constant, a small parameter held inline, or a shape computation autopar
+/// followed to integers.
+static OnnxInferenceInput describeForOnnx(StringRef Name, const Value &V,
+                                          GraphImporter &Parent) {
   OnnxInferenceInput In{Name.str(), V.getType(), std::nullopt};
+  if (V.isParam()) {
+    In.Data = Parent.getSmallInitializerData(Name);
+    return In;
+  }
   if (const Node *Def = V.getDefiningNode())
     if (Def->getOp() == OpId::Constant)
       if (const Attribute *A = Def->getAttr("value"))
@@ -247,7 +253,7 @@ NodeImporter::inferTypesWithOnnx() {
     if (Name.empty() || !Seen.insert(Name).second)
       return;
     if (Value *V = Parent.lookup(Name))
-      Inputs.push_back(describeForOnnx(Name, *V));
+      Inputs.push_back(describeForOnnx(Name, *V, Parent));
   };
   for (const std::string &In : Proto.input())
     Add(In);

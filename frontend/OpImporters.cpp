@@ -16,6 +16,8 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <limits>
+
 using namespace autopar;
 using namespace llvm;
 
@@ -482,23 +484,118 @@ static Value *addBiasPart(NodeImporter &N, Value *X, Value *Bias, int64_t H,
   return Sum ? Sum->getResult(0) : nullptr;
 }
 
-/// MultiHeadAttention with separate Q, K, V (and a packed [3 * H] bias, added
-/// first) but no key padding mask is ONNX's Attention on 3-D inputs; other
-/// forms are kept Opaque.
+/// One node of Op named after the node; its result, or null (reported).
+static Value *emit(NodeImporter &N, OpId Op, ArrayRef<Value *> Operands,
+                   StringRef Suffix, AttrDict Attrs = AttrDict()) {
+  Node *R = N.createNode(Op, Operands, std::move(Attrs), {N.makeName(Suffix)});
+  return R ? R->getResult(0) : nullptr;
+}
+
+/// MultiHeadAttention's key_padding_mask as a bool mask over [batch, 1,
+/// q_seq or 1, kv_seq] (keep where true): [batch, kv_seq] (1 keeps, 0 pads)
+/// and [batch, q_seq, kv_seq] as they are, [batch] as the valid lengths of
+/// right-padded keys. Null for other forms (ONNX Runtime's [3 * batch + 2]
+/// start and end positions) or on error.
+static Value *convertKeyPaddingMask(NodeImporter &N, Value *Mask, Value *K) {
+  const TensorType &T = Mask->getType();
+  auto ToBool = [&](Value *V) -> Value * {
+    AttrDict A;
+    A.set("to", Attribute::getString("bool"));
+    return emit(N, OpId::Cast, {V}, "keep", std::move(A));
+  };
+  Value *Keep = nullptr;
+  if (T.getRank() == 2) {
+    Keep = ToBool(Mask);
+    if (Keep)
+      Keep = emit(N, OpId::Unsqueeze, {Keep, N.createI64Constant({1, 2})},
+                  "keep4d");
+  } else if (T.getRank() == 3) {
+    Keep = ToBool(Mask);
+    if (Keep)
+      Keep =
+          emit(N, OpId::Unsqueeze, {Keep, N.createI64Constant({1})}, "keep4d");
+  } else if (T.getRank() == 1 && K->getType().getRank() == 3 &&
+             T.getDim(0) == K->getType().getDim(0)) {
+    // keep[b, t] = t < length[b].
+    AttrDict ToI64;
+    ToI64.set("to", Attribute::getString("i64"));
+    Value *Len = emit(N, OpId::Cast, {Mask}, "lengths", std::move(ToI64));
+    Value *Shape = Len ? emit(N, OpId::Shape, {K}, "key_shape") : nullptr;
+    AttrDict Axis0;
+    Axis0.set("axis", Attribute::getInt(0));
+    Value *Seq =
+        Shape ? emit(N, OpId::Gather, {Shape, N.createI64Constant({1}, true)},
+                     "key_len", std::move(Axis0))
+              : nullptr;
+    Value *Pos = Seq ? emit(N, OpId::Range,
+                            {N.createI64Constant({0}, true), Seq,
+                             N.createI64Constant({1}, true)},
+                            "positions")
+                     : nullptr;
+    Value *Col = Pos ? emit(N, OpId::Unsqueeze, {Len, N.createI64Constant({1})},
+                            "length_col")
+                     : nullptr;
+    Keep = Col ? emit(N, OpId::Less, {Pos, Col}, "keep") : nullptr;
+    if (Keep)
+      Keep = emit(N, OpId::Unsqueeze, {Keep, N.createI64Constant({1, 2})},
+                  "keep4d");
+  }
+  return Keep;
+}
+
+/// MultiHeadAttention is ONNX's Attention on 3-D inputs: Q, K and V
+/// separate or packed in the query ([batch, seq, heads, 3, head_size], split
+/// and merged), a packed [3 * hidden] bias added first, the key padding mask
+/// as a bool mask, the attention bias as a float mask (both: the bool one
+/// becomes 0/-inf and they add), past key and value as Attention's. K and V
+/// already split into heads ([batch, heads, kv_seq, head_size]) and the
+/// [3 * batch + 2] mask are kept Opaque.
 static LogicalResult importMultiHeadAttention(NodeImporter &N) {
   std::optional<int64_t> Heads = N.getIntAttr("num_heads");
+  Value *Q = N.getInput(0), *K = N.getInput(1), *V = N.getInput(2);
   Value *Bias = N.getInput(3);
+  auto KeepOpaque = [&](StringRef Why) {
+    N.warning("this form of MultiHeadAttention (" + Why +
+              ") is kept as Opaque");
+    return lookupOpImporter("", "$Opaque")(N);
+  };
+  if (!Heads || *Heads <= 0 || !Q)
+    return KeepOpaque("no positive num_heads or no query");
+  if (N.getNumInputs() > 8)
+    return KeepOpaque("past_sequence_length or cache_indirection");
+  bool Packed = Q->getType().getRank() == 5 && !K && !V;
+  if (Packed) {
+    // [batch, seq, heads, 3, head_size]: three [batch, seq, hidden].
+    const TensorType &P = Q->getType();
+    if (!(P.getDim(3) == Dim::get(3)))
+      return KeepOpaque("a packed query whose fourth dimension is not 3");
+    AttrDict SplitAttrs;
+    SplitAttrs.set("axis", Attribute::getInt(3));
+    Node *Split =
+        N.createNode(OpId::Split, {Q}, std::move(SplitAttrs),
+                     {N.makeName("q"), N.makeName("k"), N.makeName("v")});
+    if (!Split)
+      return failure();
+    Value *Parts[3];
+    for (unsigned I = 0; I != 3; ++I) {
+      Parts[I] = emit(N, OpId::Reshape,
+                      {Split->getResult(I), N.createI64Constant({0, 0, -1})},
+                      I == 0   ? "q3d"
+                      : I == 1 ? "k3d"
+                               : "v3d");
+      if (!Parts[I])
+        return failure();
+    }
+    Q = Parts[0], K = Parts[1], V = Parts[2];
+  }
+  if (!K || !V || Q->getType().getRank() != 3 || K->getType().getRank() != 3 ||
+      V->getType().getRank() != 3)
+    return KeepOpaque("K and V split into heads, or packed key and value");
   bool BiasOk = !Bias || (Bias->getType().getRank() == 1 &&
                           Bias->getType().getDim(0).isStatic() &&
                           Bias->getType().getDim(0).getSize() % 3 == 0);
-  bool Simple = Heads && N.getInput(1) && N.getInput(2) && BiasOk &&
-                !N.getInput(4) && N.getNumInputs() <= 8;
-  if (!Simple) {
-    N.warning("this form of MultiHeadAttention (packed QKV or key padding "
-              "mask) is kept as Opaque");
-    return lookupOpImporter("", "$Opaque")(N);
-  }
-  Value *Q = N.getInput(0), *K = N.getInput(1), *V = N.getInput(2);
+  if (!BiasOk)
+    return KeepOpaque("a bias that is not [3 * hidden]");
   if (Bias) {
     int64_t H = Bias->getType().getDim(0).getSize() / 3;
     Q = addBiasPart(N, Q, Bias, H, 0);
@@ -507,6 +604,35 @@ static LogicalResult importMultiHeadAttention(NodeImporter &N) {
     if (!V)
       return failure();
   }
+  Value *Mask = N.getInput(5);
+  if (Value *Padding = N.getInput(4)) {
+    Value *Keep = convertKeyPaddingMask(N, Padding, K);
+    if (!Keep)
+      return N.getNumOutputs() && Padding->getType().getRank() == 1
+                 ? KeepOpaque("a [3 * batch + 2] key padding mask")
+                 : failure();
+    if (Mask) {
+      // keep ? 0 : -inf, added to the attention bias.
+      ElementType Ty = Mask->getType().getElementType();
+      auto Scalar = [&](double X) -> Value * {
+        AttrDict A;
+        A.set("value", Attribute::getTensor(DenseTensor(
+                           TensorType::get(Ty, {}), std::vector<double>{X})));
+        return emit(N, OpId::Constant, {}, "fill", std::move(A));
+      };
+      Value *Zero = Scalar(0.0);
+      Value *NegInf = Scalar(-std::numeric_limits<double>::infinity());
+      Value *Additive =
+          Zero && NegInf
+              ? emit(N, OpId::Where, {Keep, Zero, NegInf}, "padding_bias")
+              : nullptr;
+      Mask = Additive ? emit(N, OpId::Add, {Mask, Additive}, "mask") : nullptr;
+      if (!Mask)
+        return failure();
+    } else {
+      Mask = Keep;
+    }
+  }
   AttrDict Attrs;
   Attrs.set("q_num_heads", Attribute::getInt(*Heads));
   Attrs.set("kv_num_heads", Attribute::getInt(*Heads));
@@ -514,7 +640,7 @@ static LogicalResult importMultiHeadAttention(NodeImporter &N) {
     Attrs.set("is_causal", Attribute::getInt(1));
   copyFloatAttr(N, "scale", Attrs);
   return success(N.createNodeForOutputs(
-      OpId::Attention, {Q, K, V, N.getInput(5), N.getInput(6), N.getInput(7)},
+      OpId::Attention, {Q, K, V, Mask, N.getInput(6), N.getInput(7)},
       std::move(Attrs)));
 }
 

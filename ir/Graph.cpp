@@ -156,6 +156,18 @@ void Graph::eraseInput(Value *V) {
   Inputs.erase(It);
 }
 
+void Graph::applyDimEqualities() {
+  if (Equalities.empty())
+    return;
+  for (const std::unique_ptr<Value> &V : Inputs)
+    V->setType(Equalities.resolve(V->getType()));
+  for (const std::unique_ptr<Value> &V : Params)
+    V->setType(Equalities.resolve(V->getType()));
+  for (Node &N : Nodes)
+    for (Value *R : N.getResults())
+      R->setType(Equalities.resolve(R->getType()));
+}
+
 void Graph::eraseParam(Value *V) {
   assert(!V->hasUses() && "erasing a parameter that is still used");
   auto It = llvm::find_if(

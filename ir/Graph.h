@@ -13,6 +13,7 @@
 #define AUTOPAR_IR_GRAPH_H
 
 #include "ir/Attributes.h"
+#include "ir/DimEqualities.h"
 #include "ir/OpRegistry.h"
 #include "ir/Types.h"
 
@@ -221,6 +222,14 @@ public:
   /// Replaces output I (used by Value::replaceAllUsesWith).
   void setOutput(unsigned I, Value *V);
 
+  /// The dimensions the graph assumes equal (ir/DimEqualities.h). Shape
+  /// functions, which see the graph as const, may add assumptions while it
+  /// records them.
+  DimEqualities &getDimEqualities() const { return Equalities; }
+  /// Writes every type of the graph with the representatives of its
+  /// assumed dimensions.
+  void applyDimEqualities();
+
   llvm::ArrayRef<Mesh> getMeshes() const { return Meshes; }
   const Mesh *lookupMesh(llvm::StringRef Name) const;
   /// Adds a mesh; returns false if one of that name exists.
@@ -246,6 +255,7 @@ private:
   NodeList Nodes;
   std::vector<Value *> Outputs;
   std::vector<Mesh> Meshes;
+  mutable DimEqualities Equalities;
   llvm::StringMap<Value *> ValueNames;
   /// Counter for fresh result names (`%0`, `%1`, ...).
   mutable unsigned NextFreshName = 0;

@@ -81,6 +81,7 @@ private:
   LogicalResult parseStatement(Graph &G);
   LogicalResult parseMesh(Graph &G);
   LogicalResult parseParam(Graph &G);
+  LogicalResult parseConstraint(Graph &G);
   LogicalResult parseNode(Graph &G);
   LogicalResult parseReturn();
   LogicalResult resolveUses(Graph &G);
@@ -207,11 +208,14 @@ LogicalResult Parser::parseStatement(Graph &G) {
     return parseMesh(G);
   if (Tok.isKeyword("param"))
     return parseParam(G);
+  if (Tok.isKeyword("constraint"))
+    return parseConstraint(G);
   if (Tok.isKeyword("return"))
     return parseReturn();
   if (Tok.is(Token::ValueName) || Tok.is(Token::Identifier))
     return parseNode(G);
-  return emitError("expected a node, 'param', 'mesh' or 'return'");
+  return emitError("expected a node, 'param', 'mesh', 'constraint' or "
+                   "'return'");
 }
 
 LogicalResult Parser::defineValueName(Graph &G, const Token &NameTok) {
@@ -260,6 +264,35 @@ LogicalResult Parser::parseMesh(Graph &G) {
   std::string Name = M.Name;
   if (!G.addMesh(std::move(M)))
     return emitError(NameLoc, "redefinition of mesh '@" + Name + "'");
+  return success();
+}
+
+// constraint ::= 'constraint' ident '=' (ident | integer)
+// A symbol the graph assumes equal to another, or to a size
+// (ir/DimEqualities.h).
+LogicalResult Parser::parseConstraint(Graph &G) {
+  consume();
+  if (!Tok.is(Token::Identifier))
+    return emitError("expected a dimension symbol, like sequence");
+  Dim Symbol = Dim::getSymbol(Tok.Spelling);
+  consume();
+  if (failed(expect(Token::Equal, "'='")))
+    return failure();
+  SMLoc RepLoc = Tok.getLoc();
+  Dim Rep;
+  if (Tok.is(Token::Identifier)) {
+    Rep = Dim::getSymbol(Tok.Spelling);
+    consume();
+  } else {
+    int64_t Size;
+    if (failed(parseInteger(Size)))
+      return failure();
+    if (Size < 0)
+      return emitError(RepLoc, "a dimension cannot be negative");
+    Rep = Dim::get(Size);
+  }
+  if (!G.getDimEqualities().assume(Symbol, Rep, ""))
+    return emitError(RepLoc, "the constraint contradicts an earlier one");
   return success();
 }
 

@@ -82,6 +82,11 @@ void autopar::printGraph(raw_ostream &OS, const Graph &G) {
     });
     OS << "]\n";
   }
+  for (const auto &[Symbol, A] : G.getDimEqualities().getAssumptions()) {
+    OS << "  constraint ";
+    printName(OS, Symbol);
+    OS << " = " << A.Representative << '\n';
+  }
   for (const std::unique_ptr<Value> &P : G.getParams()) {
     OS << "  param ";
     printValueRef(OS, *P);

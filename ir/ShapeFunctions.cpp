@@ -103,6 +103,37 @@ std::optional<SmallVector<Dim, 4>> autopar::broadcastShapes(ArrayRef<Dim> A,
   return Result;
 }
 
+std::optional<SmallVector<Dim, 4>>
+autopar::broadcastShapes(ArrayRef<Dim> A, ArrayRef<Dim> B,
+                         const ShapeContext &Ctx) {
+  if (std::optional<SmallVector<Dim, 4>> Plain = broadcastShapes(A, B))
+    return Plain;
+  const Graph *G = Ctx.getNode().getGraph();
+  if (!G)
+    return std::nullopt;
+  DimEqualities &Eq = G->getDimEqualities();
+  size_t Rank = std::max(A.size(), B.size());
+  SmallVector<Dim, 4> Result(Rank);
+  for (size_t I = 0; I != Rank; ++I) {
+    Dim DA =
+        I + A.size() >= Rank ? Eq.resolve(A[I + A.size() - Rank]) : Dim::get(1);
+    Dim DB =
+        I + B.size() >= Rank ? Eq.resolve(B[I + B.size() - Rank]) : Dim::get(1);
+    std::optional<SmallVector<Dim, 4>> One = broadcastShapes({DA}, {DB});
+    if (One) {
+      Result[I] = (*One)[0];
+      continue;
+    }
+    std::optional<Dim> Same;
+    if (Eq.isRecording())
+      Same = Eq.assume(DA, DB, Ctx.getNode().getName());
+    if (!Same)
+      return std::nullopt;
+    Result[I] = *Same;
+  }
+  return Result;
+}
+
 InferResult autopar::inferBroadcast(const ShapeContext &Ctx) {
   if (Error E = checkSameElementType(Ctx))
     return E;
@@ -110,7 +141,7 @@ InferResult autopar::inferBroadcast(const ShapeContext &Ctx) {
   SmallVector<Dim, 4> Shape(Ctx.getOperandType(0).getShape().begin(),
                             Ctx.getOperandType(0).getShape().end());
   for (unsigned I = 1, E = Ctx.getNumOperands(); I != E; ++I) {
-    auto Next = broadcastShapes(Shape, Ctx.getOperandType(I).getShape());
+    auto Next = broadcastShapes(Shape, Ctx.getOperandType(I).getShape(), Ctx);
     if (!Next)
       return Ctx.error("operand shapes do not broadcast: " + typeStr(Ctx, 0) +
                        " and " + typeStr(Ctx, I));
@@ -145,7 +176,7 @@ InferResult autopar::inferMatMul(const ShapeContext &Ctx) {
     return Ctx.error("contracting dimensions differ: " + typeStr(Ctx, 0) +
                      " and " + typeStr(Ctx, 1));
   auto Batch = broadcastShapes(ArrayRef<Dim>(A).drop_back(2),
-                               ArrayRef<Dim>(B).drop_back(2));
+                               ArrayRef<Dim>(B).drop_back(2), Ctx);
   if (!Batch)
     return Ctx.error("batch dimensions do not broadcast: " + typeStr(Ctx, 0) +
                      " and " + typeStr(Ctx, 1));

@@ -67,6 +67,13 @@ InferResult inferInstanceNorm(const ShapeContext &Ctx);
 // pooling, attention.
 InferResult inferConv(const ShapeContext &Ctx);
 InferResult inferConvTranspose(const ShapeContext &Ctx);
+InferResult inferDeformConv(const ShapeContext &Ctx);
+InferResult inferCol2Im(const ShapeContext &Ctx);
+// ShapeFunctionsImage.cpp: ops ONNX added after opset 17.
+InferResult inferCenterCropPad(const ShapeContext &Ctx);
+InferResult inferGroupNorm(const ShapeContext &Ctx);
+InferResult inferAffineGrid(const ShapeContext &Ctx);
+InferResult inferTensorScatter(const ShapeContext &Ctx);
 InferResult inferPool(const ShapeContext &Ctx);
 InferResult inferGlobalPool(const ShapeContext &Ctx);
 InferResult inferAttention(const ShapeContext &Ctx);
@@ -132,6 +139,13 @@ bool isIntegerElementType(ElementType Ty);
 /// Broadcasts two shapes as numpy does; nullopt when they do not broadcast.
 std::optional<llvm::SmallVector<Dim, 4>> broadcastShapes(llvm::ArrayRef<Dim> A,
                                                          llvm::ArrayRef<Dim> B);
+/// The same for the node of Ctx, under its graph's dimension equalities
+/// (ir/DimEqualities.h): two dimensions assumed equal broadcast to their
+/// representative, and while the graph records assumptions (the importer),
+/// two that differ (symbols, or a symbol and a size) become one.
+std::optional<llvm::SmallVector<Dim, 4>>
+broadcastShapes(llvm::ArrayRef<Dim> A, llvm::ArrayRef<Dim> B,
+                const ShapeContext &Ctx);
 
 } // namespace autopar
 

@@ -634,8 +634,13 @@ Error checkGQAExtras(const ShapeContext &Ctx, const Dim &Batch,
   for (unsigned I : {GQASeqLensK, GQATotalSeq})
     if (Error E = checkElementType(Ctx, I, ElementType::I32))
       return E;
-  if (Error E = checkRank(Ctx, GQASeqLensK, 1))
-    return E;
+  // [batch] as ONNX Runtime documents it, or [batch, 1] as exporters that
+  // keep the reduction's dimension write it.
+  const TensorType &SeqLens = Ctx.getOperandType(GQASeqLensK);
+  if (SeqLens.getRank() != 1 &&
+      !(SeqLens.getRank() == 2 && mayEqual(SeqLens.getDim(1), Dim::get(1))))
+    return Ctx.error(describe(Ctx, GQASeqLensK) +
+                     " must be [batch] or [batch, 1]");
   if (!mayEqual(dimOf(Ctx, GQASeqLensK, 0), Batch))
     return Ctx.error("batch sizes differ: " + describe(Ctx, GQAQuery) +
                      " and " + describe(Ctx, GQASeqLensK));
@@ -736,9 +741,22 @@ InferResult autopar::inferMsGroupQueryAttention(const ShapeContext &Ctx) {
     Hidden = meetDims(Query.getDim(2), Hidden);
   Dim PresentSeq;
   ElementType CacheElem = Query.getElementType();
-  if (Ctx.hasOperand(GQAPastKey))
+  if (Ctx.hasOperand(GQAPastKey)) {
     CacheElem = elementTypeOf(Ctx, GQAPastKey);
-  else if (Packed)
+    // The cache holds max(past, total_sequence_length) positions (ONNX
+    // Runtime's present_key: the past buffer when it is shared, else the
+    // total length, the scalar input).
+    const Dim &Past = dimOf(Ctx, GQAPastKey, 2);
+    std::optional<SmallVector<Dim, 4>> Total =
+        Ctx.hasOperand(GQATotalSeq) ? Ctx.getShapeOperand(GQATotalSeq)
+                                    : std::nullopt;
+    Dim TotalLen = Total && Total->size() == 1 ? (*Total)[0] : Dim();
+    if (Past.isStatic() && TotalLen.isStatic())
+      PresentSeq = Dim::get(std::max(Past.getSize(), TotalLen.getSize()));
+    else if (!TotalLen.isUnknown() && Past == TotalLen)
+      PresentSeq = Past;
+    // Otherwise unknown here; the model's declared type fills it in.
+  } else if (Packed)
     PresentSeq = Seq;
   else
     PresentSeq = meetDims(dimOf(Ctx, GQAKey, 1), dimOf(Ctx, GQAValue, 1));

@@ -452,3 +452,77 @@ InferResult autopar::inferGlobalPool(const ShapeContext &Ctx) {
   Shape.append(*NumSpatial, Dim::get(1));
   return Types{TensorType(elementTypeOf(Ctx, 0), Shape)};
 }
+
+// ONNX DeformConv (opset 19): X [N, C, D1..Dn], W [M, C/group, k1..kn],
+// offset [N, offset_group * n * k1..kn, O1..On], B [M]?, mask?: Y [N, M,
+// O1..On], the windows as Conv's (no auto_pad).
+InferResult autopar::inferDeformConv(const ShapeContext &Ctx) {
+  if (Error E = checkConvOperands(Ctx))
+    return E;
+  Expected<unsigned> NumSpatial = getNumSpatial(Ctx);
+  if (!NumSpatial)
+    return NumSpatial.takeError();
+  Expected<int64_t> Group = getGroup(Ctx);
+  if (!Group)
+    return Group.takeError();
+  Dim WeightChannels = dimOf(Ctx, 1, 1) * Dim::get(*Group);
+  if (!mayEqual(dimOf(Ctx, 0, 1), WeightChannels))
+    return Ctx.error(describe(Ctx, 0) + " has " + dimStr(dimOf(Ctx, 0, 1)) +
+                     " channels but " + describe(Ctx, 1) + " with 'group' " +
+                     Twine(*Group) + " takes " + dimStr(WeightChannels));
+  if (Error E = checkSameElementTypeAs(Ctx, 2, 0))
+    return E;
+  if (Ctx.getOperandType(2).getRank() != Ctx.getOperandType(0).getRank())
+    return Ctx.error(describe(Ctx, 2) + " must have the rank of " +
+                     describe(Ctx, 0));
+  Dim OutChannels = dimOf(Ctx, 1, 0);
+  if (Ctx.hasOperand(3)) {
+    const TensorType &B = Ctx.getOperandType(3);
+    if (B.getRank() != 1 || !mayEqual(B.getDim(0), OutChannels))
+      return Ctx.error(describe(Ctx, 3) + " must have shape [" +
+                       dimStr(OutChannels) + "]");
+  }
+  Expected<Window> W = getWindow(Ctx, *NumSpatial, /*Weights=*/1);
+  if (!W)
+    return W.takeError();
+  SmallVector<Dim, 4> Shape = {dimOf(Ctx, 0, 0), OutChannels};
+  for (unsigned I = 0; I != *NumSpatial; ++I) {
+    Expected<Dim> Out = slidingOutput(Ctx, *W, I, /*CeilMode=*/false);
+    if (!Out)
+      return Out.takeError();
+    Shape.push_back(*Out);
+  }
+  return Types{TensorType(elementTypeOf(Ctx, 0), Shape)};
+}
+
+// ONNX Col2Im (opset 18): input [N, C * prod(block_shape), L] with constant
+// image_shape and block_shape gives [N, C, image_shape...].
+InferResult autopar::inferCol2Im(const ShapeContext &Ctx) {
+  if (Error E = checkRank(Ctx, 0, 3))
+    return E;
+  std::optional<SmallVector<Dim, 4>> Image = Ctx.getShapeOperand(1);
+  std::optional<SmallVector<Dim, 4>> Block = Ctx.getShapeOperand(2);
+  if (Image && Block && Image->size() != Block->size())
+    return Ctx.error("image_shape and block_shape differ in length");
+  Dim Channels;
+  if (Block) {
+    Dim BlockSize = Dim::get(1);
+    for (const Dim &B : *Block)
+      BlockSize = BlockSize * B;
+    if (std::optional<Dim> C = dimOf(Ctx, 0, 1).divide(BlockSize))
+      Channels = *C;
+    else if (dimOf(Ctx, 0, 1).isStatic() && BlockSize.isStatic())
+      return Ctx.error(describe(Ctx, 0) + " has " + dimStr(dimOf(Ctx, 0, 1)) +
+                       " columns per position, not a multiple of the block "
+                       "size " +
+                       dimStr(BlockSize));
+  }
+  SmallVector<Dim, 4> Shape = {dimOf(Ctx, 0, 0), Channels};
+  if (Image)
+    Shape.append(Image->begin(), Image->end());
+  else if (Block)
+    Shape.append(Block->size(), Dim());
+  else
+    return Ctx.error("image_shape must be a constant");
+  return Types{TensorType(elementTypeOf(Ctx, 0), Shape)};
+}

@@ -631,7 +631,7 @@ InferResult autopar::inferExpand(const ShapeContext &Ctx) {
   if (!Target)
     return Target.takeError();
   std::optional<SmallVector<Dim, 4>> Shape =
-      broadcastShapes(In.getShape(), *Target);
+      broadcastShapes(In.getShape(), *Target, Ctx);
   if (!Shape)
     return Ctx.error("input " + typeStr(Ctx, 0) +
                      " does not broadcast to shape " + dimsStr(*Target));

@@ -119,7 +119,7 @@ broadcastOperands(const ShapeContext &Ctx) {
   SmallVector<Dim, 4> Shape;
   for (unsigned I = 0, E = Ctx.getNumOperands(); I != E; ++I) {
     std::optional<SmallVector<Dim, 4>> Next =
-        broadcastShapes(Shape, Ctx.getOperandType(I).getShape());
+        broadcastShapes(Shape, Ctx.getOperandType(I).getShape(), Ctx);
     if (!Next) {
       std::string Others;
       for (unsigned J = 0; J != I; ++J)

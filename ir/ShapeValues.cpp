@@ -322,6 +322,12 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::Expand:
   case OpId::Tile:
   case OpId::TopK:
+  case OpId::DeformConv:
+  case OpId::Col2Im:
+  case OpId::CenterCropPad:
+  case OpId::GroupNormalization:
+  case OpId::AffineGrid:
+  case OpId::TensorScatter:
   case OpId::CrossEntropyLoss:
   case OpId::CrossEntropyLossGrad:
   case OpId::LayerNormalizationGrad:

@@ -108,9 +108,10 @@ void Verifier::verifyNode(const Node &N) {
       inferNodeResultTypes(N, Report);
   if (!Inferred)
     return;
+  const DimEqualities &Eq = G.getDimEqualities();
   for (unsigned I = 0, E = N.getNumResults(); I != E; ++I) {
     const TensorType &Declared = N.getResult(I)->getType();
-    if (!isCompatible(Declared, (*Inferred)[I]))
+    if (!isCompatible(Eq.resolve(Declared), Eq.resolve((*Inferred)[I])))
       Report("result #" + Twine(I) + " is declared " + Declared.str() +
              " but the op gives " + (*Inferred)[I].str());
   }
