@@ -514,6 +514,46 @@ void GraphImporter::bind(StringRef OnnxName, Value *V) {
     G->renameValue(V, OnnxName);
 }
 
+LogicalResult GraphImporter::importInlineGraph(const onnx::GraphProto &Body,
+                                               ArrayRef<std::string> Results,
+                                               StringRef Where) {
+  auto Fail = [&](const Twine &Why) {
+    Diag.error(SMLoc(), "node '" + Where + "': " + Why);
+    return failure();
+  };
+  if (Body.input_size() != 0 || Body.initializer_size() != 0)
+    return Fail("the branch has inputs or initializers of its own, which "
+                "autopar does not inline");
+  if (Body.output_size() != int(Results.size()))
+    return Fail("the branch has " + Twine(Body.output_size()) +
+                " outputs for " + Twine(Results.size()) + " results");
+  for (const onnx::NodeProto &N : Body.node()) {
+    for (const std::string &In : N.input())
+      if (!In.empty() && !Values.count(In))
+        return Fail("the branch's node '" + N.name() + "' reads '" + In +
+                    "', which nothing defines before it");
+    for (const std::string &Out : N.output())
+      if (!Out.empty() && Values.count(Out))
+        return Fail("the branch's node '" + N.name() + "' defines '" + Out +
+                    "' again");
+    if (failed(importNode(N)))
+      return failure();
+  }
+  for (int I = 0, E = Body.output_size(); I != E; ++I) {
+    Value *V = Values.lookup(Body.output(I).name());
+    if (!V)
+      return Fail("the branch's output '" + Body.output(I).name() +
+                  "' is not defined");
+    if (Results[I].empty())
+      continue;
+    // The branch's names are its own: its result takes the node's name.
+    if (!V->isInput() && !V->isParam() && !G->isNameUsed(Results[I]))
+      G->renameValue(V, Results[I]);
+    Values[Results[I]] = V;
+  }
+  return success();
+}
+
 std::optional<DenseTensor>
 GraphImporter::getSmallInitializerData(StringRef Name) {
   const onnx::TensorProto *T = Initializers.lookup(Name);

@@ -43,6 +43,13 @@ public:
   /// 4096 elements), read on demand: what ONNX's inference needs of a
   /// parameter such as Resize's scales. Nullopt otherwise.
   std::optional<DenseTensor> getSmallInitializerData(llvm::StringRef Name);
+  /// Imports the nodes of Body (an If branch) into the graph, in order,
+  /// reading the enclosing graph's values, and binds its outputs to
+  /// Results. Reports and fails when the body has inputs or initializers
+  /// of its own, or reads a name nothing defines.
+  LogicalResult importInlineGraph(const onnx::GraphProto &Body,
+                                  llvm::ArrayRef<std::string> Results,
+                                  llvm::StringRef Where);
   /// The model's opset imports, (domain, version).
   llvm::ArrayRef<std::pair<std::string, int64_t>> getOpsetImports() const {
     return OpsetImports;

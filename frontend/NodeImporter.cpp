@@ -262,6 +262,17 @@ NodeImporter::inferTypesWithOnnx() {
   return autopar::inferTypesWithOnnx(Proto, Inputs, Parent.getOpsetImports());
 }
 
+LogicalResult NodeImporter::inlineGraphAttr(StringRef Name) {
+  const onnx::AttributeProto *A = getAttr(Name);
+  if (!A || !A->has_g()) {
+    error("attribute '" + Name + "' is missing or not a graph");
+    return failure();
+  }
+  std::vector<std::string> Results(Proto.output().begin(),
+                                   Proto.output().end());
+  return Parent.importInlineGraph(A->g(), Results, getDisplayName());
+}
+
 void NodeImporter::noteOpaque(bool TypedByOnnx) {
   Parent.noteOpaque(Proto, getDisplayName(), TypedByOnnx);
 }

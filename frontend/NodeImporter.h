@@ -84,6 +84,9 @@ public:
   /// (frontend/OnnxShapeInference.h), given the types autopar found for its
   /// inputs; an error with ONNX's message when it rejects the node.
   llvm::Expected<std::vector<std::optional<TensorType>>> inferTypesWithOnnx();
+  /// Imports graph attribute Name (an If branch) in place of the node: its
+  /// nodes join the graph and its outputs become the node's.
+  LogicalResult inlineGraphAttr(llvm::StringRef Name);
   /// Records that the node is kept as Opaque (the import warns once per op
   /// type); TypedByOnnx when ONNX's inference typed it.
   void noteOpaque(bool TypedByOnnx);

@@ -11,6 +11,7 @@
 #include "frontend/OnnxTypes.h"
 
 #include "ir/Folders.h"
+#include "ir/ShapeValues.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -106,6 +107,18 @@ static LogicalResult importOpaque(NodeImporter &N) {
     return failure();
   N.noteOpaque(any_of(Inferred, [](const auto &T) { return T.has_value(); }));
   return success();
+}
+
+/// If with a condition autopar knows (a constant, or shape arithmetic such
+/// as `x.size(1) > 1` once the dimensions are bound) is the branch it takes,
+/// inlined; otherwise it stays Opaque, typed by ONNX's inference.
+static LogicalResult importIf(NodeImporter &N) {
+  Value *Cond = N.getInput(0);
+  std::optional<ShapeValue> Known =
+      Cond ? evaluateShapeValue(Cond) : std::nullopt;
+  if (!Known || Known->size() != 1 || !(*Known)[0].Int)
+    return importOpaque(N);
+  return N.inlineGraphAttr(*(*Known)[0].Int ? "then_branch" : "else_branch");
 }
 
 static LogicalResult importCast(NodeImporter &N) {

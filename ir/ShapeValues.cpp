@@ -244,6 +244,27 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
     }
     return Result;
   }
+  case OpId::Less:
+  case OpId::Greater: {
+    // Known where both entries are integers (`x.size(1) > 1` once bound).
+    std::optional<ShapeValue> A = Operand(0), B = Operand(1);
+    if (!A || !B)
+      return std::nullopt;
+    std::optional<size_t> Size = getBroadcastLength({&*A, &*B});
+    if (!Size)
+      return std::nullopt;
+    ShapeValue Result;
+    for (size_t I = 0; I != *Size; ++I) {
+      const ShapeEntry &EA = broadcastEntry(*A, I), &EB = broadcastEntry(*B, I);
+      if (!EA.Int || !EB.Int) {
+        Result.push_back(ShapeEntry::get(Dim()));
+        continue;
+      }
+      bool R = N.getOp() == OpId::Less ? *EA.Int < *EB.Int : *EA.Int > *EB.Int;
+      Result.push_back(ShapeEntry::get(int64_t(R)));
+    }
+    return Result;
+  }
   case OpId::Where: {
     // Entry-wise selection; where the condition is unknown, the entry is
     // known only when both sides agree.
@@ -267,8 +288,6 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   // No integer shape arithmetic: the value is unknown.
   case OpId::Sum:
   case OpId::Pow:
-  case OpId::Less:
-  case OpId::Greater:
   case OpId::And:
   case OpId::Or:
   case OpId::Abs:

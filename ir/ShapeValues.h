@@ -54,7 +54,8 @@ constexpr unsigned MaxShapeValueEntries = 256;
 /// The value of V when V is a 0-D or 1-D i64/i32/bool tensor that evaluation
 /// can follow (constants, Shape, Size, ConstantOfShape, Concat, Gather, Slice,
 /// Unsqueeze, Squeeze, Reshape, Cast, Identity, Neg, elementwise
-/// Add/Sub/Mul/Div, Equal and Where), else nullopt. Equal compares entries:
+/// Add/Sub/Mul/Div, Equal, Less, Greater and Where), else nullopt. Less and
+/// Greater are known where both entries are integers. Equal compares entries:
 /// equal integers, or the same symbolic dimension, are equal; a symbolic
 /// dimension (a size) differs from every negative integer; anything else
 /// with a symbolic or unknown entry gives an unknown entry. Where selects

@@ -385,8 +385,19 @@ def importers():
     return table
 
 
+# Importers that do more than adapt older forms.
+DESCRIBE = {
+    "importIf": "the branch taken, inlined, when the condition is known; "
+                "else Opaque typed by ONNX's inference",
+    "importConstant": "`Constant` (integer and scalar data) or a parameter",
+    "importIdentity": "`Identity`, or the parameter it copies",
+}
+
+
 def how(name, spec, table):
     imp = table.get(("", name))
+    if imp in DESCRIBE:
+        return DESCRIBE[imp]
     if imp is None:
         if spec in ("sequence",):
             return REFUSED_SEQ
