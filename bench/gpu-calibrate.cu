@@ -456,7 +456,7 @@ int main(int Argc, char **Argv) {
       });
     }
     Add("gelu-tanh", "[2048, 16384]", 2.0 * Rows * Ffn * 2, [&] {
-      check(unary(UnaryOp::GeluTanh, 0, DType::BF16, P, DType::BF16, Q,
+      check(unary(UnaryOp::GeluTanh, 0, 0, DType::BF16, P, DType::BF16, Q,
                   Rows * Ffn, G.S),
             "unary");
     });

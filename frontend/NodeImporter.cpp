@@ -180,6 +180,17 @@ Value *NodeImporter::createI64Constant(ArrayRef<int64_t> Values, bool Scalar) {
   return N->getResult(0);
 }
 
+Value *NodeImporter::createFloatScalar(ElementType Ty, double V) {
+  TensorType Type = TensorType::get(Ty, {});
+  AttrDict Attrs;
+  Attrs.set("value",
+            Attribute::getTensor(DenseTensor(Type, std::vector<double>{V})));
+  Node *N = Parent.getGraph().createNode(OpId::Constant, {}, {Type},
+                                         std::move(Attrs), {makeName("const")});
+  N->setName(Proto.name());
+  return N->getResult(0);
+}
+
 std::string NodeImporter::makeName(StringRef Suffix) {
   StringRef Base = Proto.output_size() ? StringRef(Proto.output(0))
                                        : StringRef(Proto.name());

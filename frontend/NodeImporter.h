@@ -92,6 +92,8 @@ public:
   void noteOpaque(bool TypedByOnnx);
   /// An i64 constant, 1-D or scalar, named after the node.
   Value *createI64Constant(llvm::ArrayRef<int64_t> Values, bool Scalar = false);
+  /// A floating-point scalar constant of type Ty, named after the node.
+  Value *createFloatScalar(ElementType Ty, double V);
   /// A name for a value the importer adds, unused in the graph and the
   /// model, derived from the node's first output and Suffix.
   std::string makeName(llvm::StringRef Suffix);

@@ -207,6 +207,68 @@ template <OpId Op> static LogicalResult importSoftmax(NodeImporter &N) {
   return success();
 }
 
+/// Clip's bounds were float attributes (no bound when absent) below opset
+/// 11; they are scalar inputs of the input's type since.
+static LogicalResult importClip(NodeImporter &N) {
+  if (N.getOpsetVersion() >= 11)
+    return importDirect<OpId::Clip>(N);
+  if (!requireInputs(N, 1))
+    return failure();
+  Value *X = N.getInput(0);
+  ElementType Ty = X->getType().getElementType();
+  if (!isFloatElementType(Ty)) {
+    N.error("input must be floating-point below opset 11, got " +
+            X->getType().str());
+    return failure();
+  }
+  SmallVector<Value *, 3> Inputs = {X, nullptr, nullptr};
+  for (unsigned I : {1u, 2u}) {
+    const onnx::AttributeProto *A = N.getAttr(I == 1 ? "min" : "max");
+    if (!A)
+      continue;
+    if (A->type() != onnx::AttributeProto::FLOAT) {
+      N.error("attribute '" + A->name() + "' must be a float");
+      return failure();
+    }
+    Inputs[I] = N.createFloatScalar(Ty, A->f());
+  }
+  while (Inputs.size() > 1 && !Inputs.back())
+    Inputs.pop_back();
+  return success(N.createNodeForOutputs(OpId::Clip, Inputs, AttrDict()));
+}
+
+/// Swish (opset 24) is x * sigmoid(alpha * x): Silu when alpha is 1.
+static LogicalResult importSwish(NodeImporter &N) {
+  if (!requireInputs(N, 1))
+    return failure();
+  Value *X = N.getInput(0);
+  double Alpha = 1.0;
+  if (const onnx::AttributeProto *A = N.getAttr("alpha")) {
+    if (A->type() != onnx::AttributeProto::FLOAT) {
+      N.error("attribute 'alpha' must be a float");
+      return failure();
+    }
+    Alpha = A->f();
+  }
+  if (Alpha == 1.0)
+    return success(N.createNodeForOutputs(OpId::Silu, {X}, AttrDict()));
+  if (!isFloatElementType(X->getType().getElementType())) {
+    N.error("input must be floating-point, got " + X->getType().str());
+    return failure();
+  }
+  Value *Scale = N.createFloatScalar(X->getType().getElementType(), Alpha);
+  Node *Scaled =
+      N.createNode(OpId::Mul, {X, Scale}, AttrDict(), {N.makeName("scaled")});
+  if (!Scaled)
+    return failure();
+  Node *Gate = N.createNode(OpId::Sigmoid, {Scaled->getResult(0)}, AttrDict(),
+                            {N.makeName("gate")});
+  if (!Gate)
+    return failure();
+  return success(
+      N.createNodeForOutputs(OpId::Mul, {X, Gate->getResult(0)}, AttrDict()));
+}
+
 /// An int-list attribute moved to a constant input in a later opset.
 static std::optional<std::vector<int64_t>> getIntsAttr(NodeImporter &N,
                                                        StringRef Name) {

@@ -220,6 +220,54 @@ FoldResult autopar::foldIntCompare(const Node &N,
   return makeIntResult(*Type, std::move(Values));
 }
 
+FoldResult autopar::foldIntMinMax(const Node &N,
+                                  ArrayRef<const DenseTensor *> Operands) {
+  auto Ints = getIntOperands(Operands);
+  std::optional<TensorType> Type = getFoldableResultType(N);
+  if (!Ints || !Type)
+    return std::nullopt;
+  SmallVector<int64_t, 4> OutSizes = Type->getStaticSizes();
+  ElementFn Fn = getOpFacts(N.getOp()).Element;
+  std::optional<std::vector<int64_t>> Values;
+  for (const DenseTensor *T : *Ints) {
+    std::optional<std::vector<int64_t>> Next = broadcastValues(*T, OutSizes);
+    if (!Next)
+      return std::nullopt;
+    if (Values)
+      for (size_t I = 0, E = Next->size(); I != E; ++I)
+        (*Next)[I] = *applyIntElementFn(Fn, (*Values)[I], (*Next)[I]);
+    Values = std::move(Next);
+  }
+  return makeIntResult(*Type, std::move(*Values));
+}
+
+FoldResult autopar::foldIntMod(const Node &N,
+                               ArrayRef<const DenseTensor *> Operands) {
+  auto Ints = getIntOperands(Operands);
+  std::optional<TensorType> Type = getFoldableResultType(N);
+  if (!Ints || !Type)
+    return std::nullopt;
+  SmallVector<int64_t, 4> OutSizes = Type->getStaticSizes();
+  auto A = broadcastValues(*(*Ints)[0], OutSizes);
+  auto B = broadcastValues(*(*Ints)[1], OutSizes);
+  if (!A || !B)
+    return std::nullopt;
+  const Attribute *FMod = N.getAttr("fmod");
+  bool TruncatedRemainder = FMod && FMod->getInt() == 1;
+  std::vector<int64_t> Values;
+  for (size_t I = 0, E = A->size(); I != E; ++I) {
+    int64_t X = (*A)[I], Y = (*B)[I];
+    std::optional<int64_t> R = applyIntElementFn(ElementFn::Mod, X, Y);
+    // C's fmod: the dividend's sign (the truncated division's remainder).
+    if (R && TruncatedRemainder)
+      R = Y == -1 ? 0 : X % Y;
+    if (!R)
+      return std::nullopt;
+    Values.push_back(*R);
+  }
+  return makeIntResult(*Type, std::move(Values));
+}
+
 FoldResult autopar::foldWhere(const Node &N,
                               ArrayRef<const DenseTensor *> Operands) {
   auto Ints = getIntOperands(Operands);

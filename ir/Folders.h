@@ -45,6 +45,12 @@ FoldResult foldGather(const Node &N,
 
 FoldResult foldIntCompare(const Node &N,
                           llvm::ArrayRef<const DenseTensor *> Operands);
+/// Variadic Min and Max of integer constants.
+FoldResult foldIntMinMax(const Node &N,
+                         llvm::ArrayRef<const DenseTensor *> Operands);
+/// Mod of integer constants, by `fmod` (0: the divisor's sign; 1: C's).
+FoldResult foldIntMod(const Node &N,
+                      llvm::ArrayRef<const DenseTensor *> Operands);
 FoldResult foldWhere(const Node &N,
                      llvm::ArrayRef<const DenseTensor *> Operands);
 FoldResult foldCast(const Node &N,

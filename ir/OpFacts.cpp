@@ -4,6 +4,7 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <iterator>
 
 using namespace autopar;
@@ -63,10 +64,32 @@ std::optional<int64_t> autopar::applyIntElementFn(ElementFn Fn, int64_t A,
     return int64_t(A < B);
   case ElementFn::Greater:
     return int64_t(A > B);
+  case ElementFn::GreaterOrEqual:
+    return int64_t(A >= B);
+  case ElementFn::LessOrEqual:
+    return int64_t(A <= B);
+  case ElementFn::Min:
+    return std::min(A, B);
+  case ElementFn::Max:
+    return std::max(A, B);
+  case ElementFn::Mod: {
+    if (B == 0)
+      return std::nullopt;
+    if (B == -1)
+      return 0; // INT64_MIN % -1 overflows in C++.
+    int64_t M = A % B;
+    return M != 0 && (M < 0) != (B < 0) ? M + B : M;
+  }
   case ElementFn::None:
   case ElementFn::Pow:
   case ElementFn::And:
   case ElementFn::Or:
+  case ElementFn::BitShift:
+  case ElementFn::Xor:
+  case ElementFn::BitwiseAnd:
+  case ElementFn::BitwiseOr:
+  case ElementFn::BitwiseXor:
+  case ElementFn::PRelu:
   case ElementFn::Neg:
   case ElementFn::Abs:
   case ElementFn::Sqrt:
@@ -81,6 +104,35 @@ std::optional<int64_t> autopar::applyIntElementFn(ElementFn Fn, int64_t A,
   case ElementFn::Not:
   case ElementFn::Gelu:
   case ElementFn::Silu:
+  case ElementFn::Ceil:
+  case ElementFn::Floor:
+  case ElementFn::Round:
+  case ElementFn::Sign:
+  case ElementFn::Sin:
+  case ElementFn::Cos:
+  case ElementFn::Tan:
+  case ElementFn::Asin:
+  case ElementFn::Acos:
+  case ElementFn::Atan:
+  case ElementFn::Sinh:
+  case ElementFn::Cosh:
+  case ElementFn::Asinh:
+  case ElementFn::Acosh:
+  case ElementFn::Atanh:
+  case ElementFn::Softplus:
+  case ElementFn::Softsign:
+  case ElementFn::Elu:
+  case ElementFn::Selu:
+  case ElementFn::Celu:
+  case ElementFn::HardSigmoid:
+  case ElementFn::HardSwish:
+  case ElementFn::Mish:
+  case ElementFn::ThresholdedRelu:
+  case ElementFn::Shrink:
+  case ElementFn::IsNaN:
+  case ElementFn::IsInf:
+  case ElementFn::BitwiseNot:
+  case ElementFn::Clip:
     return std::nullopt;
   }
   return std::nullopt;

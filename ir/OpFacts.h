@@ -36,6 +36,7 @@ enum class LoopRule : uint8_t {
   Einsum,
   SumReduction, // Reduced axes are reductions (partial sums).
   MaxReduction, // Reduced axes are fixed.
+  ArgReduction, // The `axis` (default 0) is fixed and reduced (ArgMax).
   Norm,         // Rows parallel, the normalized axes fixed.
   Channel,      // NCHW: batch and channels parallel, the window fixed.
   ChannelFixed, // As Channel with the channels fixed (LRN).
@@ -56,8 +57,9 @@ enum class FlopRule : uint8_t {
   Unknown,     // No estimate (contrib ops, Opaque, backward-only ops).
   Free,        // Moves or describes data: 0.
   PerOutput,   // FlopsPerElement per result element.
-  SumOperands, // One add per result element per operand beyond the first.
-  PerInput,    // One per operand-0 element (reductions).
+  SumOperands, // One op per result element per operand beyond the first,
+               // plus FlopsPerElement (Mean's division).
+  PerInput,    // FlopsPerElement per operand-0 element (reductions).
   MatMul,
   Linear,
   Gemm,
@@ -139,17 +141,18 @@ enum class SavedRule : uint8_t {
 enum class KernelFamily : uint8_t {
   None,
   // Elementwise.
-  Binary, // ElementFn: Add .. Or.
-  Sum,
+  Binary, // ElementFn: Add .. Or, Mod .. PRelu.
+  Sum,    // Sum, Mean; Min and Max (ElementFn Min, Max).
   Where,
   Trilu,
-  Unary, // ElementFn: Neg .. Silu.
+  Unary, // ElementFn: Neg .. Silu, Ceil .. Clip.
   SwiGLU,
   GeluGrad,
   SiluGrad,
   SwiGLUGrad,
   // Softmax and normalisations.
   Softmax, // Softmax, LogSoftmax.
+  Hardmax,
   SoftmaxGrad,
   LayerNorm,
   RMSNorm,
@@ -181,7 +184,8 @@ enum class KernelFamily : uint8_t {
   Gather,
   GatherGrad,
   // Reductions, data, the loss, optimizers.
-  Reduce, // ReduceSum, ReduceMean, ReduceMax.
+  Reduce,    // ReduceSum .. ReduceSumSquare.
+  ArgReduce, // ArgMax, ArgMin.
   Constant,
   ConstantOfShape,
   Cast,
@@ -216,6 +220,17 @@ enum class ElementFn : uint8_t {
   Greater,
   And,
   Or,
+  Min,
+  Max,
+  Mod,
+  BitShift,
+  GreaterOrEqual,
+  LessOrEqual,
+  Xor,
+  BitwiseAnd,
+  BitwiseOr,
+  BitwiseXor,
+  PRelu,
   // Unary.
   Neg,
   Abs,
@@ -231,14 +246,44 @@ enum class ElementFn : uint8_t {
   Not,
   Gelu,
   Silu,
+  Ceil,
+  Floor,
+  Round,
+  Sign,
+  Sin,
+  Cos,
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Softplus,
+  Softsign,
+  Elu,
+  Selu,
+  Celu,
+  HardSigmoid,
+  HardSwish,
+  Mish,
+  ThresholdedRelu,
+  Shrink,
+  IsNaN,
+  IsInf,
+  BitwiseNot,
+  Clip,
 };
 
 struct OpFacts {
   OpId Op;
   LoopRule Loops;
   FlopRule Flops;
-  /// FLOPs per result element for FlopRule::PerOutput (the convention is
-  /// ir/OpFlops.cpp's); 0 otherwise.
+  /// FLOPs per result element for FlopRule::PerOutput, per operand-0
+  /// element for PerInput, per result element on top of the operands' for
+  /// SumOperands (the convention is ir/OpFlops.cpp's); 0 otherwise.
   uint8_t FlopsPerElement;
   GradientRule Gradient;
   SavedRule Saved;
@@ -252,8 +297,9 @@ const OpFacts &getOpFacts(OpId Op);
 inline KernelFamily getKernelFamily(OpId Op) { return getOpFacts(Op).Kernel; }
 
 /// Fn on two integers as ONNX defines it for them (Add, Sub and Mul
-/// checked for overflow, Div truncating toward zero; Equal, Less and
-/// Greater 0 or 1); nullopt for the other functions, on overflow and for a
+/// checked for overflow, Div truncating toward zero, Mod with the divisor's
+/// sign (fmod = 0); Equal, Less, Greater, GreaterOrEqual and LessOrEqual 0
+/// or 1; Min, Max); nullopt for the other functions, on overflow and for a
 /// division by zero. The integer folders and shape values compute with it.
 std::optional<int64_t> applyIntElementFn(ElementFn Fn, int64_t A, int64_t B);
 

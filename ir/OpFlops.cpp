@@ -12,9 +12,23 @@
 //                         attention as above
 //   per output element    FlopsPerElement of the op's row in OpFacts.def:
 //                         the scalar operations of its formula (1 for
-//                         arithmetic); Sum: operands - 1; pools: kernel
-//                         size; LRN 2*size+3
-//   per input element     1: reductions, TopK, GlobalAveragePool
+//                         arithmetic); Sum, Min, Max: operands - 1; Mean:
+//                         operands; pools: kernel size; LRN 2*size+3
+//   per input element     FlopsPerElement: 1 for reductions that combine
+//                         elements as they are (sum, product, extremum,
+//                         ArgMax), TopK, GlobalAveragePool; 2 for ReduceL1,
+//                         L2, SumSquare (|x| or x*x, then the add); 4 for
+//                         ReduceLogSumExp (max, subtract, exp, add); the
+//                         per-result sqrt, log or division not counted
+//   the newer ONNX        counted as the scalar operations of the formula
+//   functions             in the ONNX operator's spec (onnx.ai/onnx/
+//                         operators), each comparison, select or
+//                         transcendental function 1, as Exp or Tanh count:
+//                         Softplus log(exp(x) + 1) 3, Softsign x/(1 + |x|)
+//                         3, Elu 4, Selu 5, Celu 7, HardSigmoid
+//                         max(0, min(1, ax + b)) 4, HardSwish 5, Mish
+//                         x tanh(softplus(x)) 5, Shrink 3, Clip 2, PRelu 2,
+//                         trigonometric and rounding functions 1
 //   data movement         0: layouts, gathers, constants, shape ops, Cast;
 //                         communication (its cost is the collective model's)
 //   unknown               Opaque, contrib ops without a formula, and the
@@ -205,9 +219,10 @@ std::optional<int64_t> autopar::getForwardFlops(const Node &N) {
   case FlopRule::PerOutput:
     return PerOutput(Facts.FlopsPerElement);
   case FlopRule::SumOperands:
-    return PerOutput(std::max<int64_t>(N.getNumOperands() - 1, 0));
+    return PerOutput(std::max<int64_t>(N.getNumOperands() - 1, 0) +
+                     Facts.FlopsPerElement);
   case FlopRule::PerInput:
-    return PerInput();
+    return (Count(PerInput()) * Facts.FlopsPerElement).get();
   case FlopRule::MatMul:
     // [..., M, K] x [..., K, N]: 2 * output elements * K. A 1-D left operand
     // is [K].

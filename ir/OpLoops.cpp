@@ -337,20 +337,15 @@ std::optional<OpLoops> normLoops(const Node &N, int64_t DefaultAxis) {
   return L;
 }
 
-std::optional<OpLoops> reduceLoops(const Node &N, LoopKind ReducedKind) {
+/// Operand 0 reduced over Axes (every axis when empty) into result 0, with
+/// the reduced axes of kind ReducedKind.
+std::optional<OpLoops> reduceAxesLoops(const Node &N, ArrayRef<int64_t> Axes,
+                                       LoopKind ReducedKind) {
   const Value *X = N.getOperand(0), *Y = N.getResult(0);
   unsigned Rank = rankOf(X);
   bool KeepDims = intAttr(N, "keepdims").value_or(1);
-  std::optional<SmallVector<int64_t, 4>> Axes = constantInts(N, "axes", 1);
-  SmallVector<bool, 4> Reduced(Rank, false);
-  if (!Axes)
-    return std::nullopt;
-  if (Axes->empty()) {
-    if (intAttr(N, "noop_with_empty_axes").value_or(0))
-      return std::nullopt;
-    Reduced.assign(Rank, true);
-  }
-  for (int64_t A : *Axes) {
+  SmallVector<bool, 4> Reduced(Rank, Axes.empty());
+  for (int64_t A : Axes) {
     std::optional<unsigned> Axis = normalizeAxis(A, Rank);
     if (!Axis)
       return std::nullopt;
@@ -370,6 +365,14 @@ std::optional<OpLoops> reduceLoops(const Node &N, LoopKind ReducedKind) {
     }
   }
   return L;
+}
+
+std::optional<OpLoops> reduceLoops(const Node &N, LoopKind ReducedKind) {
+  std::optional<SmallVector<int64_t, 4>> Axes = constantInts(N, "axes", 1);
+  if (!Axes ||
+      (Axes->empty() && intAttr(N, "noop_with_empty_axes").value_or(0)))
+    return std::nullopt;
+  return reduceAxesLoops(N, *Axes, ReducedKind);
 }
 
 /// Gather along Axis: data [d0.., V, ..dn] by indices [i..] ->
@@ -651,6 +654,9 @@ std::optional<OpLoops> autopar::getOpLoops(const Node &N) {
     return reduceLoops(N, LoopKind::Reduction);
   case LoopRule::MaxReduction:
     return reduceLoops(N, LoopKind::Fixed);
+  case LoopRule::ArgReduction:
+    return reduceAxesLoops(N, {intAttr(N, "axis").value_or(0)},
+                           LoopKind::Fixed);
   case LoopRule::Norm:
     return normLoops(N, -1);
   case LoopRule::Channel:

@@ -63,6 +63,23 @@ InferResult inferRMSNorm(const ShapeContext &Ctx);
 InferResult inferBatchNorm(const ShapeContext &Ctx);
 InferResult inferInstanceNorm(const ShapeContext &Ctx);
 
+// ShapeFunctionsElementwise.cpp: ONNX's other elementwise ops and
+// reductions (variadic Min, Max, Mean; Mod, BitShift, bitwise ops, PRelu;
+// Clip, IsNaN, IsInf; ArgMax, ArgMin).
+llvm::Error verifyMod(const ShapeContext &Ctx);
+llvm::Error verifyBitShift(const ShapeContext &Ctx);
+llvm::Error verifyIsInf(const ShapeContext &Ctx);
+llvm::Error verifyArgReduce(const ShapeContext &Ctx);
+InferResult inferNumericBroadcast(const ShapeContext &Ctx);
+InferResult inferFloatBroadcast(const ShapeContext &Ctx);
+InferResult inferBitShift(const ShapeContext &Ctx);
+InferResult inferBitwise(const ShapeContext &Ctx);
+InferResult inferPRelu(const ShapeContext &Ctx);
+InferResult inferNumericUnary(const ShapeContext &Ctx);
+InferResult inferFloatClass(const ShapeContext &Ctx);
+InferResult inferClip(const ShapeContext &Ctx);
+InferResult inferArgReduce(const ShapeContext &Ctx);
+
 // ShapeFunctionsConv.cpp and ShapeFunctionsAttention.cpp: convolution,
 // pooling, attention.
 InferResult inferConv(const ShapeContext &Ctx);

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/Graph.h"
+#include "ir/ShapeChecks.h"
 #include "ir/ShapeFunctions.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -24,18 +25,18 @@ using namespace llvm;
 // Helpers
 //===----------------------------------------------------------------------===//
 
-static InferResult oneResult(TensorType Type) {
+InferResult autopar::oneResult(TensorType Type) {
   return SmallVector<TensorType, 1>{std::move(Type)};
 }
 
 /// The name Ops.def gives operand I, for messages.
-static std::string operandName(const ShapeContext &Ctx, unsigned I) {
+std::string autopar::operandName(const ShapeContext &Ctx, unsigned I) {
   const OperandSpec *Spec = Ctx.getNode().getOpInfo().getOperand(I);
   return Spec ? Spec->Name : "operand #" + std::to_string(I);
 }
 
 /// An error unless the int attribute Name, when present, is 0 or 1.
-static Error checkFlag(const ShapeContext &Ctx, StringRef Name) {
+Error autopar::checkFlag(const ShapeContext &Ctx, StringRef Name) {
   int64_t V = Ctx.getIntAttr(Name, 0);
   if (V != 0 && V != 1)
     return Ctx.error("'" + Name + "' must be 0 or 1, got " + Twine(V));
@@ -43,8 +44,8 @@ static Error checkFlag(const ShapeContext &Ctx, StringRef Name) {
 }
 
 /// An error unless operand I has element type Ty.
-static Error checkElementType(const ShapeContext &Ctx, unsigned I,
-                              ElementType Ty) {
+Error autopar::checkElementType(const ShapeContext &Ctx, unsigned I,
+                                ElementType Ty) {
   if (Ctx.getOperandType(I).getElementType() == Ty)
     return Error::success();
   return Ctx.error("'" + operandName(Ctx, I) + "' must be " +
@@ -52,7 +53,7 @@ static Error checkElementType(const ShapeContext &Ctx, unsigned I,
 }
 
 /// An error unless operand I has a floating-point element type.
-static Error checkFloat(const ShapeContext &Ctx, unsigned I) {
+Error autopar::checkFloat(const ShapeContext &Ctx, unsigned I) {
   if (isFloatElementType(Ctx.getOperandType(I).getElementType()))
     return Error::success();
   return Ctx.error("'" + operandName(Ctx, I) +
@@ -60,7 +61,7 @@ static Error checkFloat(const ShapeContext &Ctx, unsigned I) {
 }
 
 /// An error when operand I is bool (ONNX's numeric type constraints).
-static Error checkNumeric(const ShapeContext &Ctx, unsigned I) {
+Error autopar::checkNumeric(const ShapeContext &Ctx, unsigned I) {
   if (Ctx.getOperandType(I).getElementType() != ElementType::Bool)
     return Error::success();
   return Ctx.error("'" + operandName(Ctx, I) + "' must be numeric, got " +
@@ -68,7 +69,7 @@ static Error checkNumeric(const ShapeContext &Ctx, unsigned I) {
 }
 
 /// An error unless operands I and J have the same element type.
-static Error checkSameType(const ShapeContext &Ctx, unsigned I, unsigned J) {
+Error autopar::checkSameType(const ShapeContext &Ctx, unsigned I, unsigned J) {
   if (Ctx.getOperandType(I).getElementType() ==
       Ctx.getOperandType(J).getElementType())
     return Error::success();
@@ -133,7 +134,7 @@ broadcastOperands(const ShapeContext &Ctx) {
 }
 
 /// One result of element type Ty and the broadcast shape of all operands.
-static InferResult broadcastResult(const ShapeContext &Ctx, ElementType Ty) {
+InferResult autopar::broadcastResult(const ShapeContext &Ctx, ElementType Ty) {
   Expected<SmallVector<Dim, 4>> Shape = broadcastOperands(Ctx);
   if (!Shape)
     return Shape.takeError();
@@ -144,8 +145,8 @@ static InferResult broadcastResult(const ShapeContext &Ctx, ElementType Ty) {
 /// Target's rank and each of its dimensions, aligned right, is 1 or equal to
 /// Target's. Returns Target with the unknown dimensions that Shape
 /// determines filled in, or nullopt when Shape does not broadcast.
-static std::optional<SmallVector<Dim, 4>> broadcastOnto(ArrayRef<Dim> Shape,
-                                                        ArrayRef<Dim> Target) {
+std::optional<SmallVector<Dim, 4>>
+autopar::broadcastOnto(ArrayRef<Dim> Shape, ArrayRef<Dim> Target) {
   if (Shape.size() > Target.size())
     return std::nullopt;
   SmallVector<Dim, 4> Result(Target.begin(), Target.end());

@@ -309,6 +309,57 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::LogSoftmax:
   case OpId::CumSum:
   case OpId::Trilu:
+  case OpId::Min:
+  case OpId::Max:
+  case OpId::Mean:
+  case OpId::Mod:
+  case OpId::BitShift:
+  case OpId::GreaterOrEqual:
+  case OpId::LessOrEqual:
+  case OpId::Xor:
+  case OpId::BitwiseAnd:
+  case OpId::BitwiseOr:
+  case OpId::BitwiseXor:
+  case OpId::PRelu:
+  case OpId::Ceil:
+  case OpId::Floor:
+  case OpId::Round:
+  case OpId::Sign:
+  case OpId::Sin:
+  case OpId::Cos:
+  case OpId::Tan:
+  case OpId::Asin:
+  case OpId::Acos:
+  case OpId::Atan:
+  case OpId::Sinh:
+  case OpId::Cosh:
+  case OpId::Asinh:
+  case OpId::Acosh:
+  case OpId::Atanh:
+  case OpId::Softplus:
+  case OpId::Softsign:
+  case OpId::Elu:
+  case OpId::Selu:
+  case OpId::Celu:
+  case OpId::HardSigmoid:
+  case OpId::HardSwish:
+  case OpId::Mish:
+  case OpId::ThresholdedRelu:
+  case OpId::Shrink:
+  case OpId::IsNaN:
+  case OpId::IsInf:
+  case OpId::BitwiseNot:
+  case OpId::Clip:
+  case OpId::Hardmax:
+  case OpId::ReduceProd:
+  case OpId::ReduceMin:
+  case OpId::ReduceL1:
+  case OpId::ReduceL2:
+  case OpId::ReduceLogSum:
+  case OpId::ReduceLogSumExp:
+  case OpId::ReduceSumSquare:
+  case OpId::ArgMax:
+  case OpId::ArgMin:
   case OpId::MatMul:
   case OpId::Linear:
   case OpId::Gemm:

@@ -38,6 +38,7 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::SiluGrad:
   case KernelFamily::SwiGLUGrad:
   case KernelFamily::Softmax:
+  case KernelFamily::Hardmax:
   case KernelFamily::SoftmaxGrad:
   case KernelFamily::LayerNorm:
   case KernelFamily::RMSNorm:
@@ -60,6 +61,7 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::RotaryEmbedding:
   case KernelFamily::GatherGrad:
   case KernelFamily::Reduce:
+  case KernelFamily::ArgReduce:
   case KernelFamily::CrossEntropyLoss:
   case KernelFamily::CrossEntropyLossGrad:
   case KernelFamily::AdamW:

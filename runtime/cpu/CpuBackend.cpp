@@ -56,6 +56,8 @@ static KernelFn lookupKernel(OpId Op) {
     return runSwiGLUGrad;
   case KernelFamily::Softmax:
     return runSoftmax;
+  case KernelFamily::Hardmax:
+    return runHardmax;
   case KernelFamily::SoftmaxGrad:
     return runSoftmaxGrad;
   case KernelFamily::LayerNorm:
@@ -114,6 +116,8 @@ static KernelFn lookupKernel(OpId Op) {
     return runGatherGrad;
   case KernelFamily::Reduce:
     return runReduce;
+  case KernelFamily::ArgReduce:
+    return runArgReduce;
   case KernelFamily::Constant:
     return runConstant;
   case KernelFamily::ConstantOfShape:

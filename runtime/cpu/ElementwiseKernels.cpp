@@ -3,13 +3,18 @@
 // numpy broadcasting over row-major tensors. Arithmetic takes f32, i64 and
 // i32 (integers wrap around like two's complement hardware; integer Div
 // truncates toward zero and a zero divisor is an error), comparisons also
-// bool, And/Or bool only. Pow raises an f32 base to an f32 or integer
-// exponent. Where and Trilu (which zeroes one triangle of the last two
-// dimensions) select elements of any type.
+// bool, And/Or/Xor bool only. Pow raises an f32 base to an f32 or integer
+// exponent. Mod with fmod = 1 is C's fmod (the dividend's sign), with fmod
+// = 0 (integers only) the remainder has the divisor's sign; PRelu is
+// x < 0 ? slope * x : x. Sum, Mean, Min and Max combine any number of
+// operands (Min and Max propagate NaN, as numpy's minimum and maximum do).
+// Where and Trilu (which zeroes one triangle of the last two dimensions)
+// select elements of any type. The bitwise ops are BitwiseKernels.cpp's.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/OpShapes.h"
+#include "runtime/cpu/Broadcast.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -24,106 +29,88 @@
 using namespace autopar;
 using namespace llvm;
 
-/// Z[i] = Fn(X[i'], Y[i'']) over Z's shape with X and Y broadcast to it.
-template <typename T, typename R, typename FnTy>
-static void broadcastBinary(const Tensor &X, const Tensor &Y, const Tensor &Z,
-                            FnTy Fn) {
-  ArrayRef<int64_t> Out = Z.getShape();
-  const T *XD = X.data<T>();
-  const T *YD = Y.data<T>();
-  R *ZD = Z.data<R>();
-  int64_t N = Z.getNumElements();
-  if (X.getShape() == Out && Y.getShape() == Out) {
-    for (int64_t I = 0; I != N; ++I)
-      ZD[I] = Fn(XD[I], YD[I]);
-    return;
-  }
-  if (X.getShape() == Out && Y.getNumElements() == 1) {
-    for (int64_t I = 0; I != N; ++I)
-      ZD[I] = Fn(XD[I], YD[0]);
-    return;
-  }
-  StridedWalk Walk(Out, {getBroadcastStrides(X.getShape(), Out),
-                         getBroadcastStrides(Y.getShape(), Out)});
-  for (int64_t I = 0; I != N; ++I, Walk.next())
-    ZD[I] = Fn(XD[Walk.offset(0)], YD[Walk.offset(1)]);
+/// Integer division truncating toward zero; false for a zero divisor.
+template <typename T> static bool divide(T P, T Q, T &R) {
+  if (Q == 0)
+    return false;
+  R = Q == -1 ? wrapSub<T>(0, P) : P / Q;
+  return true;
 }
 
-template <typename T> static T wrapAdd(T A, T B) {
-  using U = std::make_unsigned_t<T>;
-  return T(U(A) + U(B));
-}
-template <typename T> static T wrapSub(T A, T B) {
-  using U = std::make_unsigned_t<T>;
-  return T(U(A) - U(B));
-}
-template <typename T> static T wrapMul(T A, T B) {
-  using U = std::make_unsigned_t<T>;
-  return T(U(A) * U(B));
+/// ONNX Mod of integers: the truncated remainder (fmod = 1, C's %) or the
+/// remainder with the divisor's sign (fmod = 0, Python's %); false for a
+/// zero divisor.
+template <typename T> static bool modulo(T P, T Q, bool CRemainder, T &R) {
+  if (Q == 0)
+    return false;
+  if (Q == -1) { // INT_MIN % -1 overflows in C++.
+    R = 0;
+    return true;
+  }
+  R = P % Q;
+  if (!CRemainder && R != 0 && (R < 0) != (Q < 0))
+    R += Q;
+  return true;
 }
 
 template <typename T> static Error runArithmetic(const KernelArgs &A, OpId Op) {
   const Tensor &X = A.In[0], &Y = A.In[1], &Z = A.Out[0];
   ElementFn Fn = getOpFacts(Op).Element;
-  switch (Fn) {
-  case ElementFn::Add:
-    if constexpr (std::is_integral_v<T>)
+  constexpr bool Int = std::is_integral_v<T>;
+  if (Fn == ElementFn::Add) {
+    if constexpr (Int)
       broadcastBinary<T, T>(X, Y, Z, wrapAdd<T>);
     else
       broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P + Q; });
-    return Error::success();
-  case ElementFn::Sub:
-    if constexpr (std::is_integral_v<T>)
+  } else if (Fn == ElementFn::Sub) {
+    if constexpr (Int)
       broadcastBinary<T, T>(X, Y, Z, wrapSub<T>);
     else
       broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P - Q; });
-    return Error::success();
-  case ElementFn::Mul:
-    if constexpr (std::is_integral_v<T>)
+  } else if (Fn == ElementFn::Mul) {
+    if constexpr (Int)
       broadcastBinary<T, T>(X, Y, Z, wrapMul<T>);
     else
       broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P * Q; });
-    return Error::success();
-  case ElementFn::None:
-  case ElementFn::Div:
-  case ElementFn::Pow:
-  case ElementFn::Equal:
-  case ElementFn::Less:
-  case ElementFn::Greater:
-  case ElementFn::And:
-  case ElementFn::Or:
-  case ElementFn::Neg:
-  case ElementFn::Abs:
-  case ElementFn::Sqrt:
-  case ElementFn::Reciprocal:
-  case ElementFn::Exp:
-  case ElementFn::Log:
-  case ElementFn::Tanh:
-  case ElementFn::Erf:
-  case ElementFn::Sigmoid:
-  case ElementFn::Relu:
-  case ElementFn::LeakyRelu:
-  case ElementFn::Not:
-  case ElementFn::Gelu:
-  case ElementFn::Silu:
-    break;
-  }
-  assert(Fn == ElementFn::Div && "not an arithmetic op");
-  if constexpr (std::is_integral_v<T>) {
-    bool DivByZero = false;
-    broadcastBinary<T, T>(X, Y, Z, [&](T P, T Q) -> T {
-      if (Q == 0) {
-        DivByZero = true;
-        return 0;
-      }
-      if (Q == -1)
-        return wrapSub<T>(0, P);
-      return P / Q;
+  } else if (Fn == ElementFn::PRelu) {
+    broadcastBinary<T, T>(X, Y, Z, [](T P, T Slope) {
+      if constexpr (Int)
+        return P < 0 ? wrapMul<T>(Slope, P) : P;
+      else
+        return P < 0 ? Slope * P : P;
     });
-    if (DivByZero)
-      return A.error("integer division by zero");
+  } else if (Fn == ElementFn::Div) {
+    if constexpr (Int) {
+      bool ByZero = false;
+      broadcastBinary<T, T>(X, Y, Z, [&](T P, T Q) {
+        T R = 0;
+        ByZero |= !divide(P, Q, R);
+        return R;
+      });
+      if (ByZero)
+        return A.error("integer division by zero");
+    } else {
+      broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P / Q; });
+    }
+  } else if (Fn == ElementFn::Mod) {
+    bool CRemainder = A.intAttr("fmod", 0) == 1;
+    if constexpr (Int) {
+      bool ByZero = false;
+      broadcastBinary<T, T>(X, Y, Z, [&](T P, T Q) {
+        T R = 0;
+        ByZero |= !modulo(P, Q, CRemainder, R);
+        return R;
+      });
+      if (ByZero)
+        return A.error("integer Mod by zero (a divisor is 0)");
+    } else {
+      if (!CRemainder)
+        return A.error("'fmod' must be 1 for floating-point operands");
+      broadcastBinary<T, T>(X, Y, Z,
+                            [](T P, T Q) { return T(std::fmod(P, Q)); });
+    }
   } else {
-    broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P / Q; });
+    return A.error("no CPU kernel for this arithmetic function");
   }
   return Error::success();
 }
@@ -134,6 +121,10 @@ template <typename T> static void runComparison(const KernelArgs &A, OpId Op) {
     broadcastBinary<T, uint8_t>(X, Y, Z, [](T P, T Q) { return P == Q; });
   else if (Op == OpId::Less)
     broadcastBinary<T, uint8_t>(X, Y, Z, [](T P, T Q) { return P < Q; });
+  else if (Op == OpId::LessOrEqual)
+    broadcastBinary<T, uint8_t>(X, Y, Z, [](T P, T Q) { return P <= Q; });
+  else if (Op == OpId::GreaterOrEqual)
+    broadcastBinary<T, uint8_t>(X, Y, Z, [](T P, T Q) { return P >= Q; });
   else
     broadcastBinary<T, uint8_t>(X, Y, Z, [](T P, T Q) { return P > Q; });
 }
@@ -163,6 +154,11 @@ static Error runPow(const KernelArgs &A) {
   return Error::success();
 }
 
+static bool isComparison(OpId Op) {
+  return Op == OpId::Equal || Op == OpId::Less || Op == OpId::Greater ||
+         Op == OpId::LessOrEqual || Op == OpId::GreaterOrEqual;
+}
+
 Error autopar::runBinary(const KernelArgs &A) {
   const Tensor &X = A.In[0], &Y = A.In[1];
   Expected<Shape> Out = planBinaryBroadcast(A);
@@ -178,7 +174,10 @@ Error autopar::runBinary(const KernelArgs &A) {
     return A.error("operands " + X.getTypeString() + " and " +
                    Y.getTypeString() + " have different element types");
   ElementType Ty = X.getElementType();
-  if (Op == OpId::And || Op == OpId::Or) {
+  if (Op == OpId::BitwiseAnd || Op == OpId::BitwiseOr ||
+      Op == OpId::BitwiseXor || Op == OpId::BitShift)
+    return runBitwise(A);
+  if (Op == OpId::And || Op == OpId::Or || Op == OpId::Xor) {
     if (Error E = A.checkType(0, {ElementType::Bool}))
       return E;
     if (Error E = A.checkResultType(0, {ElementType::Bool}))
@@ -186,12 +185,15 @@ Error autopar::runBinary(const KernelArgs &A) {
     if (Op == OpId::And)
       broadcastBinary<uint8_t, uint8_t>(
           X, Y, A.Out[0], [](uint8_t P, uint8_t Q) { return P && Q; });
-    else
+    else if (Op == OpId::Or)
       broadcastBinary<uint8_t, uint8_t>(
           X, Y, A.Out[0], [](uint8_t P, uint8_t Q) { return P || Q; });
+    else
+      broadcastBinary<uint8_t, uint8_t>(
+          X, Y, A.Out[0], [](uint8_t P, uint8_t Q) { return !P != !Q; });
     return Error::success();
   }
-  if (Op == OpId::Equal || Op == OpId::Less || Op == OpId::Greater) {
+  if (isComparison(Op)) {
     if (Error E = A.checkType(0, {ElementType::F32, ElementType::I64,
                                   ElementType::I32, ElementType::Bool}))
       return E;
@@ -219,25 +221,41 @@ Error autopar::runBinary(const KernelArgs &A) {
   return runArithmetic<int32_t>(A, Op);
 }
 
-template <typename T> static T addElements(T A, T B) {
-  if constexpr (std::is_integral_v<T>)
-    return wrapAdd(A, B);
-  else
-    return A + B;
+/// Min and Max of two elements; NaN wins (numpy's minimum and maximum).
+template <typename T> static T extremum(bool Max, T P, T Q) {
+  if constexpr (!std::is_integral_v<T>)
+    if (std::isnan(P) || std::isnan(Q))
+      return std::isnan(P) ? P : Q;
+  return Max ? std::max(P, Q) : std::min(P, Q);
 }
 
-template <typename T> static void accumulate(const KernelArgs &A) {
+/// Sum, Mean, Min or Max of every operand broadcast to the result.
+template <typename T> static void combineOperands(const KernelArgs &A) {
   const Tensor &Z = A.Out[0];
+  OpId Op = A.N.getOp();
   T *ZD = Z.data<T>();
   int64_t N = Z.getNumElements();
-  std::fill(ZD, ZD + N, T(0));
-  for (const Tensor &X : A.In) {
+  for (size_t K = 0; K != A.In.size(); ++K) {
+    const Tensor &X = A.In[K];
     const T *XD = X.data<T>();
     StridedWalk Walk(Z.getShape(),
                      {getBroadcastStrides(X.getShape(), Z.getShape())});
-    for (int64_t I = 0; I != N; ++I, Walk.next())
-      ZD[I] = addElements(ZD[I], XD[Walk.offset(0)]);
+    for (int64_t I = 0; I != N; ++I, Walk.next()) {
+      T V = XD[Walk.offset(0)];
+      if (K == 0)
+        ZD[I] = V;
+      else if (Op == OpId::Min || Op == OpId::Max)
+        ZD[I] = extremum(Op == OpId::Max, ZD[I], V);
+      else if constexpr (std::is_integral_v<T>)
+        ZD[I] = wrapAdd(ZD[I], V);
+      else
+        ZD[I] += V;
+    }
   }
+  if constexpr (!std::is_integral_v<T>)
+    if (Op == OpId::Mean)
+      for (int64_t I = 0; I != N; ++I)
+        ZD[I] /= T(A.In.size());
 }
 
 Error autopar::runSum(const KernelArgs &A) {
@@ -246,14 +264,30 @@ Error autopar::runSum(const KernelArgs &A) {
       return A.error("operands have different element types");
   if (Expected<Shape> Out = planBroadcast(A); !Out)
     return Out.takeError();
-  if (Error E = A.checkType(0, {ElementType::F32, ElementType::I64}))
+  OpId Op = A.N.getOp();
+  if (Op == OpId::Mean) {
+    if (Error E = A.checkType(0, {ElementType::F32}))
+      return E;
+  } else if (Op == OpId::Sum) {
+    if (Error E = A.checkType(0, {ElementType::F32, ElementType::I64}))
+      return E;
+  } else if (Error E = A.checkType(
+                 0, {ElementType::F32, ElementType::I64, ElementType::I32})) {
     return E;
+  }
   if (Error E = A.checkResultType(0, {A.In[0].getElementType()}))
     return E;
-  if (A.In[0].getElementType() == ElementType::F32)
-    accumulate<float>(A);
-  else
-    accumulate<int64_t>(A);
+  switch (A.In[0].getElementType()) {
+  case ElementType::F32:
+    combineOperands<float>(A);
+    break;
+  case ElementType::I64:
+    combineOperands<int64_t>(A);
+    break;
+  default:
+    combineOperands<int32_t>(A);
+    break;
+  }
   return Error::success();
 }
 

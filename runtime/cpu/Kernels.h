@@ -17,20 +17,33 @@
 
 namespace autopar {
 
-// ElementwiseKernels.cpp: Add, Sub, Mul, Div, Pow, Equal, Less, Greater,
-// And, Or with numpy broadcasting; Sum; Where; Trilu.
+// ElementwiseKernels.cpp: Add, Sub, Mul, Div, Pow, Mod, PRelu, Equal, Less,
+// Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor with numpy
+// broadcasting; Sum, Mean, Min, Max; Where; Trilu.
 llvm::Error runBinary(const KernelArgs &A);
 llvm::Error runSum(const KernelArgs &A);
 llvm::Error runWhere(const KernelArgs &A);
 llvm::Error runTrilu(const KernelArgs &A);
 
 // UnaryKernels.cpp: Neg, Abs, Sqrt, Reciprocal, Exp, Log, Tanh, Erf,
-// Sigmoid, Relu, LeakyRelu, Not, Gelu (erf and tanh), Silu; SwiGLU.
+// Sigmoid, Relu, LeakyRelu, Not, Gelu (erf and tanh), Silu, and through the
+// kernels below every other op of the Unary family; SwiGLU.
 llvm::Error runUnary(const KernelArgs &A);
 llvm::Error runSwiGLU(const KernelArgs &A);
 
-// SoftmaxKernels.cpp: Softmax and LogSoftmax along one axis.
+// UnaryMathKernels.cpp: Ceil .. Shrink and Clip (ElementFn), Sign, Shrink
+// and Clip also on integers; IsNaN and IsInf (to bool).
+llvm::Error runUnaryMath(const KernelArgs &A);
+llvm::Error runFloatClass(const KernelArgs &A);
+
+// BitwiseKernels.cpp: BitwiseAnd, BitwiseOr, BitwiseXor and BitShift
+// (broadcasting); BitwiseNot.
+llvm::Error runBitwise(const KernelArgs &A);
+llvm::Error runBitwiseNot(const KernelArgs &A);
+
+// SoftmaxKernels.cpp: Softmax and LogSoftmax along one axis; Hardmax.
 llvm::Error runSoftmax(const KernelArgs &A);
+llvm::Error runHardmax(const KernelArgs &A);
 
 // MatMulKernels.cpp: GEMMs through CBLAS.
 llvm::Error runMatMul(const KernelArgs &A);
@@ -91,8 +104,11 @@ llvm::Error runSplit(const KernelArgs &A);
 llvm::Error runSlice(const KernelArgs &A);
 llvm::Error runGather(const KernelArgs &A);
 
-// ReduceKernels.cpp: ReduceSum, ReduceMean, ReduceMax.
+// ReduceKernels.cpp: ReduceSum, ReduceMean, ReduceMax, ReduceMin,
+// ReduceProd, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp,
+// ReduceSumSquare; ArgMax and ArgMin.
 llvm::Error runReduce(const KernelArgs &A);
+llvm::Error runArgReduce(const KernelArgs &A);
 
 // DataKernels.cpp: Constant, ConstantOfShape, Cast, Shape, Size.
 llvm::Error runConstant(const KernelArgs &A);

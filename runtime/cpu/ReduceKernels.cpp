@@ -1,9 +1,16 @@
-//===- ReduceKernels.cpp - ReduceSum, ReduceMean and ReduceMax ------------===//
+//===- ReduceKernels.cpp - The Reduce ops, ArgMax and ArgMin --------------===//
 //
 // Axes come from the attribute or the operand; none means every axis, or
 // a copy with noop_with_empty_axes. f32 accumulates in f64 and i64 in i64
 // (wrapping), visiting the input in row-major order, so each result is
-// summed in index order.
+// combined in index order. ReduceL2, ReduceLogSum and ReduceLogSumExp take
+// f32 only; ReduceLogSumExp subtracts each result's maximum first. Max and
+// Min propagate NaN. An empty reduction gives the identity of its
+// combination (0, 1, -inf or +inf; log 0 = -inf for the logarithms).
+//
+// ArgMax and ArgMin return the index (i64) of the first extremum along
+// `axis`, or the last with select_last_index; a NaN counts as the extremum,
+// as numpy's argmax and argmin have it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,44 +29,151 @@
 using namespace autopar;
 using namespace llvm;
 
+namespace {
+
+/// How a reduction combines its elements.
+enum class Combine { Sum, Prod, Max, Min };
+
+struct ReduceOpInfo {
+  Combine How = Combine::Sum;
+  /// The element transform before combining: |x|, x * x.
+  bool Abs = false, Square = false;
+};
+
+ReduceOpInfo getReduceOpInfo(OpId Op) {
+  ReduceOpInfo R;
+  if (Op == OpId::ReduceProd)
+    R.How = Combine::Prod;
+  else if (Op == OpId::ReduceMax)
+    R.How = Combine::Max;
+  else if (Op == OpId::ReduceMin)
+    R.How = Combine::Min;
+  R.Abs = Op == OpId::ReduceL1;
+  R.Square = Op == OpId::ReduceL2 || Op == OpId::ReduceSumSquare;
+  return R;
+}
+
+template <typename Acc> Acc identity(Combine How) {
+  using Limits = std::numeric_limits<Acc>;
+  switch (How) {
+  case Combine::Sum:
+    return Acc(0);
+  case Combine::Prod:
+    return Acc(1);
+  case Combine::Max:
+    return Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
+  case Combine::Min:
+    return Limits::has_infinity ? Limits::infinity() : Limits::max();
+  }
+  return Acc(0);
+}
+
+template <typename Acc> Acc combine(Combine How, Acc Total, Acc V) {
+  if constexpr (std::is_integral_v<Acc>) {
+    switch (How) {
+    case Combine::Sum:
+      return Acc(uint64_t(Total) + uint64_t(V));
+    case Combine::Prod:
+      return Acc(uint64_t(Total) * uint64_t(V));
+    case Combine::Max:
+      return std::max(Total, V);
+    case Combine::Min:
+      return std::min(Total, V);
+    }
+  } else {
+    switch (How) {
+    case Combine::Sum:
+      return Total + V;
+    case Combine::Prod:
+      return Total * V;
+    case Combine::Max:
+      return V > Total || std::isnan(V) ? V : Total;
+    case Combine::Min:
+      return V < Total || std::isnan(V) ? V : Total;
+    }
+  }
+  return Total;
+}
+
+/// Each result of the reduction of X over the axes that KeptShape has as 1
+/// (broadcast back over X), with Shift (one per result, may be empty)
+/// subtracted from every element and exp applied when Exp.
 template <typename T, typename Acc>
-static void reduce(const KernelArgs &A, ArrayRef<int64_t> KeptShape,
-                   int64_t Count) {
-  const Tensor &X = A.In[0], &Y = A.Out[0];
-  OpId Op = A.N.getOp();
-  bool Max = Op == OpId::ReduceMax;
-  Acc Init = Max ? (std::numeric_limits<Acc>::has_infinity
-                        ? -std::numeric_limits<Acc>::infinity()
-                        : std::numeric_limits<Acc>::lowest())
-                 : Acc(0);
-  std::vector<Acc> Totals(Y.getNumElements(), Init);
+std::vector<Acc> reduceTotals(const Tensor &X, ArrayRef<int64_t> KeptShape,
+                              int64_t NumOut, ReduceOpInfo Info,
+                              ArrayRef<Acc> Shift = {}, bool Exp = false) {
+  std::vector<Acc> Totals(NumOut, identity<Acc>(Info.How));
   StridedWalk Walk(X.getShape(),
                    {getBroadcastStrides(KeptShape, X.getShape())});
   const T *XD = X.data<T>();
   for (int64_t I = 0, N = X.getNumElements(); I != N; ++I, Walk.next()) {
-    Acc &Total = Totals[Walk.offset(0)];
+    int64_t O = Walk.offset(0);
     Acc V = Acc(XD[I]);
     if constexpr (std::is_integral_v<Acc>) {
-      Total = Max ? std::max(Total, V) : Acc(uint64_t(Total) + uint64_t(V));
+      if (Info.Abs && V < 0)
+        V = Acc(0 - uint64_t(V));
+      if (Info.Square)
+        V = Acc(uint64_t(V) * uint64_t(V));
     } else {
-      if (!Max)
-        Total += V;
-      else if (V > Total || std::isnan(V))
-        Total = V;
+      if (Info.Abs)
+        V = std::fabs(V);
+      if (Info.Square)
+        V *= V;
+      if (Exp)
+        V = std::exp(V - Shift[O]);
     }
+    Totals[O] = combine(Info.How, Totals[O], V);
   }
+  return Totals;
+}
+
+template <typename T, typename Acc>
+void reduce(const KernelArgs &A, ArrayRef<int64_t> KeptShape, int64_t Count) {
+  const Tensor &X = A.In[0], &Y = A.Out[0];
+  OpId Op = A.N.getOp();
+  ReduceOpInfo Info = getReduceOpInfo(Op);
+  int64_t NumOut = Y.getNumElements();
+  std::vector<Acc> Shift;
+  if constexpr (!std::is_integral_v<Acc>)
+    if (Op == OpId::ReduceLogSumExp) {
+      // log(sum(exp(x - m))) + m with m the maximum (0 when infinite, so
+      // that all -inf gives -inf and +inf gives +inf).
+      ReduceOpInfo MaxInfo;
+      MaxInfo.How = Combine::Max;
+      Shift = reduceTotals<T, Acc>(X, KeptShape, NumOut, MaxInfo);
+      for (Acc &M : Shift)
+        if (std::isinf(M))
+          M = 0;
+    }
+  std::vector<Acc> Totals =
+      reduceTotals<T, Acc>(X, KeptShape, NumOut, Info, Shift, !Shift.empty());
   T *YD = Y.data<T>();
-  for (size_t I = 0; I != Totals.size(); ++I) {
+  for (int64_t I = 0; I != NumOut; ++I) {
     Acc V = Totals[I];
     if (Op == OpId::ReduceMean)
       V = Count ? V / Acc(Count) : Acc(0);
+    if constexpr (!std::is_integral_v<Acc>) {
+      if (Op == OpId::ReduceL2)
+        V = std::sqrt(V);
+      else if (Op == OpId::ReduceLogSum)
+        V = std::log(V);
+      else if (Op == OpId::ReduceLogSumExp)
+        V = std::log(V) + Shift[I];
+    }
     YD[I] = T(V);
   }
 }
 
+} // namespace
+
 Error autopar::runReduce(const KernelArgs &A) {
   const Tensor &X = A.In[0];
-  if (Error E = A.checkType(0, {ElementType::F32, ElementType::I64}))
+  OpId Op = A.N.getOp();
+  bool FloatOnly = Op == OpId::ReduceL2 || Op == OpId::ReduceLogSum ||
+                   Op == OpId::ReduceLogSumExp;
+  if (Error E = FloatOnly
+                    ? A.checkType(0, {ElementType::F32})
+                    : A.checkType(0, {ElementType::F32, ElementType::I64}))
     return E;
   if (Error E = A.checkResultType(0, {X.getElementType()}))
     return E;
@@ -76,5 +190,66 @@ Error autopar::runReduce(const KernelArgs &A) {
     reduce<float, double>(A, P->Kept, P->Count);
   else
     reduce<int64_t, int64_t>(A, P->Kept, P->Count);
+  return Error::success();
+}
+
+/// True when V should replace Best as the extremum found so far.
+template <typename T> static bool replaces(T V, T Best, bool Max, bool Last) {
+  if constexpr (!std::is_integral_v<T>) {
+    if (std::isnan(Best))
+      return Last && std::isnan(V);
+    if (std::isnan(V))
+      return true;
+  }
+  if (V == Best)
+    return Last;
+  return Max ? V > Best : V < Best;
+}
+
+template <typename T>
+static void argReduce(const KernelArgs &A, const AxisExtents &P) {
+  bool Max = A.N.getOp() == OpId::ArgMax;
+  bool Last = A.intAttr("select_last_index", 0) != 0;
+  const T *XD = A.In[0].data<T>();
+  int64_t *YD = A.Out[0].data<int64_t>();
+  for (int64_t O = 0; O != P.Outer; ++O)
+    for (int64_t I = 0; I != P.Inner; ++I) {
+      const T *Row = XD + O * P.Len * P.Inner + I;
+      int64_t Best = 0;
+      for (int64_t J = 1; J < P.Len; ++J)
+        if (replaces(Row[J * P.Inner], Row[Best * P.Inner], Max, Last))
+          Best = J;
+      YD[O * P.Inner + I] = Best;
+    }
+}
+
+Error autopar::runArgReduce(const KernelArgs &A) {
+  const Tensor &X = A.In[0];
+  if (Error E = A.checkType(
+          0, {ElementType::F32, ElementType::I64, ElementType::I32}))
+    return E;
+  if (Error E = A.checkResultType(0, {ElementType::I64}))
+    return E;
+  if (X.getRank() == 0)
+    return A.error("'data' must have rank 1 or more");
+  Expected<AxisExtents> P = planAxis(A, 0, 0);
+  if (!P)
+    return P.takeError();
+  if (P->Len == 0)
+    return A.error("axis " + Twine(P->Axis) + " of " + X.getTypeString() +
+                   " is empty: there is no extremum to index");
+  Shape Out(X.getShape().begin(), X.getShape().end());
+  if (A.intAttr("keepdims", 1))
+    Out[P->Axis] = 1;
+  else
+    Out.erase(Out.begin() + P->Axis);
+  if (Error E = A.checkShape(0, Out))
+    return E;
+  if (X.getElementType() == ElementType::F32)
+    argReduce<float>(A, *P);
+  else if (X.getElementType() == ElementType::I64)
+    argReduce<int64_t>(A, *P);
+  else
+    argReduce<int32_t>(A, *P);
   return Error::success();
 }

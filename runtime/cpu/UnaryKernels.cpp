@@ -1,9 +1,11 @@
 //===- UnaryKernels.cpp - Elementwise functions and activations -----------===//
 //
 // One element in, one element out, in f32 (Neg, Abs and Relu also on i64
-// and i32, Not on bool). Gelu is 0.5 x (1 + erf(x / sqrt 2)), or with
-// approximate = "tanh" 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
-// Silu is x sigmoid(x); SwiGLU(A, B) is A sigmoid(alpha A) B.
+// and i32, Not on bool); ONNX's other unary functions are
+// UnaryMathKernels.cpp's, BitwiseNot BitwiseKernels.cpp's. Gelu is 0.5 x (1 +
+// erf(x / sqrt 2)), or with approximate = "tanh" 0.5 x (1 + tanh(sqrt(2 / pi)
+// (x + 0.044715 x^3))). Silu is x sigmoid(x); SwiGLU(A, B) is A sigmoid(alpha
+// A) B.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,6 +105,33 @@ static Error runFloatUnary(const KernelArgs &A) {
     }
     break;
   }
+  case ElementFn::Ceil:
+  case ElementFn::Floor:
+  case ElementFn::Round:
+  case ElementFn::Sign:
+  case ElementFn::Sin:
+  case ElementFn::Cos:
+  case ElementFn::Tan:
+  case ElementFn::Asin:
+  case ElementFn::Acos:
+  case ElementFn::Atan:
+  case ElementFn::Sinh:
+  case ElementFn::Cosh:
+  case ElementFn::Asinh:
+  case ElementFn::Acosh:
+  case ElementFn::Atanh:
+  case ElementFn::Softplus:
+  case ElementFn::Softsign:
+  case ElementFn::Elu:
+  case ElementFn::Selu:
+  case ElementFn::Celu:
+  case ElementFn::HardSigmoid:
+  case ElementFn::HardSwish:
+  case ElementFn::Mish:
+  case ElementFn::ThresholdedRelu:
+  case ElementFn::Shrink:
+  case ElementFn::Clip:
+    return runUnaryMath(A);
   case ElementFn::None:
   case ElementFn::Add:
   case ElementFn::Sub:
@@ -115,6 +144,20 @@ static Error runFloatUnary(const KernelArgs &A) {
   case ElementFn::And:
   case ElementFn::Or:
   case ElementFn::Not:
+  case ElementFn::Min:
+  case ElementFn::Max:
+  case ElementFn::Mod:
+  case ElementFn::BitShift:
+  case ElementFn::GreaterOrEqual:
+  case ElementFn::LessOrEqual:
+  case ElementFn::Xor:
+  case ElementFn::BitwiseAnd:
+  case ElementFn::BitwiseOr:
+  case ElementFn::BitwiseXor:
+  case ElementFn::PRelu:
+  case ElementFn::IsNaN:
+  case ElementFn::IsInf:
+  case ElementFn::BitwiseNot:
     llvm_unreachable("not a unary float op");
   }
   return Error::success();
@@ -124,15 +167,22 @@ Error autopar::runUnary(const KernelArgs &A) {
   const Tensor &X = A.In[0];
   if (Error E = A.checkShape(0, X.getShape()))
     return E;
+  OpId Op = A.N.getOp();
+  if (Op == OpId::IsNaN || Op == OpId::IsInf)
+    return runFloatClass(A);
   if (Error E = A.checkResultType(0, {X.getElementType()}))
     return E;
-  OpId Op = A.N.getOp();
   if (Op == OpId::Not) {
     if (Error E = A.checkType(0, {ElementType::Bool}))
       return E;
     mapElements<uint8_t>(X, A.Out[0], [](uint8_t V) { return uint8_t(!V); });
     return Error::success();
   }
+  if (Op == OpId::BitwiseNot)
+    return runBitwiseNot(A);
+  if ((Op == OpId::Sign || Op == OpId::Shrink || Op == OpId::Clip) &&
+      X.getElementType() != ElementType::F32)
+    return runUnaryMath(A);
   bool TakesIntegers = Op == OpId::Neg || Op == OpId::Abs || Op == OpId::Relu;
   if (TakesIntegers && X.getElementType() == ElementType::I64) {
     runIntegerUnary<int64_t>(X, A.Out[0], Op);

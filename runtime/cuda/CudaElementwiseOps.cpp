@@ -1,8 +1,11 @@
 //===- CudaElementwiseOps.cpp - Elementwise ops on the device -------------===//
 //
 // Binary ops with numpy broadcasting (Pow takes an integer exponent cast to
-// f32), Sum, Where, Trilu, unary ops, SwiGLU and the gradients of GELU,
-// SiLU and SwiGLU: shapes from runtime/OpShapes.h, then one launch each.
+// f32; Mod is fmod = 1 on floats), Sum, Mean, Min, Max, Where, Trilu, unary
+// ops (Clip's bounds read from the device), SwiGLU and the gradients of
+// GELU, SiLU and SwiGLU: shapes from runtime/OpShapes.h, then one launch
+// each. The integer-only ops (bitwise, BitShift, integer Mod, Sign, Clip)
+// have no device kernel: the backend runs them on the host when small.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +14,10 @@
 #include "ir/Graph.h"
 #include "ir/OpFacts.h"
 #include "runtime/OpShapes.h"
+#include "runtime/cpu/KernelSupport.h"
+
+#include <cmath>
+#include <cstring>
 
 using namespace autopar;
 using namespace autopar::cuda;
@@ -38,6 +45,25 @@ static std::optional<BinaryOp> getBinaryOp(OpId Op) {
     return BinaryOp::And;
   case ElementFn::Or:
     return BinaryOp::Or;
+  case ElementFn::Min:
+    return BinaryOp::Min;
+  case ElementFn::Max:
+    return BinaryOp::Max;
+  case ElementFn::Mod: // fmod = 1 on floats (runBinary checks).
+    return BinaryOp::Fmod;
+  case ElementFn::GreaterOrEqual:
+    return BinaryOp::GreaterOrEqual;
+  case ElementFn::LessOrEqual:
+    return BinaryOp::LessOrEqual;
+  case ElementFn::Xor:
+    return BinaryOp::Xor;
+  case ElementFn::PRelu:
+    return BinaryOp::PRelu;
+  // Integers only: the host path runs small ones.
+  case ElementFn::BitShift:
+  case ElementFn::BitwiseAnd:
+  case ElementFn::BitwiseOr:
+  case ElementFn::BitwiseXor:
   case ElementFn::None:
   case ElementFn::Neg:
   case ElementFn::Abs:
@@ -53,6 +79,35 @@ static std::optional<BinaryOp> getBinaryOp(OpId Op) {
   case ElementFn::Not:
   case ElementFn::Gelu:
   case ElementFn::Silu:
+  case ElementFn::Ceil:
+  case ElementFn::Floor:
+  case ElementFn::Round:
+  case ElementFn::Sign:
+  case ElementFn::Sin:
+  case ElementFn::Cos:
+  case ElementFn::Tan:
+  case ElementFn::Asin:
+  case ElementFn::Acos:
+  case ElementFn::Atan:
+  case ElementFn::Sinh:
+  case ElementFn::Cosh:
+  case ElementFn::Asinh:
+  case ElementFn::Acosh:
+  case ElementFn::Atanh:
+  case ElementFn::Softplus:
+  case ElementFn::Softsign:
+  case ElementFn::Elu:
+  case ElementFn::Selu:
+  case ElementFn::Celu:
+  case ElementFn::HardSigmoid:
+  case ElementFn::HardSwish:
+  case ElementFn::Mish:
+  case ElementFn::ThresholdedRelu:
+  case ElementFn::Shrink:
+  case ElementFn::Clip:
+  case ElementFn::IsNaN:
+  case ElementFn::IsInf:
+  case ElementFn::BitwiseNot:
     return std::nullopt;
   }
   return std::nullopt;
@@ -64,9 +119,17 @@ Error cuda::runBinary(const KernelArgs &A, CudaContext &C) {
   Expected<Shape> Out = planBinaryBroadcast(A);
   if (!Out)
     return Out.takeError();
-  BinaryOp Op = *getBinaryOp(A.N.getOp());
+  std::optional<BinaryOp> Known = getBinaryOp(A.N.getOp());
+  if (!Known)
+    return A.error("no CUDA kernel for integer operands of more than 64 KiB "
+                   "(smaller ones run on the host), got " +
+                   X.getTypeString());
+  BinaryOp Op = *Known;
+  if (Op == BinaryOp::Fmod && isCudaFloat(X.getElementType()) &&
+      A.intAttr("fmod", 0) != 1)
+    return A.error("'fmod' must be 1 for floating-point operands");
   Scratch S(C);
-  if (Op == BinaryOp::And || Op == BinaryOp::Or) {
+  if (Op == BinaryOp::And || Op == BinaryOp::Or || Op == BinaryOp::Xor) {
     for (const Tensor *T : {&X, static_cast<const Tensor *>(&Y), &Z})
       if (T->getElementType() != ElementType::Bool)
         return typeError(A, "an operand or the result", *T, "bool");
@@ -90,7 +153,8 @@ Error cuda::runBinary(const KernelArgs &A, CudaContext &C) {
                          "f32, f16, bf16, f64 (integer operands of more than "
                          "64 KiB have no CUDA kernel)");
     bool Compare = Op == BinaryOp::Equal || Op == BinaryOp::Less ||
-                   Op == BinaryOp::Greater;
+                   Op == BinaryOp::Greater || Op == BinaryOp::GreaterOrEqual ||
+                   Op == BinaryOp::LessOrEqual;
     if (Compare ? Z.getElementType() != ElementType::Bool
                 : !isCudaFloat(Z.getElementType()))
       return typeError(A, "result 0", Z, Compare ? "bool" : "a float");
@@ -115,7 +179,11 @@ Error cuda::runSum(const KernelArgs &A, CudaContext &C) {
   if (!D)
     return D.takeError();
   Strides Own = makeStrides(getStrides(*Out));
-  // Z = X0 + X1, then Z += Xi.
+  // Z = X0 op X1, then Z = Z op Xi (Mean: the sum, then scaled).
+  OpId Node = A.N.getOp();
+  BinaryOp Op = Node == OpId::Min   ? BinaryOp::Min
+                : Node == OpId::Max ? BinaryOp::Max
+                                    : BinaryOp::Add;
   const Tensor &First = A.In[0];
   if (A.In.size() == 1) {
     if (First.getElementType() == Z.getElementType())
@@ -126,12 +194,16 @@ Error cuda::runSum(const KernelArgs &A, CudaContext &C) {
   for (size_t I = 1; I != A.In.size(); ++I) {
     const Tensor &X = I == 1 ? First : Z;
     Strides XS = I == 1 ? broadcastTo(First.getShape(), *Out) : Own;
-    if (Error E = launched(A, binary(BinaryOp::Add, dt(X), X.getData(), XS,
-                                     dt(A.In[I]), A.In[I].getData(),
+    if (Error E = launched(A, binary(Op, dt(X), X.getData(), XS, dt(A.In[I]),
+                                     A.In[I].getData(),
                                      broadcastTo(A.In[I].getShape(), *Out),
                                      dt(Z), Z.getData(), *D, C.getStream())))
       return E;
   }
+  if (Node == OpId::Mean)
+    return launched(A, scale(dt(Z), Z.getData(), dt(Z), Z.getData(),
+                             Z.getNumElements(), float(1.0 / A.In.size()),
+                             C.getStream()));
   return Error::success();
 }
 
@@ -179,6 +251,40 @@ Error cuda::runTrilu(const KernelArgs &A, CudaContext &C) {
                            C.getStream()));
 }
 
+/// The value of the one-element float operand I (Clip's bounds), read from
+/// the device.
+static Expected<float> readFloatScalar(const KernelArgs &A, CudaContext &C,
+                                       unsigned I) {
+  const Tensor &T = A.In[I];
+  if (T.getNumElements() != 1)
+    return A.error("operand " + Twine(I) + " " + T.getTypeString() +
+                   " must be a scalar");
+  Expected<std::vector<uint8_t>> Bytes = C.readToHost(T);
+  if (!Bytes)
+    return A.error(toString(Bytes.takeError()));
+  switch (T.getElementType()) {
+  case ElementType::F32: {
+    float V;
+    std::memcpy(&V, Bytes->data(), 4);
+    return V;
+  }
+  case ElementType::F64: {
+    double V;
+    std::memcpy(&V, Bytes->data(), 8);
+    return float(V);
+  }
+  case ElementType::F16:
+  case ElementType::BF16: {
+    uint16_t Bits;
+    std::memcpy(&Bits, Bytes->data(), 2);
+    return T.getElementType() == ElementType::F16 ? halfToFloat(Bits)
+                                                  : bfloat16ToFloat(Bits);
+  }
+  default:
+    return typeError(A, "operand " + Twine(I), T, "a float");
+  }
+}
+
 Error cuda::runUnary(const KernelArgs &A, CudaContext &C) {
   const Tensor &X = A.In[0], &Y = A.Out[0];
   if (Error E = A.checkShape(0, X.getShape()))
@@ -188,14 +294,29 @@ Error cuda::runUnary(const KernelArgs &A, CudaContext &C) {
     if (X.getElementType() != ElementType::Bool ||
         Y.getElementType() != ElementType::Bool)
       return typeError(A, "operand 0", X, "bool");
-    return launched(A, unary(UnaryOp::Not, 0, DType::Bool, X.getData(),
+    return launched(A, unary(UnaryOp::Not, 0, 0, DType::Bool, X.getData(),
                              DType::Bool, Y.getData(), X.getNumElements(),
                              C.getStream()));
   }
+  if (Op == OpId::IsNaN || Op == OpId::IsInf) {
+    if (!isCudaFloat(X.getElementType()))
+      return typeError(A, "operand 0", X, "a float");
+    if (Y.getElementType() != ElementType::Bool)
+      return typeError(A, "result 0", Y, "bool");
+    return launched(
+        A, unary(Op == OpId::IsNaN ? UnaryOp::IsNaN : UnaryOp::IsInf,
+                 float(A.intAttr("detect_negative", 1)),
+                 float(A.intAttr("detect_positive", 1)), dt(X), X.getData(),
+                 DType::Bool, Y.getData(), X.getNumElements(), C.getStream()));
+  }
+  if (Op == OpId::BitwiseNot)
+    return A.error("no CUDA kernel for integer operands of more than 64 KiB "
+                   "(smaller ones run on the host), got " +
+                   X.getTypeString());
   if (Error E = checkAllFloat(A))
     return E;
   UnaryOp U = UnaryOp::Neg;
-  float Alpha = 0;
+  float Alpha = 0, Beta = 0;
   switch (getOpFacts(Op).Element) {
   case ElementFn::Neg:
     U = UnaryOp::Neg;
@@ -242,6 +363,104 @@ Error cuda::runUnary(const KernelArgs &A, CudaContext &C) {
     U = Mode == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf;
     break;
   }
+  case ElementFn::Ceil:
+    U = UnaryOp::Ceil;
+    break;
+  case ElementFn::Floor:
+    U = UnaryOp::Floor;
+    break;
+  case ElementFn::Round:
+    U = UnaryOp::Round;
+    break;
+  case ElementFn::Sign:
+    U = UnaryOp::Sign;
+    break;
+  case ElementFn::Sin:
+    U = UnaryOp::Sin;
+    break;
+  case ElementFn::Cos:
+    U = UnaryOp::Cos;
+    break;
+  case ElementFn::Tan:
+    U = UnaryOp::Tan;
+    break;
+  case ElementFn::Asin:
+    U = UnaryOp::Asin;
+    break;
+  case ElementFn::Acos:
+    U = UnaryOp::Acos;
+    break;
+  case ElementFn::Atan:
+    U = UnaryOp::Atan;
+    break;
+  case ElementFn::Sinh:
+    U = UnaryOp::Sinh;
+    break;
+  case ElementFn::Cosh:
+    U = UnaryOp::Cosh;
+    break;
+  case ElementFn::Asinh:
+    U = UnaryOp::Asinh;
+    break;
+  case ElementFn::Acosh:
+    U = UnaryOp::Acosh;
+    break;
+  case ElementFn::Atanh:
+    U = UnaryOp::Atanh;
+    break;
+  case ElementFn::Softplus:
+    U = UnaryOp::Softplus;
+    break;
+  case ElementFn::Softsign:
+    U = UnaryOp::Softsign;
+    break;
+  case ElementFn::HardSwish:
+    U = UnaryOp::HardSwish;
+    break;
+  case ElementFn::Mish:
+    U = UnaryOp::Mish;
+    break;
+  case ElementFn::Elu:
+    U = UnaryOp::Elu;
+    Alpha = float(A.floatAttr("alpha", 1.0));
+    break;
+  case ElementFn::Selu:
+    U = UnaryOp::Selu;
+    Alpha = float(A.floatAttr("alpha", 1.67326319217681884765625));
+    Beta = float(A.floatAttr("gamma", 1.05070102214813232421875));
+    break;
+  case ElementFn::Celu:
+    U = UnaryOp::Celu;
+    Alpha = float(A.floatAttr("alpha", 1.0));
+    break;
+  case ElementFn::HardSigmoid:
+    U = UnaryOp::HardSigmoid;
+    Alpha = float(A.floatAttr("alpha", 0.2));
+    Beta = float(A.floatAttr("beta", 0.5));
+    break;
+  case ElementFn::ThresholdedRelu:
+    U = UnaryOp::ThresholdedRelu;
+    Alpha = float(A.floatAttr("alpha", 1.0));
+    break;
+  case ElementFn::Shrink:
+    U = UnaryOp::Shrink;
+    Alpha = float(A.floatAttr("bias", 0.0));
+    Beta = float(A.floatAttr("lambd", 0.5));
+    break;
+  case ElementFn::Clip: {
+    U = UnaryOp::Clip;
+    Alpha = -INFINITY;
+    Beta = INFINITY;
+    for (unsigned I : {1u, 2u}) {
+      if (!A.has(I))
+        continue;
+      Expected<float> Bound = readFloatScalar(A, C, I);
+      if (!Bound)
+        return Bound.takeError();
+      (I == 1 ? Alpha : Beta) = *Bound;
+    }
+    break;
+  }
   case ElementFn::None:
   case ElementFn::Add:
   case ElementFn::Sub:
@@ -254,10 +473,24 @@ Error cuda::runUnary(const KernelArgs &A, CudaContext &C) {
   case ElementFn::And:
   case ElementFn::Or:
   case ElementFn::Not:
+  case ElementFn::Min:
+  case ElementFn::Max:
+  case ElementFn::Mod:
+  case ElementFn::BitShift:
+  case ElementFn::GreaterOrEqual:
+  case ElementFn::LessOrEqual:
+  case ElementFn::Xor:
+  case ElementFn::BitwiseAnd:
+  case ElementFn::BitwiseOr:
+  case ElementFn::BitwiseXor:
+  case ElementFn::PRelu:
+  case ElementFn::IsNaN:
+  case ElementFn::IsInf:
+  case ElementFn::BitwiseNot:
     return A.error("no CUDA kernel");
   }
-  return launched(A, unary(U, Alpha, dt(X), X.getData(), dt(Y), Y.getData(),
-                           X.getNumElements(), C.getStream()));
+  return launched(A, unary(U, Alpha, Beta, dt(X), X.getData(), dt(Y),
+                           Y.getData(), X.getNumElements(), C.getStream()));
 }
 
 /// An error unless operands [0, Count) and every result have one float

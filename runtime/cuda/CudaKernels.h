@@ -67,10 +67,40 @@ enum class UnaryOp : int {
   GeluTanh,
   Silu,
   Not, // bool
+  // ONNX's other functions, with its attributes as Alpha and Beta.
+  Ceil,
+  Floor,
+  Round, // Half to even.
+  Sign,
+  Sin,
+  Cos,
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Softplus,
+  Softsign,
+  Elu,         // Alpha.
+  Selu,        // Alpha, Beta = gamma.
+  Celu,        // Alpha.
+  HardSigmoid, // Alpha, Beta.
+  HardSwish,
+  Mish,
+  ThresholdedRelu, // Alpha.
+  Shrink,          // Alpha = bias, Beta = lambd.
+  Clip,            // Alpha = min, Beta = max.
+  IsNaN,           // Result bool.
+  IsInf,           // Result bool; Alpha, Beta: detect negative, positive.
 };
-/// Y[i] = Op(X[i]) for N elements; Alpha is LeakyRelu's slope.
-cudaError_t unary(UnaryOp Op, float Alpha, DType XT, const void *X, DType YT,
-                  void *Y, int64_t N, cudaStream_t Stream);
+/// Y[i] = Op(X[i]) for N elements; Alpha and Beta are the op's parameters
+/// (LeakyRelu's slope, as the list above says).
+cudaError_t unary(UnaryOp Op, float Alpha, float Beta, DType XT, const void *X,
+                  DType YT, void *Y, int64_t N, cudaStream_t Stream);
 
 enum class BinaryOp : int {
   Add,
@@ -78,14 +108,21 @@ enum class BinaryOp : int {
   Mul,
   Div,
   Pow,
-  Equal,   // result bool
-  Less,    // result bool
-  Greater, // result bool
-  And,     // bool
-  Or,      // bool
+  Equal,          // result bool
+  Less,           // result bool
+  Greater,        // result bool
+  And,            // bool
+  Or,             // bool
+  Min,            // NaN propagates.
+  Max,            // NaN propagates.
+  Fmod,           // C's fmod (ONNX Mod with fmod = 1).
+  GreaterOrEqual, // result bool
+  LessOrEqual,    // result bool
+  Xor,            // bool
+  PRelu,          // X < 0 ? Y * X : X.
 };
 /// Z[i] = Op(X[i . XS], Y[i . YS]) over Shape (Z contiguous). Float
-/// operands (f32, f16, bf16) compute in f32; And and Or take bool.
+/// operands (f32, f16, bf16) compute in f32; And, Or and Xor take bool.
 cudaError_t binary(BinaryOp Op, DType XT, const void *X, const Strides &XS,
                    DType YT, const void *Y, const Strides &YS, DType ZT,
                    void *Z, const Dims &Shape, cudaStream_t Stream);
@@ -156,14 +193,16 @@ cudaError_t normGrad(bool Centered, DType T, const void *DY, const void *X,
                      double *Work, cudaStream_t Stream);
 int64_t normGradWorkDoubles(int64_t Rows, int64_t Len);
 
-/// Reduce Sum, Mean or Max: the input is Shape with strides InS (all of
-/// it); each output element o (contiguous, NumOut of them, at kept index
-/// positions with strides KeptS over KeptShape) reduces the elements at
+/// Reduce Sum, Mean, Max, Min, L1, L2, SumSquare or LogSum (ONNX's
+/// ReduceX; Min as the negated maximum of the negated elements, the others
+/// as sums of |x| or x * x, then sqrt or log): the input is Shape with strides
+/// InS (all of it); each output element o (contiguous, NumOut of them, at kept
+/// index positions with strides KeptS over KeptShape) reduces the elements at
 /// o's base plus the reduced index space RedShape with strides RedS.
 /// InnerKept says adjacent outputs are adjacent in the input: threads then
 /// take outputs, each summing a part of the reduced elements into Work
 /// (reduceWorkDoubles of them), and the parts are added in order.
-enum class ReduceOp : int { Sum, Mean, Max };
+enum class ReduceOp : int { Sum, Mean, Max, Min, L1, L2, SumSquare, LogSum };
 cudaError_t reduce(ReduceOp Op, DType XT, const void *X, DType YT, void *Y,
                    const Dims &KeptShape, const Strides &KeptS,
                    const Dims &RedShape, const Strides &RedS, bool InnerKept,

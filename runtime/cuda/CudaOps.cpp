@@ -95,6 +95,8 @@ static CudaKernelFn lookup(OpId Op) {
   case KernelFamily::Sgd:
     return runSgd;
   // No CUDA kernel yet (the backend runs some of these on the host).
+  case KernelFamily::Hardmax:
+  case KernelFamily::ArgReduce:
   case KernelFamily::BatchNorm:
   case KernelFamily::LRN:
   case KernelFamily::Conv:

@@ -1,7 +1,9 @@
 //===- CudaReduceOps.cpp - Reductions and casts on the device -------------===//
 //
-// ReduceSum, ReduceMean and ReduceMax over any set of axes (kept and
-// reduced dimensions as strided index spaces, f64 partial sums in scratch),
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceL1, ReduceL2,
+// ReduceSumSquare and ReduceLogSum over any set of axes (kept and reduced
+// dimensions as strided index spaces, f64 partial sums in scratch;
+// ReduceProd and ReduceLogSumExp have no CUDA kernel),
 // and Cast between the stored types (f8e4m3 has no CUDA kernel).
 //
 //===----------------------------------------------------------------------===//
@@ -15,8 +17,37 @@ using namespace autopar;
 using namespace autopar::cuda;
 using namespace llvm;
 
+/// The device reduction of a Reduce op; none for ReduceProd and
+/// ReduceLogSumExp (a product and a shifted sum of exponentials the
+/// kernels do not combine).
+static std::optional<ReduceOp> getReduceOp(OpId Op) {
+  switch (Op) {
+  case OpId::ReduceSum:
+    return ReduceOp::Sum;
+  case OpId::ReduceMean:
+    return ReduceOp::Mean;
+  case OpId::ReduceMax:
+    return ReduceOp::Max;
+  case OpId::ReduceMin:
+    return ReduceOp::Min;
+  case OpId::ReduceL1:
+    return ReduceOp::L1;
+  case OpId::ReduceL2:
+    return ReduceOp::L2;
+  case OpId::ReduceSumSquare:
+    return ReduceOp::SumSquare;
+  case OpId::ReduceLogSum:
+    return ReduceOp::LogSum;
+  default:
+    return std::nullopt;
+  }
+}
+
 Error cuda::runReduce(const KernelArgs &A, CudaContext &C) {
   const Tensor &X = A.In[0];
+  std::optional<ReduceOp> Op = getReduceOp(A.N.getOp());
+  if (!Op)
+    return A.error("no CUDA kernel (the CPU backend runs it)");
   if (Error E = checkFloat(A, 0))
     return E;
   if (Error E = checkFloatResult(A, 0))
@@ -41,9 +72,6 @@ Error cuda::runReduce(const KernelArgs &A, CudaContext &C) {
   if (!RD)
     return RD.takeError();
   Strides In = makeStrides(getStrides(X.getShape()));
-  ReduceOp Op = A.N.getOp() == OpId::ReduceMax    ? ReduceOp::Max
-                : A.N.getOp() == OpId::ReduceMean ? ReduceOp::Mean
-                                                  : ReduceOp::Sum;
   bool InnerKept = Rank > 0 && !P->Reduced[Rank - 1] && X.getDim(Rank - 1) > 1;
   Scratch S(C);
   double *Work = nullptr;
@@ -55,7 +83,7 @@ Error cuda::runReduce(const KernelArgs &A, CudaContext &C) {
       return T.takeError();
     Work = T->data<double>();
   }
-  return launched(A, reduce(Op, dt(X), X.getData(), dt(A.Out[0]),
+  return launched(A, reduce(*Op, dt(X), X.getData(), dt(A.Out[0]),
                             A.Out[0].getData(), *KD, In, *RD, In, InnerKept,
                             Work, C.getStream()));
 }

@@ -38,7 +38,12 @@ __device__ float sigmoidF(float X) {
   return E / (1.0f + E);
 }
 
-__device__ float applyUnary(UnaryOp Op, float V, float Alpha) {
+/// log(1 + exp(x)) without overflow (the CPU kernel's).
+__device__ float softplusF(float X) {
+  return X > 0 ? X + log1pf(expf(-X)) : log1pf(expf(X));
+}
+
+__device__ float applyUnary(UnaryOp Op, float V, float Alpha, float Beta) {
   switch (Op) {
   case UnaryOp::Neg:
     return -V;
@@ -69,23 +74,96 @@ __device__ float applyUnary(UnaryOp Op, float V, float Alpha) {
            (1.0f + tanhf(0.7978845608028654f * (V + 0.044715f * V * V * V)));
   case UnaryOp::Silu:
     return V * sigmoidF(V);
+  case UnaryOp::Ceil:
+    return ceilf(V);
+  case UnaryOp::Floor:
+    return floorf(V);
+  case UnaryOp::Round:
+    return rintf(V); // Half to even in the default rounding mode.
+  case UnaryOp::Sign:
+    return V > 0 ? 1.0f : V < 0 ? -1.0f : V == 0 ? 0.0f : V;
+  case UnaryOp::Sin:
+    return sinf(V);
+  case UnaryOp::Cos:
+    return cosf(V);
+  case UnaryOp::Tan:
+    return tanf(V);
+  case UnaryOp::Asin:
+    return asinf(V);
+  case UnaryOp::Acos:
+    return acosf(V);
+  case UnaryOp::Atan:
+    return atanf(V);
+  case UnaryOp::Sinh:
+    return sinhf(V);
+  case UnaryOp::Cosh:
+    return coshf(V);
+  case UnaryOp::Asinh:
+    return asinhf(V);
+  case UnaryOp::Acosh:
+    return acoshf(V);
+  case UnaryOp::Atanh:
+    return atanhf(V);
+  case UnaryOp::Softplus:
+    return softplusF(V);
+  case UnaryOp::Softsign:
+    return V / (1.0f + fabsf(V));
+  case UnaryOp::Elu:
+    return V < 0 ? Alpha * expm1f(V) : V;
+  case UnaryOp::Selu:
+    return Beta * (V > 0 ? V : Alpha * expf(V) - Alpha);
+  case UnaryOp::Celu:
+    return fmaxf(0.0f, V) + fminf(0.0f, Alpha * expm1f(V / Alpha));
+  case UnaryOp::HardSigmoid:
+    return fmaxf(0.0f, fminf(1.0f, Alpha * V + Beta));
+  case UnaryOp::HardSwish:
+    return V * fmaxf(0.0f, fminf(1.0f, V / 6.0f + 0.5f));
+  case UnaryOp::Mish:
+    return V * tanhf(softplusF(V));
+  case UnaryOp::ThresholdedRelu:
+    return V > Alpha ? V : 0.0f;
+  case UnaryOp::Shrink:
+    return V < -Beta ? V + Alpha : V > Beta ? V - Alpha : 0.0f;
+  case UnaryOp::Clip: { // The CPU's std::min(std::max(V, Lo), Hi).
+    float M = V < Alpha ? Alpha : V;
+    return Beta < M ? Beta : M;
+  }
   case UnaryOp::Not: // On bools, before any float (unaryKernel).
+  case UnaryOp::IsNaN:
+  case UnaryOp::IsInf:
     return V;
   }
   return V;
 }
 
-__global__ void unaryKernel(UnaryOp Op, float Alpha, DType XT, const void *X,
-                            DType YT, void *Y, int64_t N) {
+__global__ void unaryKernel(UnaryOp Op, float Alpha, float Beta, DType XT,
+                            const void *X, DType YT, void *Y, int64_t N) {
   if (Op == UnaryOp::Not) {
     const uint8_t *XB = static_cast<const uint8_t *>(X);
     uint8_t *YB = static_cast<uint8_t *>(Y);
     GRID_STRIDE(I, N) { YB[I] = !XB[I]; }
     return;
   }
-  GRID_STRIDE(I, N) {
-    storeF(YT, Y, I, applyUnary(Op, loadF(XT, X, I), Alpha));
+  if (Op == UnaryOp::IsNaN || Op == UnaryOp::IsInf) {
+    uint8_t *YB = static_cast<uint8_t *>(Y);
+    GRID_STRIDE(I, N) {
+      float V = loadF(XT, X, I);
+      YB[I] = Op == UnaryOp::IsNaN
+                  ? isnan(V)
+                  : isinf(V) && (V < 0 ? Alpha != 0 : Beta != 0);
+    }
+    return;
   }
+  GRID_STRIDE(I, N) {
+    storeF(YT, Y, I, applyUnary(Op, loadF(XT, X, I), Alpha, Beta));
+  }
+}
+
+/// Min and Max with NaN propagating (numpy's minimum and maximum).
+__device__ float extremumF(bool Max, float P, float Q) {
+  if (isnan(P) || isnan(Q))
+    return isnan(P) ? P : Q;
+  return Max ? fmaxf(P, Q) : fminf(P, Q);
 }
 
 template <typename IdxT>
@@ -97,10 +175,12 @@ __global__ void binaryKernel(BinaryOp Op, DType XT, const void *X, Strides XS,
     int64_t O[2];
     offsetsOf<IdxT>(I, Shape, Both, O);
     int64_t XO = O[0], YO = O[1];
-    if (Op == BinaryOp::And || Op == BinaryOp::Or) {
+    if (Op == BinaryOp::And || Op == BinaryOp::Or || Op == BinaryOp::Xor) {
       uint8_t P = static_cast<const uint8_t *>(X)[XO];
       uint8_t Q = static_cast<const uint8_t *>(Y)[YO];
-      static_cast<uint8_t *>(Z)[I] = Op == BinaryOp::And ? (P && Q) : (P || Q);
+      static_cast<uint8_t *>(Z)[I] = Op == BinaryOp::And  ? (P && Q)
+                                     : Op == BinaryOp::Or ? (P || Q)
+                                                          : (!P != !Q);
       continue;
     }
     float P = loadF(XT, X, XO), Q = loadF(YT, Y, YO);
@@ -129,8 +209,25 @@ __global__ void binaryKernel(BinaryOp Op, DType XT, const void *X, Strides XS,
     case BinaryOp::Greater:
       static_cast<uint8_t *>(Z)[I] = P > Q;
       break;
+    case BinaryOp::GreaterOrEqual:
+      static_cast<uint8_t *>(Z)[I] = P >= Q;
+      break;
+    case BinaryOp::LessOrEqual:
+      static_cast<uint8_t *>(Z)[I] = P <= Q;
+      break;
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+      storeF(ZT, Z, I, extremumF(Op == BinaryOp::Max, P, Q));
+      break;
+    case BinaryOp::Fmod:
+      storeF(ZT, Z, I, fmodf(P, Q));
+      break;
+    case BinaryOp::PRelu:
+      storeF(ZT, Z, I, P < 0 ? Q * P : P);
+      break;
     case BinaryOp::And: // On bools, before any float (above).
     case BinaryOp::Or:
+    case BinaryOp::Xor:
       break;
     }
   }
@@ -160,6 +257,13 @@ __global__ void binaryContiguousKernel(BinaryOp Op, DType T, const void *X,
     case BinaryOp::Greater:
     case BinaryOp::And:
     case BinaryOp::Or:
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+    case BinaryOp::Fmod:
+    case BinaryOp::GreaterOrEqual:
+    case BinaryOp::LessOrEqual:
+    case BinaryOp::Xor:
+    case BinaryOp::PRelu:
       R = 0;
       break;
     }
@@ -418,11 +522,12 @@ cudaError_t copyStrided(void *Dst, int64_t DstBase, const Strides &DS,
   return cudaGetLastError();
 }
 
-cudaError_t unary(UnaryOp Op, float Alpha, DType XT, const void *X, DType YT,
-                  void *Y, int64_t N, cudaStream_t Stream) {
+cudaError_t unary(UnaryOp Op, float Alpha, float Beta, DType XT, const void *X,
+                  DType YT, void *Y, int64_t N, cudaStream_t Stream) {
   if (N == 0)
     return cudaSuccess;
-  unaryKernel<<<gridFor(N), Threads, 0, Stream>>>(Op, Alpha, XT, X, YT, Y, N);
+  unaryKernel<<<gridFor(N), Threads, 0, Stream>>>(Op, Alpha, Beta, XT, X, YT, Y,
+                                                  N);
   return cudaGetLastError();
 }
 

@@ -168,15 +168,50 @@ __global__ void normGradSumKernel(int64_t Parts, int64_t Len,
   }
 }
 
+/// Max, and Min as the maximum of the negated elements.
+__device__ bool takesMax(ReduceOp Op) {
+  return Op == ReduceOp::Max || Op == ReduceOp::Min;
+}
+
+__device__ double initialAcc(ReduceOp Op) {
+  return takesMax(Op) ? -INFINITY : 0.0;
+}
+
+/// An element as the reduction combines it.
+__device__ double loadReduced(ReduceOp Op, DType XT, const void *X, int64_t I) {
+  double V = loadF(XT, X, I);
+  switch (Op) {
+  case ReduceOp::Min:
+    return -V;
+  case ReduceOp::L1:
+    return fabs(V);
+  case ReduceOp::L2:
+  case ReduceOp::SumSquare:
+    return V * V;
+  case ReduceOp::Sum:
+  case ReduceOp::Mean:
+  case ReduceOp::Max:
+  case ReduceOp::LogSum:
+    return V;
+  }
+  return V;
+}
+
 __device__ void storeReduced(ReduceOp Op, DType YT, void *Y, int64_t I,
                              double Acc, int64_t Count) {
   if (Op == ReduceOp::Mean)
     Acc = Count ? Acc / double(Count) : 0.0;
+  else if (Op == ReduceOp::Min)
+    Acc = -Acc;
+  else if (Op == ReduceOp::L2)
+    Acc = sqrt(Acc);
+  else if (Op == ReduceOp::LogSum)
+    Acc = log(Acc);
   storeF(YT, Y, I, float(Acc));
 }
 
 __device__ double combine(ReduceOp Op, double Acc, double V) {
-  if (Op != ReduceOp::Max)
+  if (!takesMax(Op))
     return Acc + V;
   return (V > Acc || isnan(V)) ? V : Acc;
 }
@@ -189,9 +224,10 @@ __global__ void reduceThreadKernel(ReduceOp Op, DType XT, const void *X,
                                    int64_t Count) {
   GRID_STRIDE(O, NumOut) {
     int64_t Base = offsetOf(O, Kept, KS);
-    double Acc = Op == ReduceOp::Max ? -INFINITY : 0.0;
+    double Acc = initialAcc(Op);
     for (int64_t R = 0; R < Count; ++R)
-      Acc = combine(Op, Acc, loadF(XT, X, Base + offsetOf(R, Red, RS)));
+      Acc =
+          combine(Op, Acc, loadReduced(Op, XT, X, Base + offsetOf(R, Red, RS)));
     storeReduced(Op, YT, Y, O, Acc, Count);
   }
 }
@@ -214,9 +250,9 @@ __global__ void reducePartKernel(ReduceOp Op, DType XT, const void *X,
   int64_t Per = (Count + Parts - 1) / Parts, Begin = blockIdx.y * Per;
   int64_t End = Begin + Per < Count ? Begin + Per : Count;
   int64_t Base = offsetOf(O, Kept, KS);
-  double Acc = Op == ReduceOp::Max ? -INFINITY : 0.0;
+  double Acc = initialAcc(Op);
   for (int64_t R = Begin; R < End; ++R)
-    Acc = combine(Op, Acc, loadF(XT, X, Base + offsetOf(R, Red, RS)));
+    Acc = combine(Op, Acc, loadReduced(Op, XT, X, Base + offsetOf(R, Red, RS)));
   Work[blockIdx.y * NumOut + O] = Acc;
 }
 
@@ -224,7 +260,7 @@ __global__ void reducePartsKernel(ReduceOp Op, const double *Work,
                                   int64_t Parts, DType YT, void *Y,
                                   int64_t NumOut, int64_t Count) {
   GRID_STRIDE(O, NumOut) {
-    double Acc = Op == ReduceOp::Max ? -INFINITY : 0.0;
+    double Acc = initialAcc(Op);
     for (int64_t P = 0; P < Parts; ++P)
       Acc = combine(Op, Acc, Work[P * NumOut + O]);
     storeReduced(Op, YT, Y, O, Acc, Count);
@@ -238,10 +274,10 @@ __global__ void reduceBlockKernel(ReduceOp Op, DType XT, const void *X,
   __shared__ double Shared[32];
   int64_t O = blockIdx.x;
   int64_t Base = offsetOf(O, Kept, KS);
-  double Acc = Op == ReduceOp::Max ? -INFINITY : 0.0;
+  double Acc = initialAcc(Op);
   for (int64_t R = threadIdx.x; R < Count; R += blockDim.x)
-    Acc = combine(Op, Acc, loadF(XT, X, Base + offsetOf(R, Red, RS)));
-  Acc = Op == ReduceOp::Max ? blockMax(Acc, Shared) : blockSum(Acc, Shared);
+    Acc = combine(Op, Acc, loadReduced(Op, XT, X, Base + offsetOf(R, Red, RS)));
+  Acc = takesMax(Op) ? blockMax(Acc, Shared) : blockSum(Acc, Shared);
   if (threadIdx.x == 0)
     storeReduced(Op, YT, Y, O, Acc, Count);
 }

@@ -291,6 +291,117 @@ graph @g(%x: f32[3, 50]) {
                  {randomF32({3, 50}, 4, 3)});
 }
 
+// Issue 22's unary functions: rounding, trigonometric, activations with
+// their attributes, Clip with bounds read from the device, IsNaN and IsInf.
+TEST(CudaBackendTest, UnaryMath) {
+  compareWithCpu(R"(
+graph @g(%x: f32[3, 50], %u: f32[3, 50]) {
+  %lo = Constant() {value = dense<f32[], [-0.5]>} : f32[]
+  %hi = Constant() {value = dense<f32[], [1.25]>} : f32[]
+  %ceil = Ceil(%x) : f32[3, 50]
+  %floor = Floor(%x) : f32[3, 50]
+  %round = Round(%x) : f32[3, 50]
+  %sign = Sign(%x) : f32[3, 50]
+  %sin = Sin(%x) : f32[3, 50]
+  %cos = Cos(%x) : f32[3, 50]
+  %tan = Tan(%u) : f32[3, 50]
+  %asin = Asin(%u) : f32[3, 50]
+  %acos = Acos(%u) : f32[3, 50]
+  %atan = Atan(%x) : f32[3, 50]
+  %sinh = Sinh(%x) : f32[3, 50]
+  %cosh = Cosh(%x) : f32[3, 50]
+  %asinh = Asinh(%x) : f32[3, 50]
+  %absx = Abs(%x) : f32[3, 50]
+  %one = Constant() {value = dense<f32[], [1.0]>} : f32[]
+  %g = Add(%absx, %one) : f32[3, 50]
+  %acosh = Acosh(%g) : f32[3, 50]
+  %atanh = Atanh(%u) : f32[3, 50]
+  %softplus = Softplus(%x) : f32[3, 50]
+  %softsign = Softsign(%x) : f32[3, 50]
+  %elu = Elu(%x) {alpha = 0.5} : f32[3, 50]
+  %selu = Selu(%x) : f32[3, 50]
+  %celu = Celu(%x) {alpha = 2.0} : f32[3, 50]
+  %hsig = HardSigmoid(%x) {alpha = 0.3, beta = 0.4} : f32[3, 50]
+  %hswish = HardSwish(%x) : f32[3, 50]
+  %mish = Mish(%x) : f32[3, 50]
+  %trelu = ThresholdedRelu(%x) {alpha = 0.5} : f32[3, 50]
+  %shrink = Shrink(%x) {bias = 0.25, lambd = 0.6} : f32[3, 50]
+  %clip = Clip(%x, %lo, %hi) : f32[3, 50]
+  %clipmax = Clip(%x, _, %hi) : f32[3, 50]
+  %logx = Log(%x) : f32[3, 50]
+  %nan = IsNaN(%logx) : bool[3, 50]
+  %inf = IsInf(%logx) {detect_positive = 0} : bool[3, 50]
+  return %ceil, %floor, %round, %sign, %sin, %cos, %tan, %asin, %acos, %atan, %sinh, %cosh, %asinh, %acosh, %atanh, %softplus, %softsign, %elu, %selu, %celu, %hsig, %hswish, %mish, %trelu, %shrink, %clip, %clipmax, %nan, %inf
+})",
+                 {randomF32({3, 50}, 21, 3), randomF32({3, 50}, 22, 0.9f)});
+}
+
+// Issue 22's binary and variadic ops on floats; the integer ones run on the
+// host (small operands), and on the device they are an error naming the
+// node.
+TEST(CudaBackendTest, BinaryMathAndVariadic) {
+  compareWithCpu(
+      R"(
+graph @g(%a: f32[2, 1, 3], %b: f32[4, 1], %c: f32[2, 4, 3], %n: i64[4], %m: i64[4]) {
+  %min = Min(%a, %b, %c) : f32[2, 4, 3]
+  %max = Max(%a, %b, %c) : f32[2, 4, 3]
+  %mean = Mean(%a, %b, %c) : f32[2, 4, 3]
+  %three = Constant() {value = dense<f32[], [3.0]>} : f32[]
+  %shift = Add(%b, %three) : f32[4, 1]
+  %fmod = Mod(%c, %shift) {fmod = 1} : f32[2, 4, 3]
+  %ge = GreaterOrEqual(%a, %b) : bool[2, 4, 3]
+  %le = LessOrEqual(%c, %a) : bool[2, 4, 3]
+  %xor = Xor(%ge, %le) : bool[2, 4, 3]
+  %prelu = PRelu(%c, %b) : f32[2, 4, 3]
+  %imod = Mod(%n, %m) : i64[4]
+  %band = BitwiseAnd(%n, %m) : i64[4]
+  return %min, %max, %mean, %fmod, %ge, %le, %xor, %prelu, %imod, %band
+})",
+      {randomF32({2, 1, 3}, 23), randomF32({4, 1}, 24),
+       randomF32({2, 4, 3}, 25), i64({4}, {7, -7, 9, 12}),
+       i64({4}, {3, 3, -4, 5})});
+}
+
+// The Reduce ops the device runs; ReduceProd and ReduceLogSumExp, which it
+// does not, name the node; ArgMax and Hardmax have no CUDA kernel either.
+TEST(CudaBackendTest, ReductionsOfIssue22) {
+  compareWithCpu(R"(
+graph @g(%x: f32[4, 6, 70]) {
+  %last = Constant() {value = dense<i64[1], [-1]>} : i64[1]
+  %min = ReduceMin(%x, %last) : f32[4, 6, 1]
+  %min0 = ReduceMin(%x) {axes = [0], keepdims = 0} : f32[6, 70]
+  %l1 = ReduceL1(%x) {axes = [1, 2], keepdims = 0} : f32[4]
+  %l2 = ReduceL2(%x, %last) {keepdims = 0} : f32[4, 6]
+  %sq = ReduceSumSquare(%x) {axes = [0]} : f32[1, 6, 70]
+  %abs = Abs(%x) : f32[4, 6, 70]
+  %logsum = ReduceLogSum(%abs, %last) {keepdims = 0} : f32[4, 6]
+  return %min, %min0, %l1, %l2, %sq, %logsum
+})",
+                 {randomF32({4, 6, 70}, 26)});
+  REQUIRE_DEVICE(Device);
+  for (llvm::StringRef Op : {"ReduceProd", "ReduceLogSumExp"}) {
+    std::string Error;
+    runOn(*Device,
+          ("graph @g(%x: f32[2, 3]) {\n  %y = " + Op +
+           "(%x) {keepdims = 0} : f32[] loc(\"r\")\n  return %y\n}")
+              .str(),
+          {randomF32({2, 3}, 27)}, &Error);
+    EXPECT_NE(Error.find(("node 'r' (" + Op + "): no CUDA kernel").str()),
+              std::string::npos)
+        << Error;
+  }
+  std::string Error;
+  runOn(*Device, R"(
+graph @g(%x: f32[2, 3]) {
+  %y = ArgMax(%x) : i64[1, 3] loc("arg")
+  return %y
+})",
+        {randomF32({2, 3}, 28)}, &Error);
+  EXPECT_NE(Error.find("node 'arg' (ArgMax): no CUDA kernel"),
+            std::string::npos)
+      << Error;
+}
+
 TEST(CudaBackendTest, SoftmaxAndNorms) {
   compareWithCpu(R"(
 graph @g(%x: f32[2, 3, 40], %s: f32[40], %b: f32[40], %dy: f32[2, 3, 40]) {

@@ -1,0 +1,58 @@
+//===- Broadcast.h - Elementwise loops over broadcast operands --*- C++ -*-===//
+//
+// What the binary elementwise kernels (ElementwiseKernels.cpp,
+// BitwiseKernels.cpp) share: the numpy-broadcasting loop and integer
+// arithmetic that wraps around like two's complement hardware.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_RUNTIME_CPU_BROADCAST_H
+#define AUTOPAR_RUNTIME_CPU_BROADCAST_H
+
+#include "runtime/KernelArgs.h"
+
+#include <type_traits>
+
+namespace autopar {
+
+/// Z[i] = Fn(X[i'], Y[i'']) over Z's shape with X and Y broadcast to it.
+template <typename T, typename R, typename FnTy>
+void broadcastBinary(const Tensor &X, const Tensor &Y, const Tensor &Z,
+                     FnTy Fn) {
+  llvm::ArrayRef<int64_t> Out = Z.getShape();
+  const T *XD = X.data<T>();
+  const T *YD = Y.data<T>();
+  R *ZD = Z.data<R>();
+  int64_t N = Z.getNumElements();
+  if (X.getShape() == Out && Y.getShape() == Out) {
+    for (int64_t I = 0; I != N; ++I)
+      ZD[I] = Fn(XD[I], YD[I]);
+    return;
+  }
+  if (X.getShape() == Out && Y.getNumElements() == 1) {
+    for (int64_t I = 0; I != N; ++I)
+      ZD[I] = Fn(XD[I], YD[0]);
+    return;
+  }
+  StridedWalk Walk(Out, {getBroadcastStrides(X.getShape(), Out),
+                         getBroadcastStrides(Y.getShape(), Out)});
+  for (int64_t I = 0; I != N; ++I, Walk.next())
+    ZD[I] = Fn(XD[Walk.offset(0)], YD[Walk.offset(1)]);
+}
+
+template <typename T> T wrapAdd(T A, T B) {
+  using U = std::make_unsigned_t<T>;
+  return T(U(A) + U(B));
+}
+template <typename T> T wrapSub(T A, T B) {
+  using U = std::make_unsigned_t<T>;
+  return T(U(A) - U(B));
+}
+template <typename T> T wrapMul(T A, T B) {
+  using U = std::make_unsigned_t<T>;
+  return T(U(A) * U(B));
+}
+
+} // namespace autopar
+
+#endif // AUTOPAR_RUNTIME_CPU_BROADCAST_H
