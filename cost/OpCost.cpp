@@ -169,9 +169,50 @@ bool isProduct(const Node &N) {
   case FlopRule::LRN:
   case FlopRule::Attention:
   case FlopRule::MsAttention:
+  case FlopRule::Recurrent:
     return false;
   }
   return false;
+}
+
+/// A recurrent layer step by step: the input projection of every step is
+/// one GEMM, each step's recurrent GEMM waits for the previous hidden state,
+/// and one kernel applies the gate equations (cuDNN's RNN; Appleyard,
+/// Kocisky and Blunsom 2016, "Optimizing Performance of Recurrent Neural
+/// Networks on GPUs", section 3.1). Backward: each GEMM twice (the
+/// gradients of its input and of its weights), each step's gates once
+/// more. C's forward bytes hold the operands and results on entry.
+void costRecurrent(const Node &N, const DeviceSpec &D, const CostSettings &Set,
+                   const GradientFlow &Flow, NodeCost &C) {
+  std::optional<RecurrentShape> S = getRecurrentShape(N);
+  if (!S)
+    return;
+  Precision P = Set.Compute;
+  double Bandwidth = D.achievableHbmBytesPerSec();
+  auto Kernel = [&](double Compute, double Bytes) {
+    double Memory = Bandwidth > 0 ? Bytes / Bandwidth : 0;
+    return std::max(Compute, Memory) + D.KernelLaunchSec;
+  };
+  int64_t Rows = S->Gates * S->Hidden;
+  double Input = gemmSeconds(D, P, S->Seq * S->Batch, Rows, S->Input, 1);
+  double Step = gemmSeconds(D, P, S->Batch, Rows, S->Hidden, 1);
+  double GateBytes =
+      double(S->Batch) * (Rows + 2 * S->Hidden) * getPrecisionBytes(P) * 2;
+  double VectorRate = D.PeakFlops(Precision::FP32);
+  double GateFlops = double(S->Batch) * S->Hidden * (S->Gates * 5 + 1);
+  double Gates = Kernel(VectorRate > 0 ? GateFlops / VectorRate : 0, GateBytes);
+  double PerDir =
+      Kernel(Input, C.FwdBytes / S->Dirs) + S->Seq * (Kernel(Step, 0) + Gates);
+  C.FwdSeconds = S->Dirs * PerDir;
+  bool Grad = false;
+  for (const Value *O : N.getOperands())
+    Grad |= Flow.needsGrad(O);
+  if (!Grad)
+    return;
+  C.BwdFlops = 2 * C.FwdFlops;
+  C.BwdBytes = 2 * C.FwdBytes;
+  C.BwdSeconds = S->Dirs * (2 * Kernel(Input, C.FwdBytes / S->Dirs) +
+                            S->Seq * (2 * Kernel(Step, 0) + Gates));
 }
 
 /// Forward and backward of a product: one GEMM, then dA (M x K from
@@ -324,6 +365,11 @@ static NodeCost getIsolatedCost(const Node &N,
 
   if (Loops && N.getOp() == OpId::Attention && Loops->getNumLoops() == 6) {
     costAttention(N, *Loops, Split, Device, Settings, Flow, C);
+    return C;
+  }
+  if (getOpFacts(N.getOp()).Flops == FlopRule::Recurrent &&
+      getRecurrentShape(N)) {
+    costRecurrent(N, Device, Settings, Flow, C);
     return C;
   }
   double FwdCompute = 0, BwdCompute = 0;

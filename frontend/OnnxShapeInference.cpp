@@ -172,10 +172,12 @@ autopar::inferTypesWithOnnx(const onnx::NodeProto &N,
       Why = Why.drop_front(At + Prefix.size());
     Why.consume_front("[ShapeInferenceError] ");
     Why.consume_front("[TypeInferenceError] ");
-    return createStringError(inconvertibleErrorCode(), Why.trim());
+    return createStringError(inconvertibleErrorCode(),
+                             "ONNX's shape inference rejects the node: " +
+                                 Why.trim());
   } catch (...) {
     return createStringError(inconvertibleErrorCode(),
-                             "ONNX's shape inference failed");
+                             "ONNX's shape inference failed on the node");
   }
   StringMap<const onnx::TypeProto *> Inferred;
   for (const onnx::ValueInfoProto &V : G.value_info())
@@ -184,7 +186,20 @@ autopar::inferTypesWithOnnx(const onnx::NodeProto &N,
   for (const std::string &Out : N.output()) {
     Results.emplace_back();
     auto It = Out.empty() ? Inferred.end() : Inferred.find(Out);
-    if (It == Inferred.end() || !It->second->has_tensor_type())
+    if (It == Inferred.end())
+      continue;
+    const onnx::TypeProto &Type = *It->second;
+    if (Type.has_sequence_type() || Type.has_optional_type() ||
+        Type.has_map_type())
+      return createStringError(
+          inconvertibleErrorCode(),
+          "its output '" + Out + "' is " +
+              (Type.has_sequence_type()   ? "a sequence"
+               : Type.has_optional_type() ? "an optional"
+                                          : "a map") +
+              ", which autopar has no type for (ops on sequences and "
+              "optionals are not supported)");
+    if (!Type.has_tensor_type())
       continue;
     const onnx::TypeProto::Tensor &T = It->second->tensor_type();
     std::optional<ElementType> Elem = getElementTypeFromOnnx(T.elem_type());

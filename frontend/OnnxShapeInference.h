@@ -54,7 +54,8 @@ std::vector<std::string> getOuterScopeReads(const onnx::NodeProto &N);
 /// IR lacks). Opsets are the model's (domain, version) imports. Symbolic
 /// dimensions of the inputs come back as themselves; dimensions the
 /// inference makes up (`unk__0`) are unknown. An error carries ONNX's
-/// message when the inference rejects the node.
+/// message when the inference rejects the node, or names an output that is
+/// a sequence, an optional or a map (no IR type).
 llvm::Expected<std::vector<std::optional<TensorType>>>
 inferTypesWithOnnx(const onnx::NodeProto &N,
                    llvm::ArrayRef<OnnxInferenceInput> Inputs,

@@ -70,9 +70,7 @@ static LogicalResult importOpaque(NodeImporter &N) {
         (I < Inferred.size() && Inferred[I]))
       continue;
     if (!Rejected.empty())
-      N.error("op '" + N.getOpType() +
-              "' is not known to autopar, and ONNX's shape inference rejects "
-              "the node: " +
+      N.error("op '" + N.getOpType() + "' is not known to autopar, and " +
               Rejected);
     else
       N.error("op '" + N.getOpType() +
@@ -83,8 +81,7 @@ static LogicalResult importOpaque(NodeImporter &N) {
     return failure();
   }
   if (!Rejected.empty())
-    N.warning("ONNX's shape inference rejects the node (" + Rejected +
-              "); using the types the model declares");
+    N.warning("using the types the model declares, as " + Rejected);
   std::optional<AttrDict> Attrs = N.convertAttrs(OpId::Opaque);
   if (!Attrs)
     return failure();

@@ -35,7 +35,8 @@ enum class LoopRule : uint8_t {
   Gemm,
   Einsum,
   SumReduction, // Reduced axes are reductions (partial sums).
-  MaxReduction, // Reduced axes are fixed.
+  MaxReduction, // Reduced axes are fixed (max, min, mean: partial results
+                // do not add).
   ArgReduction, // The `axis` (default 0) is fixed and reduced (ArgMax).
   Norm,         // Rows parallel, the normalized axes fixed.
   Channel,      // NCHW: batch and channels parallel, the window fixed.
@@ -70,6 +71,7 @@ enum class FlopRule : uint8_t {
   LRN,
   Attention,
   MsAttention,
+  Recurrent, // LSTM, GRU, RNN: per step, the input and recurrent GEMMs.
 };
 
 /// The backward rule autodiff emits (passes/GradientRules.cpp).

@@ -38,6 +38,7 @@
 
 #include "ir/OpFlops.h"
 #include "ir/OpFacts.h"
+#include "ir/ShapeFunctions.h"
 
 #include "ir/Graph.h"
 
@@ -168,6 +169,36 @@ static std::optional<int64_t> msAttentionFlops(const Node &N) {
   return (Projection + Core).get();
 }
 
+/// The shape of a recurrent layer (ir/ShapeFunctionsRecurrent.cpp); nullopt
+/// when a size is not static.
+std::optional<RecurrentShape> autopar::getRecurrentShape(const Node &N) {
+  const Value *X = N.getOperand(0);
+  std::optional<int64_t> Hidden = intAttr(N, "hidden_size");
+  bool BatchFirst = intAttr(N, "layout").value_or(0) == 1;
+  std::optional<int64_t> Seq = dimSize(X, BatchFirst ? 1 : 0),
+                         Batch = dimSize(X, BatchFirst ? 0 : 1),
+                         Input = dimSize(X, 2),
+                         Dirs = dimSize(N.getOperand(1), 0);
+  if (!Hidden || !Seq || !Batch || !Input || !Dirs)
+    return std::nullopt;
+  return RecurrentShape{*Seq,    *Batch, *Input,
+                        *Hidden, *Dirs,  getRecurrentGates(N.getOp())};
+}
+
+/// Per step and direction, the input and recurrent GEMMs (2 * batch * gates
+/// * hidden * (input + hidden)) and the gate equations of the ONNX spec,
+/// one FLOP per operation per hidden unit: LSTM 21 (8 bias adds, 4 sums of
+/// the two projections, 5 activations, 3 products, 1 sum), GRU 17, RNN 4.
+static std::optional<int64_t> recurrentFlops(const Node &N) {
+  std::optional<RecurrentShape> S = getRecurrentShape(N);
+  if (!S)
+    return std::nullopt;
+  int64_t PerUnit = S->Gates == 4 ? 21 : S->Gates == 3 ? 17 : 4;
+  Count Steps = Count(S->Seq) * S->Batch * S->Dirs;
+  Count Gemms = Steps * 2 * (S->Gates * S->Hidden) * (S->Input + S->Hidden);
+  return (Gemms + Steps * S->Hidden * PerUnit).get();
+}
+
 static std::optional<int64_t> einsumFlops(const Node &N) {
   const Attribute *A = N.getAttr("equation");
   if (!A || !A->isa(Attribute::Kind::String))
@@ -264,6 +295,8 @@ std::optional<int64_t> autopar::getForwardFlops(const Node &N) {
     return attentionFlops(N);
   case FlopRule::MsAttention:
     return msAttentionFlops(N);
+  case FlopRule::Recurrent:
+    return recurrentFlops(N);
   }
   return std::nullopt;
 }

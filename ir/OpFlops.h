@@ -26,6 +26,13 @@ class Node;
 /// shapes.
 std::optional<int64_t> getForwardFlops(const Node &N);
 
+/// The static sizes of an LSTM, GRU or RNN node.
+struct RecurrentShape {
+  int64_t Seq, Batch, Input, Hidden, Dirs;
+  unsigned Gates;
+};
+std::optional<RecurrentShape> getRecurrentShape(const Node &N);
+
 } // namespace autopar
 
 #endif // AUTOPAR_IR_OPFLOPS_H

@@ -91,6 +91,10 @@ InferResult inferCenterCropPad(const ShapeContext &Ctx);
 InferResult inferGroupNorm(const ShapeContext &Ctx);
 InferResult inferAffineGrid(const ShapeContext &Ctx);
 InferResult inferTensorScatter(const ShapeContext &Ctx);
+// ShapeFunctionsRecurrent.cpp: LSTM, GRU, RNN.
+InferResult inferRecurrent(const ShapeContext &Ctx);
+/// The gates of a recurrent op: 4 (LSTM), 3 (GRU), 1 (RNN).
+unsigned getRecurrentGates(OpId Op);
 InferResult inferPool(const ShapeContext &Ctx);
 InferResult inferGlobalPool(const ShapeContext &Ctx);
 InferResult inferAttention(const ShapeContext &Ctx);

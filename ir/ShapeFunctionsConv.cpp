@@ -269,16 +269,16 @@ Error checkGroupDivides(const ShapeContext &Ctx, unsigned I, unsigned D,
                    " is not divisible by 'group' " + Twine(Group));
 }
 
-/// The optional bias B (operand 2): [Channels] of X's element type. B may
-/// tell the number of channels where the weights do not.
-Error checkBias(const ShapeContext &Ctx, Dim &Channels) {
-  if (!Ctx.hasOperand(2))
+/// The optional bias B (operand I, 2 by default): [Channels] of X's element
+/// type. B may tell the number of channels where the weights do not.
+Error checkBias(const ShapeContext &Ctx, Dim &Channels, unsigned I = 2) {
+  if (!Ctx.hasOperand(I))
     return Error::success();
-  if (Error E = checkSameElementTypeAs(Ctx, 2, 0))
+  if (Error E = checkSameElementTypeAs(Ctx, I, 0))
     return E;
-  const TensorType &B = Ctx.getOperandType(2);
+  const TensorType &B = Ctx.getOperandType(I);
   if (B.getRank() != 1 || !mayEqual(B.getDim(0), Channels))
-    return Ctx.error(describe(Ctx, 2) + " must have shape [" +
+    return Ctx.error(describe(Ctx, I) + " must have shape [" +
                      dimStr(Channels) + "], one entry per output channel");
   Channels = meetDims(Channels, B.getDim(0));
   return Error::success();
@@ -319,8 +319,9 @@ Expected<Dim> transposedOutput(const ShapeContext &Ctx, const Window &W,
 
 } // namespace
 
-// ONNX Conv: X [N, C, D1..Dn], W [M, C/group, k1..kn], B [M] -> [N, M, ...].
-InferResult autopar::inferConv(const ShapeContext &Ctx) {
+/// Conv and DeformConv: X [N, C, D1..Dn], W [M, C/group, k1..kn], B [M]
+/// (operand Bias) -> [N, M, ...].
+static InferResult inferConvolution(const ShapeContext &Ctx, unsigned Bias) {
   if (Error E = checkConvOperands(Ctx))
     return E;
   Expected<unsigned> NumSpatial = getNumSpatial(Ctx);
@@ -337,7 +338,7 @@ InferResult autopar::inferConv(const ShapeContext &Ctx) {
   if (Error E = checkGroupDivides(Ctx, 1, 0, *Group))
     return E;
   Dim OutChannels = dimOf(Ctx, 1, 0);
-  if (Error E = checkBias(Ctx, OutChannels))
+  if (Error E = checkBias(Ctx, OutChannels, Bias))
     return E;
   Expected<Window> W = getWindow(Ctx, *NumSpatial, /*Weights=*/1);
   if (!W)
@@ -350,6 +351,11 @@ InferResult autopar::inferConv(const ShapeContext &Ctx) {
     Shape.push_back(*Out);
   }
   return Types{TensorType(elementTypeOf(Ctx, 0), Shape)};
+}
+
+// ONNX Conv: X [N, C, D1..Dn], W [M, C/group, k1..kn], B [M] -> [N, M, ...].
+InferResult autopar::inferConv(const ShapeContext &Ctx) {
+  return inferConvolution(Ctx, 2);
 }
 
 // ONNX ConvTranspose: X [N, C, D1..Dn], W [C, M/group, k1..kn], B [M].
@@ -459,40 +465,12 @@ InferResult autopar::inferGlobalPool(const ShapeContext &Ctx) {
 InferResult autopar::inferDeformConv(const ShapeContext &Ctx) {
   if (Error E = checkConvOperands(Ctx))
     return E;
-  Expected<unsigned> NumSpatial = getNumSpatial(Ctx);
-  if (!NumSpatial)
-    return NumSpatial.takeError();
-  Expected<int64_t> Group = getGroup(Ctx);
-  if (!Group)
-    return Group.takeError();
-  Dim WeightChannels = dimOf(Ctx, 1, 1) * Dim::get(*Group);
-  if (!mayEqual(dimOf(Ctx, 0, 1), WeightChannels))
-    return Ctx.error(describe(Ctx, 0) + " has " + dimStr(dimOf(Ctx, 0, 1)) +
-                     " channels but " + describe(Ctx, 1) + " with 'group' " +
-                     Twine(*Group) + " takes " + dimStr(WeightChannels));
   if (Error E = checkSameElementTypeAs(Ctx, 2, 0))
     return E;
   if (Ctx.getOperandType(2).getRank() != Ctx.getOperandType(0).getRank())
     return Ctx.error(describe(Ctx, 2) + " must have the rank of " +
                      describe(Ctx, 0));
-  Dim OutChannels = dimOf(Ctx, 1, 0);
-  if (Ctx.hasOperand(3)) {
-    const TensorType &B = Ctx.getOperandType(3);
-    if (B.getRank() != 1 || !mayEqual(B.getDim(0), OutChannels))
-      return Ctx.error(describe(Ctx, 3) + " must have shape [" +
-                       dimStr(OutChannels) + "]");
-  }
-  Expected<Window> W = getWindow(Ctx, *NumSpatial, /*Weights=*/1);
-  if (!W)
-    return W.takeError();
-  SmallVector<Dim, 4> Shape = {dimOf(Ctx, 0, 0), OutChannels};
-  for (unsigned I = 0; I != *NumSpatial; ++I) {
-    Expected<Dim> Out = slidingOutput(Ctx, *W, I, /*CeilMode=*/false);
-    if (!Out)
-      return Out.takeError();
-    Shape.push_back(*Out);
-  }
-  return Types{TensorType(elementTypeOf(Ctx, 0), Shape)};
+  return inferConvolution(Ctx, 3);
 }
 
 // ONNX Col2Im (opset 18): input [N, C * prod(block_shape), L] with constant

@@ -51,6 +51,16 @@ static ShapeEntry combine(OpId Op, const ShapeEntry &A, const ShapeEntry &B) {
   return ShapeEntry::get(Dim());
 }
 
+/// Less and Greater of two entries: known where both are integers (`x.size(1)
+/// > 1` once the size is bound), else unknown.
+static ShapeEntry compareOrder(OpId Op, const ShapeEntry &A,
+                               const ShapeEntry &B) {
+  if (!A.Int || !B.Int)
+    return ShapeEntry::get(Dim());
+  return ShapeEntry::get(
+      int64_t(Op == OpId::Less ? *A.Int < *B.Int : *A.Int > *B.Int));
+}
+
 /// True when A and B are known to be the same integer: equal integers, or
 /// the same symbolic dimension.
 static bool isSameEntry(const ShapeEntry &A, const ShapeEntry &B) {
@@ -229,7 +239,9 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::Sub:
   case OpId::Mul:
   case OpId::Div:
-  case OpId::Equal: {
+  case OpId::Equal:
+  case OpId::Less:
+  case OpId::Greater: {
     std::optional<ShapeValue> A = Operand(0), B = Operand(1);
     if (!A || !B)
       return std::nullopt;
@@ -240,28 +252,9 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
     for (size_t I = 0; I != *Size; ++I) {
       const ShapeEntry &EA = broadcastEntry(*A, I), &EB = broadcastEntry(*B, I);
       Result.push_back(N.getOp() == OpId::Equal ? compareEqual(EA, EB)
-                                                : combine(N.getOp(), EA, EB));
-    }
-    return Result;
-  }
-  case OpId::Less:
-  case OpId::Greater: {
-    // Known where both entries are integers (`x.size(1) > 1` once bound).
-    std::optional<ShapeValue> A = Operand(0), B = Operand(1);
-    if (!A || !B)
-      return std::nullopt;
-    std::optional<size_t> Size = getBroadcastLength({&*A, &*B});
-    if (!Size)
-      return std::nullopt;
-    ShapeValue Result;
-    for (size_t I = 0; I != *Size; ++I) {
-      const ShapeEntry &EA = broadcastEntry(*A, I), &EB = broadcastEntry(*B, I);
-      if (!EA.Int || !EB.Int) {
-        Result.push_back(ShapeEntry::get(Dim()));
-        continue;
-      }
-      bool R = N.getOp() == OpId::Less ? *EA.Int < *EB.Int : *EA.Int > *EB.Int;
-      Result.push_back(ShapeEntry::get(int64_t(R)));
+                       : N.getOp() == OpId::Less || N.getOp() == OpId::Greater
+                           ? compareOrder(N.getOp(), EA, EB)
+                           : combine(N.getOp(), EA, EB));
     }
     return Result;
   }
@@ -398,6 +391,9 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::GroupNormalization:
   case OpId::AffineGrid:
   case OpId::TensorScatter:
+  case OpId::LSTM:
+  case OpId::GRU:
+  case OpId::RNN:
   case OpId::CrossEntropyLoss:
   case OpId::CrossEntropyLossGrad:
   case OpId::LayerNormalizationGrad:
