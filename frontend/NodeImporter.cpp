@@ -183,8 +183,11 @@ Value *NodeImporter::createI64Constant(ArrayRef<int64_t> Values, bool Scalar) {
 Value *NodeImporter::createFloatScalar(ElementType Ty, double V) {
   TensorType Type = TensorType::get(Ty, {});
   AttrDict Attrs;
+  // Held as the element type holds it (an f32 attribute of an f16 Clip's
+  // bound), so that the text form reads back the same value.
   Attrs.set("value",
-            Attribute::getTensor(DenseTensor(Type, std::vector<double>{V})));
+            Attribute::getTensor(DenseTensor(
+                Type, std::vector<double>{roundToElementType(V, Ty)})));
   Node *N = Parent.getGraph().createNode(OpId::Constant, {}, {Type},
                                          std::move(Attrs), {makeName("const")});
   N->setName(Proto.name());
