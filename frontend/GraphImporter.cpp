@@ -673,23 +673,26 @@ checkDimBindings(const onnx::ModelProto &Model, StringRef ModelPath,
     return std::nullopt;
   };
   // Each class of assumed-equal symbols: its representative and members.
-  std::map<std::string, std::vector<std::string>> Classes;
+  struct AssumedClass {
+    std::optional<int64_t> Size; // A static representative.
+    std::vector<std::string> Members;
+  };
+  std::map<std::string, AssumedClass> Classes; // By representative.
   for (const auto &[Symbol, A] : Eq.getAssumptions()) {
-    std::string Rep = A.Representative.isStatic()
-                          ? std::to_string(A.Representative.getSize())
-                          : A.Representative.getSymbols()[0];
-    auto &Members = Classes[Rep];
-    if (Members.empty() && !A.Representative.isStatic())
-      Members.push_back(Rep);
-    Members.push_back(Symbol);
+    const Dim &Rep = A.Representative;
+    std::string Key;
+    raw_string_ostream(Key) << Rep;
+    AssumedClass &C = Classes[Key];
+    if (Rep.isStatic())
+      C.Size = Rep.getSize();
+    else if (C.Members.empty())
+      C.Members.push_back(Rep.getSymbols()[0]);
+    C.Members.push_back(Symbol);
   }
-  for (const auto &[Rep, Members] : Classes) {
-    std::optional<int64_t> Size;
-    std::string SizeFrom;
-    if (!Rep.empty() && isDigit(Rep[0])) {
-      Size = std::stoll(Rep);
-      SizeFrom = "the model's size " + Rep;
-    }
+  for (const auto &[Key, C] : Classes) {
+    const std::vector<std::string> &Members = C.Members;
+    std::optional<int64_t> Size = C.Size;
+    std::string SizeFrom = Size ? "the model's size " + Key : "";
     for (const std::string &S : Members) {
       std::optional<int64_t> B = BoundValue(S);
       if (!B)
@@ -713,7 +716,7 @@ checkDimBindings(const onnx::ModelProto &Model, StringRef ModelPath,
     if (!Size)
       continue;
     for (const std::string &S : Members)
-      if (!BoundValue(S) && !isDigit(S[0])) {
+      if (!BoundValue(S)) {
         Diag.warning(SMLoc(), SizeFrom + " also binds " + S +
                                   ": the model assumes them equal, as they "
                                   "meet in a broadcast");

@@ -10,60 +10,35 @@
 
 #include <cstdlib>
 #include <iterator>
+#include <utility>
 
 using namespace autopar;
 using namespace llvm;
 
+/// The ONNX data type of each IR element type, for both directions.
+static constexpr std::pair<ElementType, int32_t> OnnxDataTypes[] = {
+    {ElementType::F32, onnx::TensorProto::FLOAT},
+    {ElementType::F64, onnx::TensorProto::DOUBLE},
+    {ElementType::F16, onnx::TensorProto::FLOAT16},
+    {ElementType::BF16, onnx::TensorProto::BFLOAT16},
+    {ElementType::F8E4M3, 17}, // FLOAT8E4M3FN, newer than libonnx 1.12's enum.
+    {ElementType::I64, onnx::TensorProto::INT64},
+    {ElementType::I32, onnx::TensorProto::INT32},
+    {ElementType::I8, onnx::TensorProto::INT8},
+    {ElementType::U8, onnx::TensorProto::UINT8},
+    {ElementType::Bool, onnx::TensorProto::BOOL}};
+
 std::optional<ElementType> autopar::getElementTypeFromOnnx(int32_t DataType) {
-  switch (DataType) {
-  case onnx::TensorProto::FLOAT:
-    return ElementType::F32;
-  case onnx::TensorProto::DOUBLE:
-    return ElementType::F64;
-  case onnx::TensorProto::FLOAT16:
-    return ElementType::F16;
-  case onnx::TensorProto::BFLOAT16:
-    return ElementType::BF16;
-  case 17: // FLOAT8E4M3FN, newer than libonnx 1.12's enum.
-    return ElementType::F8E4M3;
-  case onnx::TensorProto::INT64:
-    return ElementType::I64;
-  case onnx::TensorProto::INT32:
-    return ElementType::I32;
-  case onnx::TensorProto::INT8:
-    return ElementType::I8;
-  case onnx::TensorProto::UINT8:
-    return ElementType::U8;
-  case onnx::TensorProto::BOOL:
-    return ElementType::Bool;
-  default:
-    return std::nullopt;
-  }
+  for (const auto &[Elem, Onnx] : OnnxDataTypes)
+    if (Onnx == DataType)
+      return Elem;
+  return std::nullopt;
 }
 
 std::optional<int32_t> autopar::getOnnxDataType(ElementType Elem) {
-  switch (Elem) {
-  case ElementType::F32:
-    return onnx::TensorProto::FLOAT;
-  case ElementType::F64:
-    return onnx::TensorProto::DOUBLE;
-  case ElementType::F16:
-    return onnx::TensorProto::FLOAT16;
-  case ElementType::BF16:
-    return onnx::TensorProto::BFLOAT16;
-  case ElementType::F8E4M3:
-    return 17; // FLOAT8E4M3FN
-  case ElementType::I64:
-    return onnx::TensorProto::INT64;
-  case ElementType::I32:
-    return onnx::TensorProto::INT32;
-  case ElementType::I8:
-    return onnx::TensorProto::INT8;
-  case ElementType::U8:
-    return onnx::TensorProto::UINT8;
-  case ElementType::Bool:
-    return onnx::TensorProto::BOOL;
-  }
+  for (const auto &[E, Onnx] : OnnxDataTypes)
+    if (E == Elem)
+      return Onnx;
   return std::nullopt;
 }
 

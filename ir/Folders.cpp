@@ -72,29 +72,67 @@ bool autopar::nextRowMajorIndex(MutableArrayRef<int64_t> Index,
   return false;
 }
 
-FoldResult autopar::foldIntBinary(const Node &N,
-                                  ArrayRef<const DenseTensor *> Operands) {
+/// Operand T's values broadcast (numpy-style) to the static shape OutSizes,
+/// in row-major order; nullopt when T does not broadcast to it.
+static std::optional<std::vector<int64_t>>
+broadcastValues(const DenseTensor &T, ArrayRef<int64_t> OutSizes) {
+  SmallVector<int64_t, 4> Sizes = T.getType().getStaticSizes();
+  if (Sizes.size() > OutSizes.size())
+    return std::nullopt;
+  size_t Offset = OutSizes.size() - Sizes.size();
+  for (size_t I = 0; I != Sizes.size(); ++I)
+    if (Sizes[I] != 1 && Sizes[I] != OutSizes[I + Offset])
+      return std::nullopt;
+  std::vector<int64_t> Values;
+  if (is_contained(OutSizes, 0))
+    return Values;
+  SmallVector<int64_t, 4> Index(OutSizes.size(), 0);
+  do
+    Values.push_back(T.getInts()[broadcastIndex(Index, OutSizes, Sizes)]);
+  while (nextRowMajorIndex(Index, OutSizes));
+  return Values;
+}
+
+/// Fn folded over the integer operands left to right, each broadcast to the
+/// result: Fn(Fn(a, b), c) for the variadic ones. Nullopt where Fn is (an
+/// overflow, a division by zero).
+static FoldResult
+foldIntElementwise(const Node &N, ArrayRef<const DenseTensor *> Operands,
+                   function_ref<std::optional<int64_t>(int64_t, int64_t)> Fn) {
   auto Ints = getIntOperands(Operands);
   std::optional<TensorType> Type = getFoldableResultType(N);
   if (!Ints || !Type)
     return std::nullopt;
   SmallVector<int64_t, 4> OutSizes = Type->getStaticSizes();
-  SmallVector<int64_t, 4> ASizes = (*Ints)[0]->getType().getStaticSizes();
-  SmallVector<int64_t, 4> BSizes = (*Ints)[1]->getType().getStaticSizes();
-  std::vector<int64_t> Values;
-  SmallVector<int64_t, 4> Index(OutSizes.size(), 0);
-  if (Type->getStaticNumElements() == 0)
-    return makeIntResult(*Type, {});
-  do {
-    int64_t A = (*Ints)[0]->getInts()[broadcastIndex(Index, OutSizes, ASizes)];
-    int64_t B = (*Ints)[1]->getInts()[broadcastIndex(Index, OutSizes, BSizes)];
-    std::optional<int64_t> R =
-        applyIntElementFn(getOpFacts(N.getOp()).Element, A, B);
-    if (!R)
+  std::optional<std::vector<int64_t>> Values;
+  for (const DenseTensor *T : *Ints) {
+    std::optional<std::vector<int64_t>> Next = broadcastValues(*T, OutSizes);
+    if (!Next)
       return std::nullopt;
-    Values.push_back(*R);
-  } while (nextRowMajorIndex(Index, OutSizes));
-  return makeIntResult(*Type, std::move(Values));
+    if (Values)
+      for (size_t I = 0, E = Next->size(); I != E; ++I) {
+        std::optional<int64_t> R = Fn((*Values)[I], (*Next)[I]);
+        if (!R)
+          return std::nullopt;
+        (*Next)[I] = *R;
+      }
+    Values = std::move(Next);
+  }
+  return makeIntResult(*Type, std::move(*Values));
+}
+
+/// foldIntElementwise with the op's element function.
+static FoldResult foldIntByElementFn(const Node &N,
+                                     ArrayRef<const DenseTensor *> Operands) {
+  ElementFn Fn = getOpFacts(N.getOp()).Element;
+  return foldIntElementwise(N, Operands, [Fn](int64_t A, int64_t B) {
+    return applyIntElementFn(Fn, A, B);
+  });
+}
+
+FoldResult autopar::foldIntBinary(const Node &N,
+                                  ArrayRef<const DenseTensor *> Operands) {
+  return foldIntByElementFn(N, Operands);
 }
 
 FoldResult autopar::foldIntUnary(const Node &N,
@@ -177,95 +215,30 @@ FoldResult autopar::foldGather(const Node &N,
   return makeIntResult(*Type, std::move(Values));
 }
 
-/// Operand T's values broadcast (numpy-style) to the static shape OutSizes,
-/// in row-major order; nullopt when T does not broadcast to it.
-static std::optional<std::vector<int64_t>>
-broadcastValues(const DenseTensor &T, ArrayRef<int64_t> OutSizes) {
-  SmallVector<int64_t, 4> Sizes = T.getType().getStaticSizes();
-  if (Sizes.size() > OutSizes.size())
-    return std::nullopt;
-  size_t Offset = OutSizes.size() - Sizes.size();
-  for (size_t I = 0; I != Sizes.size(); ++I)
-    if (Sizes[I] != 1 && Sizes[I] != OutSizes[I + Offset])
-      return std::nullopt;
-  std::vector<int64_t> Values;
-  if (is_contained(OutSizes, 0))
-    return Values;
-  SmallVector<int64_t, 4> Index(OutSizes.size(), 0);
-  do
-    Values.push_back(T.getInts()[broadcastIndex(Index, OutSizes, Sizes)]);
-  while (nextRowMajorIndex(Index, OutSizes));
-  return Values;
-}
-
 FoldResult autopar::foldIntCompare(const Node &N,
                                    ArrayRef<const DenseTensor *> Operands) {
-  auto Ints = getIntOperands(Operands);
-  std::optional<TensorType> Type = getFoldableResultType(N);
-  if (!Ints || !Type || Type->getElementType() != ElementType::Bool)
+  if (N.getResult(0)->getType().getElementType() != ElementType::Bool)
     return std::nullopt;
-  SmallVector<int64_t, 4> OutSizes = Type->getStaticSizes();
-  auto A = broadcastValues(*(*Ints)[0], OutSizes);
-  auto B = broadcastValues(*(*Ints)[1], OutSizes);
-  if (!A || !B)
-    return std::nullopt;
-  std::vector<int64_t> Values;
-  for (size_t I = 0, E = A->size(); I != E; ++I) {
-    std::optional<int64_t> R =
-        applyIntElementFn(getOpFacts(N.getOp()).Element, (*A)[I], (*B)[I]);
-    if (!R)
-      return std::nullopt;
-    Values.push_back(*R);
-  }
-  return makeIntResult(*Type, std::move(Values));
+  return foldIntByElementFn(N, Operands);
 }
 
 FoldResult autopar::foldIntMinMax(const Node &N,
                                   ArrayRef<const DenseTensor *> Operands) {
-  auto Ints = getIntOperands(Operands);
-  std::optional<TensorType> Type = getFoldableResultType(N);
-  if (!Ints || !Type)
-    return std::nullopt;
-  SmallVector<int64_t, 4> OutSizes = Type->getStaticSizes();
-  ElementFn Fn = getOpFacts(N.getOp()).Element;
-  std::optional<std::vector<int64_t>> Values;
-  for (const DenseTensor *T : *Ints) {
-    std::optional<std::vector<int64_t>> Next = broadcastValues(*T, OutSizes);
-    if (!Next)
-      return std::nullopt;
-    if (Values)
-      for (size_t I = 0, E = Next->size(); I != E; ++I)
-        (*Next)[I] = *applyIntElementFn(Fn, (*Values)[I], (*Next)[I]);
-    Values = std::move(Next);
-  }
-  return makeIntResult(*Type, std::move(*Values));
+  return foldIntByElementFn(N, Operands);
 }
 
 FoldResult autopar::foldIntMod(const Node &N,
                                ArrayRef<const DenseTensor *> Operands) {
-  auto Ints = getIntOperands(Operands);
-  std::optional<TensorType> Type = getFoldableResultType(N);
-  if (!Ints || !Type)
-    return std::nullopt;
-  SmallVector<int64_t, 4> OutSizes = Type->getStaticSizes();
-  auto A = broadcastValues(*(*Ints)[0], OutSizes);
-  auto B = broadcastValues(*(*Ints)[1], OutSizes);
-  if (!A || !B)
-    return std::nullopt;
   const Attribute *FMod = N.getAttr("fmod");
   bool TruncatedRemainder = FMod && FMod->getInt() == 1;
-  std::vector<int64_t> Values;
-  for (size_t I = 0, E = A->size(); I != E; ++I) {
-    int64_t X = (*A)[I], Y = (*B)[I];
-    std::optional<int64_t> R = applyIntElementFn(ElementFn::Mod, X, Y);
-    // C's fmod: the dividend's sign (the truncated division's remainder).
-    if (R && TruncatedRemainder)
-      R = Y == -1 ? 0 : X % Y;
-    if (!R)
-      return std::nullopt;
-    Values.push_back(*R);
-  }
-  return makeIntResult(*Type, std::move(Values));
+  return foldIntElementwise(
+      N, Operands, [&](int64_t X, int64_t Y) -> std::optional<int64_t> {
+        std::optional<int64_t> R = applyIntElementFn(ElementFn::Mod, X, Y);
+        // C's fmod: the dividend's sign (the truncated division's remainder).
+        if (R && TruncatedRemainder)
+          R = Y == -1 ? 0 : X % Y;
+        return R;
+      });
 }
 
 FoldResult autopar::foldWhere(const Node &N,

@@ -405,18 +405,24 @@ static Attribute stringList(ArrayRef<std::string> V) {
 
 /// The keys of the records' numeric fields, for the encoder and the
 /// decoder alike.
-static constexpr std::pair<const char *, double PlanPredicted::*>
-    PredictionKeys[] = {
-        {"step_time_s", &PlanPredicted::StepSeconds},
-        {"tokens_per_s", &PlanPredicted::TokensPerSecond},
-        {"model_tflops_per_gpu", &PlanPredicted::ModelTflopsPerGpu},
-        {"hw_tflops_per_gpu", &PlanPredicted::HardwareTflopsPerGpu},
-        {"mfu", &PlanPredicted::Mfu},
-        {"hfu", &PlanPredicted::Hfu},
-        {"bubble_fraction", &PlanPredicted::BubbleFraction},
-        {"peak_memory_per_gpu_bytes", &PlanPredicted::PeakMemoryBytes},
-        {"memory_capacity_bytes", &PlanPredicted::MemoryCapacityBytes},
-        {"opaque_fraction", &PlanPredicted::OpaqueFraction}};
+/// OmitZero keys are written only when not 0 (the share of Opaque ops, which
+/// most models have none of).
+struct PredictionKey {
+  const char *Key;
+  double PlanPredicted::*Field;
+  bool OmitZero;
+};
+static constexpr PredictionKey PredictionKeys[] = {
+    {"step_time_s", &PlanPredicted::StepSeconds, false},
+    {"tokens_per_s", &PlanPredicted::TokensPerSecond, false},
+    {"model_tflops_per_gpu", &PlanPredicted::ModelTflopsPerGpu, false},
+    {"hw_tflops_per_gpu", &PlanPredicted::HardwareTflopsPerGpu, false},
+    {"mfu", &PlanPredicted::Mfu, false},
+    {"hfu", &PlanPredicted::Hfu, false},
+    {"bubble_fraction", &PlanPredicted::BubbleFraction, false},
+    {"peak_memory_per_gpu_bytes", &PlanPredicted::PeakMemoryBytes, false},
+    {"memory_capacity_bytes", &PlanPredicted::MemoryCapacityBytes, false},
+    {"opaque_fraction", &PlanPredicted::OpaqueFraction, true}};
 
 static constexpr std::pair<const char *, int64_t StageMemory::*>
     StageMemoryKeys[] = {{"weights_bytes", &StageMemory::Weights},
@@ -446,8 +452,8 @@ AttrDict autopar::encodePlanConfig(const PlanConfig &C,
   D.set("num_microbatches", Attribute::getInt(C.MicroBatches));
   std::vector<int64_t> Stages(C.StageUnits.begin(), C.StageUnits.end());
   D.set("stage_layers", Attribute::getIntList(std::move(Stages)));
-  for (const auto &[Key, Field] : PredictionKeys)
-    if (Field != &PlanPredicted::OpaqueFraction || P.*Field != 0)
+  for (const auto &[Key, Field, OmitZero] : PredictionKeys)
+    if (!OmitZero || P.*Field != 0)
       D.set(Key, Attribute::getFloat(P.*Field));
   return D;
 }
@@ -628,7 +634,7 @@ static Error decodeConfig(const AttrDict &Dict, PlanConfig &C,
   C.StageUnits.assign(Stages.begin(), Stages.end());
   // The step time is required; the other predictions may be left out of a
   // plan written by hand.
-  for (const auto &[Key, Field] : PredictionKeys)
+  for (const auto &[Key, Field, OmitZero] : PredictionKeys)
     if (Field == &PlanPredicted::StepSeconds || Rd.has(Key))
       if (Error E = Rd.number(Key, P.*Field))
         return E;
@@ -639,7 +645,7 @@ static Error decodeConfig(const AttrDict &Dict, PlanConfig &C,
   Known.push_back(AttrKey);
 #include "ir/PlanKnobs.def"
   for (const auto &Entry : PredictionKeys)
-    Known.push_back(Entry.first);
+    Known.push_back(Entry.Key);
   return Rd.onlyKeys(Known);
 }
 

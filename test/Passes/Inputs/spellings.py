@@ -195,12 +195,23 @@ def swiglu(g, scope, pname, x, form):
 
 # -- blocks ----------------------------------------------------------------
 
-def build_gpt(sp):
-    g = mg.Graph("gpt_block", "f32", "gpt.weights")
+def embed(name, table):
+    """A graph over input_ids and their embedding: (graph, ids, x)."""
+    g = mg.Graph(name + "_block", "f32", name + ".weights")
     g.add_input("input_ids", TensorProto.INT64, ["batch", "sequence"])
-    ids = "input_ids"
-    wte = g.param("wte.weight", [VOCAB, HIDDEN])
-    x = g.node("/wte", "Gather", [wte, ids])
+    emb = g.param(table + ".weight", [VOCAB, HIDDEN])
+    return g, "input_ids", g.node("/" + table, "Gather", [emb, "input_ids"])
+
+
+def finish(g, x):
+    """The untied head and the logits output."""
+    logits = g.linear("/lm_head", "lm_head", x, HIDDEN, VOCAB, bias=False)
+    g.add_output(logits, "logits", g.dtype, ["batch", "sequence", VOCAB])
+    return g
+
+
+def build_gpt(sp):
+    g, ids, x = embed("gpt", "wte")
     s, p = "/h.0", "h.0"
     h = mg.layer_norm(g, s + "/ln_1", p + ".ln_1", x, HIDDEN, 1e-5)
     qkv = g.linear(s + "/attn/c_attn", p + ".attn.c_attn", h, HIDDEN,
@@ -214,18 +225,11 @@ def build_gpt(sp):
     h = g.linear(s + "/mlp/c_fc", p + ".mlp.c_fc", h, HIDDEN, FFN)
     h = gelu_tanh(g, s + "/mlp/act", h, sp["gelu"])
     h = g.linear(s + "/mlp/c_proj", p + ".mlp.c_proj", h, FFN, HIDDEN)
-    x = g.node(s, "Add", [x, h])
-    logits = g.linear("/lm_head", "lm_head", x, HIDDEN, VOCAB, bias=False)
-    g.add_output(logits, "logits", g.dtype, ["batch", "sequence", VOCAB])
-    return g
+    return finish(g, g.node(s, "Add", [x, h]))
 
 
 def build_llama(sp):
-    g = mg.Graph("llama_block", "f32", "llama.weights")
-    g.add_input("input_ids", TensorProto.INT64, ["batch", "sequence"])
-    ids = "input_ids"
-    emb = g.param("embed_tokens.weight", [VOCAB, HIDDEN])
-    x = g.node("/embed_tokens", "Gather", [emb, ids])
+    g, ids, x = embed("llama", "embed_tokens")
     s, p = "/layers.0", "layers.0"
     h = rms_norm(g, s + "/input_layernorm", p + ".input_layernorm", x,
                  sp["rms"])
@@ -239,10 +243,7 @@ def build_llama(sp):
     h = rms_norm(g, s + "/post_attention_layernorm",
                  p + ".post_attention_layernorm", x, sp["rms"])
     h = swiglu(g, s + "/mlp", p + ".mlp", h, sp["swiglu"])
-    x = g.node(s, "Add", [x, h])
-    logits = g.linear("/lm_head", "lm_head", x, HIDDEN, VOCAB, bias=False)
-    g.add_output(logits, "logits", g.dtype, ["batch", "sequence", VOCAB])
-    return g
+    return finish(g, g.node(s, "Add", [x, h]))
 
 
 GPT_SPELLINGS = [
