@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -88,6 +89,40 @@ double gemmGflops(int M, int N, int K, unsigned NumThreads, int Reps) {
     Best = std::min(Best, T);
   }
   if (C[0] == 42.0f) // Keep the result alive.
+    std::puts("");
+  return 2.0 * M * N * K / Best / 1e9;
+}
+
+/// Best Gop/s of an integer [M,K]x[K,N] product (u8 codes, i32 sums) with
+/// the loop of the CPU runtime's MatMulInteger (runtime/cpu/
+/// QuantizedKernels.cpp): B's codes minus their zero point widened to i32
+/// once, then rows of A times them, on NumThreads threads.
+double int8GemmGops(int M, int N, int K, unsigned NumThreads, int Reps) {
+  std::vector<uint8_t> A((size_t)M * K, 3), B((size_t)K * N, 5);
+  std::vector<int32_t> C((size_t)M * N, 0), BWide((size_t)K * N);
+  double Best = 1e30;
+  for (int R = 0; R < Reps; ++R) {
+    double Start = now();
+    for (size_t I = 0; I < BWide.size(); ++I)
+      BWide[I] = int32_t(B[I]) - 1;
+    unsigned Used = std::min<unsigned>(NumThreads, (unsigned)M);
+    runParallel(Used, [&](unsigned T) {
+      int Begin = (int)((int64_t)M * T / Used);
+      int End = (int)((int64_t)M * (T + 1) / Used);
+      for (int I = Begin; I < End; ++I) {
+        int32_t *__restrict Acc = C.data() + (size_t)I * N;
+        std::fill(Acc, Acc + N, 0);
+        for (int P = 0; P < K; ++P) {
+          int32_t V = int32_t(A[(size_t)I * K + P]) - 2;
+          const int32_t *__restrict Row = BWide.data() + (size_t)P * N;
+          for (int J = 0; J < N; ++J)
+            Acc[J] += V * Row[J];
+        }
+      }
+    });
+    Best = std::min(Best, now() - Start);
+  }
+  if (C[0] == 42) // Keep the result alive.
     std::puts("");
   return 2.0 * M * N * K / Best / 1e9;
 }
@@ -232,6 +267,14 @@ int main(int Argc, char **Argv) {
   std::printf("fp32 gemm best: %.1f GFLOP/s on 1 core, %.1f GFLOP/s on %u "
               "cores\n",
               G1, GAll, Cores);
+
+  double I1 = 0, IAll = 0;
+  for (int N : {512, 1024}) {
+    I1 = std::max(I1, int8GemmGops(N, N, N, 1, 3));
+    IAll = std::max(IAll, int8GemmGops(N, N, N, Cores, 3));
+  }
+  std::printf("int8 gemm best: %.1f Gop/s on 1 core, %.1f Gop/s on %u cores\n",
+              I1, IAll, Cores);
 
   // 3 arrays of 2^26 doubles: 1.5 GiB, far beyond any last-level cache.
   const size_t Elems = size_t(1) << 26;

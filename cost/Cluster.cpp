@@ -53,6 +53,7 @@ autopar::parseCollectiveProtocols(StringRef Name) {
 namespace {
 struct FlopsRow {
   double ByPrecision[NumPrecisions];
+  double Int8;
 };
 using CalibrationFn = std::shared_ptr<const GemmCalibration> (*)();
 
@@ -69,6 +70,7 @@ makeDevice(StringRef Name, uint64_t MemoryBytes, FlopsRow Flops,
   D.MemoryBytes = MemoryBytes;
   for (unsigned P = 0; P < NumPrecisions; ++P)
     D.PeakFlopsByPrecision[P] = Flops.ByPrecision[P];
+  D.PeakInt8OpsPerSec = Flops.Int8;
   D.HbmBytesPerSec = HbmBytesPerSec;
   D.HbmEfficiency = HbmEfficiency;
   D.ComputeUnits = ComputeUnits;
@@ -92,10 +94,8 @@ makeDevice(StringRef Name, uint64_t MemoryBytes, FlopsRow Flops,
 llvm::ArrayRef<DeviceSpec> autopar::getDeviceCatalog() {
   static const std::vector<DeviceSpec> Catalog = [] {
     std::vector<DeviceSpec> Devices;
-#define FLOPS(Fp32, Tf32, Bf16, Fp16)                                          \
-  FlopsRow {                                                                   \
-    { Fp32, Tf32, Bf16, Fp16 }                                                 \
-  }
+#define FLOPS(Fp32, Tf32, Bf16, Fp16, Int8)                                    \
+  FlopsRow { {Fp32, Tf32, Bf16, Fp16}, Int8 }
 #define LINK(BytesPerSec, LatencySec)                                          \
   LinkLevel { BytesPerSec, LatencySec }
 #define DEVICE(Id, Name, MemoryBytes, Flops, HbmBytesPerSec, HbmEfficiency,    \
@@ -362,6 +362,9 @@ static Error readDevice(FileReader &R, const llvm::json::Object &Top,
         return E;
   }
 
+  if (Error E = R.number(Top, "", "peak_int8_ops", D.PeakInt8OpsPerSec,
+                         FileReader::Positive))
+    return E;
   if (Error E = R.number(Top, "", "hbm_bytes_per_s", D.HbmBytesPerSec,
                          FileReader::Positive))
     return E;
@@ -455,10 +458,10 @@ Expected<Cluster> autopar::parseClusterJSON(StringRef Text, StringRef FileName,
   if (Error E = R.checkKeys(
           *Top, "",
           {"base", "name", "num_gpus", "gpus_per_node", "memory_bytes",
-           "peak_flops", "hbm_bytes_per_s", "hbm_efficiency", "compute_units",
-           "gemm_efficiency", "gemm_efficiency_max", "sustained_fraction",
-           "kernel_launch_s", "collective_latency_s", "collective_protocols",
-           "links", "gemm_calibration"}))
+           "peak_flops", "peak_int8_ops", "hbm_bytes_per_s", "hbm_efficiency",
+           "compute_units", "gemm_efficiency", "gemm_efficiency_max",
+           "sustained_fraction", "kernel_launch_s", "collective_latency_s",
+           "collective_protocols", "links", "gemm_calibration"}))
     return E;
 
   Cluster C;
@@ -556,6 +559,8 @@ llvm::json::Value autopar::clusterToJSON(const Cluster &C) {
                                    {"inter_node", Link(C.InterNode)},
                                    {"host", Link(C.HostLink)},
                                    {"nvme", Link(C.Nvme)}}}};
+  if (D.PeakInt8OpsPerSec > 0)
+    O["peak_int8_ops"] = D.PeakInt8OpsPerSec;
   if (D.Calibration)
     O["gemm_calibration"] = calibrationToJSON(*D.Calibration);
   return O;

@@ -61,6 +61,10 @@ struct DeviceSpec {
   uint64_t MemoryBytes = 0;
   /// Dense peak FLOP/s per device, indexed by Precision.
   double PeakFlopsByPrecision[NumPrecisions] = {};
+  /// Dense peak of integer products (int8 codes, i32 sums) per second;
+  /// 0 when unknown (a cluster file that does not say), then priced at the
+  /// fp16 peak.
+  double PeakInt8OpsPerSec = 0;
   /// Memory bandwidth from the datasheet, and the fraction of it that a
   /// streaming kernel achieves.
   double HbmBytesPerSec = 0;
@@ -101,6 +105,11 @@ struct DeviceSpec {
 
   double PeakFlops(Precision P) const {
     return PeakFlopsByPrecision[static_cast<unsigned>(P)];
+  }
+  /// The peak an integer product runs at.
+  double integerProductPeak() const {
+    return PeakInt8OpsPerSec > 0 ? PeakInt8OpsPerSec
+                                 : PeakFlops(Precision::FP16);
   }
   double achievableHbmBytesPerSec() const {
     return HbmBytesPerSec * HbmEfficiency;

@@ -52,20 +52,26 @@ double tileOccupancy(double Units, double M, double N, double Batch) {
   return Best;
 }
 
-double analyticEfficiency(const DeviceSpec &D, Precision P, double M, double N,
-                          double K, double Batch) {
+/// The analytic model for a product at Peak whose operands and result take
+/// Bytes (its roofline).
+double analyticEfficiency(const DeviceSpec &D, double Peak, double Bytes,
+                          double M, double N, double K, double Batch) {
   double Fraction = D.GemmEfficiency *
                     tileOccupancy(D.ComputeUnits, M, N, Batch) * K /
                     (K + KRolloff);
   double Flops = 2 * M * N * K * Batch;
-  double Peak = D.PeakFlops(P);
   double Compute = Flops / (Peak * Fraction);
-  // The roofline: every operand read once, the result written once.
-  double Bytes = (M * K + K * N + M * N) * Batch * getPrecisionBytes(P);
   double Memory = Bytes / D.achievableHbmBytesPerSec();
   double Seconds = std::max(Compute, Memory) + D.KernelLaunchSec;
   // No shape beats the measured maximum (which was timed launch included).
   return std::min(Flops / (Peak * Seconds), D.GemmEfficiencyMax);
+}
+
+double analyticEfficiency(const DeviceSpec &D, Precision P, double M, double N,
+                          double K, double Batch) {
+  // The roofline: every operand read once, the result written once.
+  double Bytes = (M * K + K * N + M * N) * Batch * getPrecisionBytes(P);
+  return analyticEfficiency(D, D.PeakFlops(P), Bytes, M, N, K, Batch);
 }
 
 } // namespace
@@ -132,6 +138,17 @@ double autopar::gemmSeconds(const DeviceSpec &D, Precision P, int64_t M,
     return 0;
   double Flops = 2.0 * M * N * K * Batch;
   return Flops / (D.PeakFlops(P) * gemmEfficiency(D, P, M, N, K, Batch));
+}
+
+double autopar::gemmSecondsAt(const DeviceSpec &D, Precision P, double Peak,
+                              double Bytes, int64_t M, int64_t N, int64_t K,
+                              int64_t Batch) {
+  if (M == 0 || N == 0 || K == 0 || Batch == 0 || Peak <= 0)
+    return 0;
+  if (D.Calibration && D.Calibration->Curves[static_cast<unsigned>(P)])
+    return gemmSeconds(D, P, M, N, K, Batch) * D.PeakFlops(P) / Peak;
+  double Flops = 2.0 * M * N * K * Batch;
+  return Flops / (Peak * analyticEfficiency(D, Peak, Bytes, M, N, K, Batch));
 }
 
 //===----------------------------------------------------------------------===//

@@ -60,6 +60,15 @@ double gemmEfficiency(const DeviceSpec &Device, Precision P, int64_t M,
 double gemmSeconds(const DeviceSpec &Device, Precision P, int64_t M, int64_t N,
                    int64_t K, int64_t Batch = 1);
 
+/// Seconds for products that run at Peak (an integer product's) or whose
+/// operands are not all in precision P (MatMulNBits' packed weight): the
+/// analytic model with that peak and a roofline over Bytes, the operands'
+/// and result's. A calibrated curve of P, measured on dense operands, is
+/// scaled from P's peak to Peak and keeps its own roofline.
+double gemmSecondsAt(const DeviceSpec &Device, Precision P, double Peak,
+                     double Bytes, int64_t M, int64_t N, int64_t K,
+                     int64_t Batch = 1);
+
 /// Reads a calibration file (docs/CostModel.md) and makes its curves
 /// Device's: they replace the analytic model, or an earlier calibration,
 /// for the precisions the file lists. A file that names another device is

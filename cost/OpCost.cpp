@@ -39,15 +39,26 @@ using namespace autopar;
 using namespace llvm;
 
 GradientFlow::GradientFlow(const Graph &G) {
-  for (const std::unique_ptr<Value> &P : G.getParams())
-    if (isFloatElementType(P->getType().getElementType()))
+  // Float parameters that some node reads where a gradient flows (not the
+  // frozen scales of a quantized weight).
+  for (const std::unique_ptr<Value> &P : G.getParams()) {
+    if (!isFloatElementType(P->getType().getElementType()))
+      continue;
+    bool Trained = P->getUsers().empty();
+    for (const Node *U : P->getUsers())
+      for (unsigned I = 0, E = U->getNumOperands(); I != E && !Trained; ++I)
+        Trained =
+            U->getOperand(I) == P.get() && isGradientOperand(U->getOp(), I);
+    if (Trained)
       Grad.insert(P.get());
+  }
   for (const std::unique_ptr<Value> &I : G.getInputs())
     Activation.insert(I.get());
   for (const Node &N : G.getNodes()) {
     bool AnyGrad = false, AnyActivation = false;
-    for (const Value *O : N.getOperands()) {
-      AnyGrad |= needsGrad(O);
+    for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
+      const Value *O = N.getOperand(I);
+      AnyGrad |= needsGrad(O) && isGradientOperand(N.getOp(), I);
       AnyActivation |= isActivation(O);
     }
     bool NoGradient = N.getOp() == OpId::Shape || N.getOp() == OpId::Size;
@@ -170,6 +181,7 @@ bool isProduct(const Node &N) {
   case FlopRule::Attention:
   case FlopRule::MsAttention:
   case FlopRule::Recurrent:
+  case FlopRule::QuantizedMatMul:
     return false;
   }
   return false;
@@ -220,6 +232,15 @@ void costRecurrent(const Node &N, const DeviceSpec &D, const CostSettings &Set,
 void costProduct(const Node &N, const GemmShape &S, const DeviceSpec &D,
                  Precision P, const GradientFlow &Flow, NodeCost &C,
                  double &FwdCompute, double &BwdCompute) {
+  if (!isFloatElementType(N.getOperand(0)->getType().getElementType())) {
+    // Integer codes (MatMulInteger): the int8 peak, with the GEMM model's
+    // tiles and a roofline over 1-byte codes and i32 sums.
+    double Bytes = (double(S.M) * S.K + double(S.K) * S.N) * S.Batch +
+                   4.0 * S.M * S.N * S.Batch;
+    FwdCompute = gemmSecondsAt(D, Precision::FP16, D.integerProductPeak(),
+                               Bytes, S.M, S.N, S.K, S.Batch);
+    return;
+  }
   FwdCompute = gemmSeconds(D, P, S.M, S.N, S.K, S.Batch);
   unsigned Grads = 0;
   if (Flow.needsGrad(N.getOperand(0))) {
@@ -231,6 +252,22 @@ void costProduct(const Node &N, const GemmShape &S, const DeviceSpec &D,
     ++Grads;
   }
   C.BwdFlops = C.FwdFlops * Grads;
+}
+
+/// MatMulNBits: A [..., K] times B dequantized on the fly to [K, N], in
+/// the activations' precision; C's bytes (the packed weight's) are the
+/// memory side. Backward, when A needs a gradient: dA = dY W^T.
+void costQuantizedMatMul(const Node &N, const DeviceSpec &D, Precision P,
+                         const GradientFlow &Flow, double Bytes,
+                         double &FwdCompute, double &BwdCompute) {
+  const Attribute *KA = N.getAttr("K"), *NA = N.getAttr("N");
+  std::optional<int64_t> Out = N.getResult(0)->getType().getStaticNumElements();
+  if (!KA || !NA || !Out || NA->getInt() <= 0)
+    return;
+  int64_t K = KA->getInt(), Cols = NA->getInt(), Rows = *Out / Cols;
+  FwdCompute = gemmSecondsAt(D, P, D.PeakFlops(P), Bytes, Rows, Cols, K);
+  if (Flow.needsGrad(N.getOperand(0)))
+    BwdCompute = gemmSecondsAt(D, P, D.PeakFlops(P), 2 * Bytes, Rows, K, Cols);
 }
 
 /// Attention: C's forward bytes hold its operands and result on entry. Sets
@@ -340,9 +377,10 @@ static NodeCost getIsolatedCost(const Node &N,
   if (!Loops)
     Split = LoopSplit();
   bool ReadsActivation = false, AnyGrad = false;
-  for (const Value *O : N.getOperands()) {
+  for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
+    const Value *O = N.getOperand(I);
     ReadsActivation |= Flow.isActivation(O);
-    AnyGrad |= Flow.needsGrad(O);
+    AnyGrad |= Flow.needsGrad(O) && isGradientOperand(N.getOp(), I);
   }
   if (isView(N.getOp()) || !ReadsActivation)
     return C;
@@ -380,6 +418,11 @@ static NodeCost getIsolatedCost(const Node &N,
   if (Shape) {
     costProduct(N, *Shape, Device, Settings.Compute, Flow, C, FwdCompute,
                 BwdCompute);
+  } else if (getOpFacts(N.getOp()).Flops == FlopRule::QuantizedMatMul) {
+    costQuantizedMatMul(N, Device, Settings.Compute, Flow, C.FwdBytes,
+                        FwdCompute, BwdCompute);
+    if (AnyGrad)
+      C.BwdFlops = C.FwdFlops;
   } else {
     FwdCompute = VectorRate > 0 ? C.FwdFlops / VectorRate : 0;
     if (AnyGrad) {

@@ -9,6 +9,7 @@
 #include "frontend/NodeImporter.h"
 #include "frontend/OnnxShapeInference.h"
 #include "frontend/OnnxTypes.h"
+#include "frontend/QuantizedImporters.h"
 
 #include "ir/Folders.h"
 #include "ir/ShapeValues.h"
@@ -619,9 +620,10 @@ static Value *convertKeyPaddingMask(NodeImporter &N, Value *Mask, Value *K) {
 /// separate or packed in the query ([batch, seq, heads, 3, head_size], split
 /// and merged), a packed [3 * hidden] bias added first, the key padding mask
 /// as a bool mask, the attention bias as a float mask (both: the bool one
-/// becomes 0/-inf and they add), past key and value as Attention's. K and V
-/// already split into heads ([batch, heads, kv_seq, head_size]) and the
-/// [3 * batch + 2] mask are kept Opaque.
+/// becomes 0/-inf and they add), past key and value as Attention's; K and V
+/// already split into heads ([batch, heads, kv_seq, head_size]) merged back
+/// to 3-D. ONNX Runtime's [3 * batch + 2] mask, and split K and V with a
+/// bias or a past, are kept Opaque.
 static LogicalResult importMultiHeadAttention(NodeImporter &N) {
   std::optional<int64_t> Heads = N.getIntAttr("num_heads");
   Value *Q = N.getInput(0), *K = N.getInput(1), *V = N.getInput(2);
@@ -660,9 +662,29 @@ static LogicalResult importMultiHeadAttention(NodeImporter &N) {
     }
     Q = Parts[0], K = Parts[1], V = Parts[2];
   }
+  if (K && V && Q->getType().getRank() == 3 && K->getType().getRank() == 4 &&
+      V->getType().getRank() == 4) {
+    // K and V already split into heads, [batch, heads, kv_seq, head_size]
+    // (cross-attention over a projected encoder output): merged back into
+    // [batch, kv_seq, hidden]. The bias and a past apply to projections
+    // this form has not made here.
+    if (Bias || N.getInput(6) || N.getInput(7))
+      return KeepOpaque("K and V split into heads with a bias or a past");
+    for (Value **KV : {&K, &V}) {
+      AttrDict Perm;
+      Perm.set("perm", Attribute::getIntList({0, 2, 1, 3}));
+      Value *T = emit(N, OpId::Transpose, {*KV}, KV == &K ? "k_bshd" : "v_bshd",
+                      std::move(Perm));
+      *KV = T ? emit(N, OpId::Reshape, {T, N.createI64Constant({0, 0, -1})},
+                     KV == &K ? "k3d" : "v3d")
+              : nullptr;
+      if (!*KV)
+        return failure();
+    }
+  }
   if (!K || !V || Q->getType().getRank() != 3 || K->getType().getRank() != 3 ||
       V->getType().getRank() != 3)
-    return KeepOpaque("K and V split into heads, or packed key and value");
+    return KeepOpaque("packed key and value");
   bool BiasOk = !Bias || (Bias->getType().getRank() == 1 &&
                           Bias->getType().getDim(0).isStatic() &&
                           Bias->getType().getDim(0).getSize() % 3 == 0);

@@ -36,6 +36,23 @@ static_assert(inRegistryOrder(),
 
 const OpFacts &autopar::getOpFacts(OpId Op) { return Facts[unsigned(Op)]; }
 
+bool autopar::isGradientOperand(OpId Op, unsigned Operand) {
+  switch (getKernelFamily(Op)) {
+  case KernelFamily::Dequantize:
+  case KernelFamily::MatMulNBits:
+    return Operand == 0;
+  // Integer results: no gradient comes back (straight-through estimators
+  // are quantization-aware training's fake quantization, a float op).
+  case KernelFamily::Quantize:
+  case KernelFamily::DynamicQuantize:
+  case KernelFamily::MatMulInteger:
+  case KernelFamily::GatherBlockQuantized:
+    return false;
+  default:
+    return true;
+  }
+}
+
 bool autopar::isCommunicationOp(OpId Op) {
   KernelFamily K = getKernelFamily(Op);
   return K == KernelFamily::AllReduce || K == KernelFamily::AllGather ||

@@ -71,7 +71,8 @@ enum class FlopRule : uint8_t {
   LRN,
   Attention,
   MsAttention,
-  Recurrent, // LSTM, GRU, RNN: per step, the input and recurrent GEMMs.
+  Recurrent,       // LSTM, GRU, RNN: per step, the input and recurrent GEMMs.
+  QuantizedMatMul, // MatMulNBits: A [..., K] x dequantized B [K, N].
 };
 
 /// The backward rule autodiff emits (passes/GradientRules.cpp).
@@ -197,6 +198,13 @@ enum class KernelFamily : uint8_t {
   CrossEntropyLossGrad,
   AdamW,
   Sgd,
+  // Quantization.
+  Quantize,
+  Dequantize,
+  DynamicQuantize,
+  MatMulInteger,
+  MatMulNBits,
+  GatherBlockQuantized,
   // Communication: run with the backend's communicator.
   AllReduce,
   AllGather,
@@ -304,6 +312,13 @@ inline KernelFamily getKernelFamily(OpId Op) { return getOpFacts(Op).Kernel; }
 /// or 1; Min, Max); nullopt for the other functions, on overflow and for a
 /// division by zero. The integer folders and shape values compute with it.
 std::optional<int64_t> applyIntElementFn(ElementFn Fn, int64_t A, int64_t B);
+
+/// False for an operand a gradient does not flow through: every operand of
+/// the quantization ops but DequantizeLinear's codes and MatMulNBits'
+/// activations (scales, zero points and packed weights are frozen, as in
+/// QLoRA; integer results take no gradient). GradientFlow and autodiff
+/// follow it.
+bool isGradientOperand(OpId Op, unsigned Operand);
 
 /// True for the collectives and point-to-point transfers, which run with
 /// the backend's communicator (ShardSlice, which moves nothing, is not one).

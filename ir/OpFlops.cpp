@@ -297,6 +297,9 @@ std::optional<int64_t> autopar::getForwardFlops(const Node &N) {
     return msAttentionFlops(N);
   case FlopRule::Recurrent:
     return recurrentFlops(N);
+  case FlopRule::QuantizedMatMul:
+    // 2 * output elements * K, the dequantization not counted (as a bias).
+    return (Count(numElements(Out)) * 2 * intAttr(N, "K")).get();
   }
   return std::nullopt;
 }

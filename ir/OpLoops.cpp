@@ -219,6 +219,20 @@ std::optional<OpLoops> matmulLoops(const Node &N) {
   L.Operands[1][RB - 1] = NL;
   L.Results[0][RY - 2] = M;
   L.Results[0][RY - 1] = NL;
+  // MatMulInteger's zero points per row of A ([M] or [..., M, 1]) and per
+  // column of B ([N] or [..., 1, N]) follow those loops.
+  for (unsigned I : {2u, 3u}) {
+    const Value *Z = I < N.getNumOperands() ? N.getOperand(I) : nullptr;
+    unsigned RZ = rankOf(Z), Along = I == 2 ? M : NL;
+    if (!Z || RZ == 0 || (RZ == 1 && isStaticOne(dimOf(Z, 0))))
+      continue;
+    if (RZ == 1) {
+      L.Operands[I][0] = Along;
+      continue;
+    }
+    MapBatch(L.Operands[I], Z, RZ);
+    L.Operands[I][I == 2 ? RZ - 2 : RZ - 1] = Along;
+  }
   return L;
 }
 

@@ -158,6 +158,15 @@ InferResult autopar::inferSameAsOperand(const ShapeContext &Ctx) {
 InferResult autopar::inferMatMul(const ShapeContext &Ctx) {
   if (Error E = checkSameElementType(Ctx))
     return E;
+  Expected<SmallVector<Dim, 4>> Result = getMatMulResultShape(Ctx);
+  if (!Result)
+    return Result.takeError();
+  return SmallVector<TensorType, 1>{
+      TensorType(Ctx.getOperandType(0).getElementType(), *Result)};
+}
+
+Expected<SmallVector<Dim, 4>>
+autopar::getMatMulResultShape(const ShapeContext &Ctx) {
   const TensorType &TA = Ctx.getOperandType(0), &TB = Ctx.getOperandType(1);
   if (TA.getRank() == 0 || TB.getRank() == 0)
     return Ctx.error("operands must have rank 1 or more, got " +
@@ -185,7 +194,7 @@ InferResult autopar::inferMatMul(const ShapeContext &Ctx) {
     Result.push_back(A[A.size() - 2]);
   if (!VectorB)
     Result.push_back(B[B.size() - 1]);
-  return SmallVector<TensorType, 1>{TensorType(TA.getElementType(), Result)};
+  return Result;
 }
 
 InferResult autopar::inferLinear(const ShapeContext &Ctx) {

@@ -26,6 +26,9 @@ llvm::Error verifyTranspose(const ShapeContext &Ctx);
 InferResult inferBroadcast(const ShapeContext &Ctx);
 InferResult inferSameAsOperand(const ShapeContext &Ctx);
 InferResult inferMatMul(const ShapeContext &Ctx);
+/// numpy.matmul's result shape of operands 0 and 1 (any element types).
+llvm::Expected<llvm::SmallVector<Dim, 4>>
+getMatMulResultShape(const ShapeContext &Ctx);
 InferResult inferLinear(const ShapeContext &Ctx);
 InferResult inferReduce(const ShapeContext &Ctx);
 InferResult inferConstant(const ShapeContext &Ctx);
@@ -93,6 +96,14 @@ InferResult inferAffineGrid(const ShapeContext &Ctx);
 InferResult inferTensorScatter(const ShapeContext &Ctx);
 // ShapeFunctionsRecurrent.cpp: LSTM, GRU, RNN.
 InferResult inferRecurrent(const ShapeContext &Ctx);
+
+// Quantization (ShapeFunctionsQuantized.cpp).
+InferResult inferQuantizeLinear(const ShapeContext &Ctx);
+InferResult inferDequantizeLinear(const ShapeContext &Ctx);
+InferResult inferDynamicQuantizeLinear(const ShapeContext &Ctx);
+InferResult inferMatMulInteger(const ShapeContext &Ctx);
+InferResult inferMatMulNBits(const ShapeContext &Ctx);
+InferResult inferGatherBlockQuantized(const ShapeContext &Ctx);
 /// The gates of a recurrent op: 4 (LSTM), 3 (GRU), 1 (RNN).
 unsigned getRecurrentGates(OpId Op);
 InferResult inferPool(const ShapeContext &Ctx);

@@ -394,6 +394,12 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::LSTM:
   case OpId::GRU:
   case OpId::RNN:
+  case OpId::QuantizeLinear:
+  case OpId::DequantizeLinear:
+  case OpId::DynamicQuantizeLinear:
+  case OpId::MatMulInteger:
+  case OpId::MatMulNBits:
+  case OpId::GatherBlockQuantized:
   case OpId::CrossEntropyLoss:
   case OpId::CrossEntropyLossGrad:
   case OpId::LayerNormalizationGrad:

@@ -337,11 +337,16 @@ LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
     if (isDifferentiableType(P->getType().getElementType()))
       Varies.insert(P.get());
   Varies.insert(DiffInputs.begin(), DiffInputs.end());
-  for (Node &N : G.getNodes())
-    if (any_of(N.getOperands(), [&](Value *V) { return V && Varies.count(V); }))
+  for (Node &N : G.getNodes()) {
+    bool AnyVaries = false;
+    for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I)
+      AnyVaries |= N.getOperand(I) && Varies.count(N.getOperand(I)) &&
+                   isGradientOperand(N.getOp(), I);
+    if (AnyVaries)
       for (Value *R : N.getResults())
         if (isDifferentiableType(R->getType().getElementType()))
           Varies.insert(R);
+  }
 
   DenseMap<const Value *, Value *> Grads;
   // Tensor parallelism: gradients that are this rank's partial sums. A sum

@@ -66,6 +66,12 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::CrossEntropyLossGrad:
   case KernelFamily::AdamW:
   case KernelFamily::Sgd:
+  case KernelFamily::Quantize:
+  case KernelFamily::Dequantize:
+  case KernelFamily::DynamicQuantize:
+  case KernelFamily::MatMulInteger:
+  case KernelFamily::MatMulNBits:
+  case KernelFamily::GatherBlockQuantized:
     return false;
   }
   return false;

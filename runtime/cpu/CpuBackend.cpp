@@ -136,6 +136,18 @@ static KernelFn lookupKernel(OpId Op) {
     return runAdamW;
   case KernelFamily::Sgd:
     return runSgd;
+  case KernelFamily::Quantize:
+    return runQuantize;
+  case KernelFamily::Dequantize:
+    return runDequantize;
+  case KernelFamily::DynamicQuantize:
+    return runDynamicQuantize;
+  case KernelFamily::MatMulInteger:
+    return runMatMulInteger;
+  case KernelFamily::MatMulNBits:
+    return runMatMulNBits;
+  case KernelFamily::GatherBlockQuantized:
+    return runGatherBlockQuantized;
   case KernelFamily::None:
     return nullptr;
   // Communication runs with the communicator (runKernel), not as a kernel.

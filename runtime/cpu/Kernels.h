@@ -136,6 +136,16 @@ llvm::Error runSwiGLUGrad(const KernelArgs &A);
 llvm::Error runSoftmaxGrad(const KernelArgs &A);
 llvm::Error runGatherGrad(const KernelArgs &A);
 
+// QuantizedKernels.cpp: QuantizeLinear, DequantizeLinear,
+// DynamicQuantizeLinear, MatMulInteger (exact i32 sums), MatMulNBits (2, 4
+// or 8 bits) and GatherBlockQuantized.
+llvm::Error runQuantize(const KernelArgs &A);
+llvm::Error runDequantize(const KernelArgs &A);
+llvm::Error runDynamicQuantize(const KernelArgs &A);
+llvm::Error runMatMulInteger(const KernelArgs &A);
+llvm::Error runMatMulNBits(const KernelArgs &A);
+llvm::Error runGatherBlockQuantized(const KernelArgs &A);
+
 // OptimizerKernels.cpp: AdamW and Sgd steps (in place).
 llvm::Error runAdamW(const KernelArgs &A);
 llvm::Error runSgd(const KernelArgs &A);

@@ -107,6 +107,12 @@ static CudaKernelFn lookup(OpId Op) {
   case KernelFamily::ConstantOfShape:
   case KernelFamily::Shape:
   case KernelFamily::Size:
+  case KernelFamily::Quantize:
+  case KernelFamily::Dequantize:
+  case KernelFamily::DynamicQuantize:
+  case KernelFamily::MatMulInteger:
+  case KernelFamily::MatMulNBits:
+  case KernelFamily::GatherBlockQuantized:
   case KernelFamily::None:
     return nullptr;
   // Communication runs through NCCL in CudaBackend, not as a kernel.

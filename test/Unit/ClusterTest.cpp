@@ -74,6 +74,9 @@ TEST(ClusterTest, CatalogHasTheDatasheetFigures) {
     EXPECT_LE(A->InterNode.BytesPerSec, 25e9);
     EXPECT_GE(A->InterNode.BytesPerSec, 20e9);
   }
+  // Dense int8: twice the 16-bit rate on both generations.
+  EXPECT_EQ(A40.integerProductPeak(), 624e12);
+  EXPECT_EQ(A80.integerProductPeak(), 624e12);
   EXPECT_EQ(A40.HbmBytesPerSec, 1555e9);
   EXPECT_EQ(A80.HbmBytesPerSec, 2039e9);
   EXPECT_EQ(A40.MemoryBytes * 2, A80.MemoryBytes);
@@ -81,6 +84,7 @@ TEST(ClusterTest, CatalogHasTheDatasheetFigures) {
   const DeviceSpec &H100 = device("h100"), &H200 = device("h200");
   EXPECT_EQ(H100.PeakFlops(Precision::BF16), 989e12);
   EXPECT_EQ(H100.HbmBytesPerSec, 3.35e12);
+  EXPECT_EQ(H100.integerProductPeak(), 1979e12);
   EXPECT_EQ(H100.ComputeUnits, 132u);
   EXPECT_LE(H100.IntraNode.BytesPerSec, 450e9);
   EXPECT_LE(H100.InterNode.BytesPerSec, 50e9);
@@ -101,6 +105,7 @@ TEST(ClusterTest, EveryDeviceIsComplete) {
     EXPECT_GT(D.MemoryBytes, 0u);
     for (double F : D.PeakFlopsByPrecision)
       EXPECT_GT(F, 0);
+    EXPECT_GT(D.PeakInt8OpsPerSec, 0);
     EXPECT_GT(D.HbmBytesPerSec, 0);
     EXPECT_GT(D.HbmEfficiency, 0);
     EXPECT_LE(D.HbmEfficiency, 1);
@@ -252,7 +257,8 @@ TEST(ClusterTest, FileErrorsNameTheFileAndKey) {
   EXPECT_EQ(Err(R"({"base": "h100", "num_gpus": 8, "bandwidth": 1})"),
             "my.json: 'bandwidth': unknown key; valid keys: base, name, "
             "num_gpus, gpus_per_node, memory_bytes, peak_flops, "
-            "hbm_bytes_per_s, hbm_efficiency, compute_units, gemm_efficiency, "
+            "peak_int8_ops, hbm_bytes_per_s, hbm_efficiency, compute_units, "
+            "gemm_efficiency, "
             "gemm_efficiency_max, sustained_fraction, kernel_launch_s, "
             "collective_latency_s, "
             "collective_protocols, "
@@ -331,6 +337,15 @@ TEST(ClusterTest, FileWithoutBase) {
   EXPECT_EQ(C->Nvme.LatencySec, 1e-4);
   EXPECT_EQ(C->CollectiveLatencySec, 0);
   EXPECT_FALSE(C->Device.Calibration);
+  // No int8 figure: integer products run at the fp16 peak, and the file
+  // written back leaves the key out.
+  EXPECT_EQ(C->Device.integerProductPeak(), 4e12);
+  std::string Back = print(clusterToJSON(*C));
+  EXPECT_EQ(Back.find("peak_int8_ops"), std::string::npos);
+  auto Int8 = parseClusterJSON(
+      R"({"base": "h100", "num_gpus": 8, "peak_int8_ops": 1.5e15})", "i.json");
+  ASSERT_TRUE(bool(Int8)) << llvm::toString(Int8.takeError());
+  EXPECT_EQ(Int8->Device.integerProductPeak(), 1.5e15);
 }
 
 TEST(ClusterTest, FileCalibration) {

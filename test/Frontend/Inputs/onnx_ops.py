@@ -448,6 +448,10 @@ DESCRIBE = {
                 "else Opaque typed by ONNX's inference",
     "importConstant": "`Constant` (integer and scalar data) or a parameter",
     "importIdentity": "`Identity`, or the parameter it copies",
+    "importQuantizeLinear": "`QuantizeLinear`, `output_dtype` as "
+                            "`output_type`",
+    "importDequantizeLinear": "`DequantizeLinear`",
+    "importQLinearMatMul": "`MatMulInteger`, its scales, `QuantizeLinear`",
 }
 
 
