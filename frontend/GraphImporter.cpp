@@ -12,6 +12,7 @@
 #include "frontend/NodeImporter.h"
 #include "frontend/OnnxShapeInference.h"
 #include "frontend/OnnxTypes.h"
+#include "frontend/OpImporters.h"
 
 #include "ir/Verifier.h"
 #include "weights/TensorBytes.h"
@@ -137,6 +138,12 @@ GraphImporter::convertType(const onnx::TypeProto &Type, std::string *Problem) {
       *Problem = Why.str();
     return std::nullopt;
   };
+  if (Type.has_sequence_type() || Type.has_optional_type())
+    return Fail(Twine("it is ") +
+                (Type.has_sequence_type() ? "a sequence" : "an optional") +
+                ", which autopar holds only as the tensors the model builds "
+                "it from (SequenceConstruct, SplitToSequence, Optional); "
+                "give its tensors as inputs instead");
   if (!Type.has_tensor_type())
     return Fail("it is not a tensor");
   const onnx::TypeProto::Tensor &T = Type.tensor_type();
@@ -476,7 +483,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &N) {
     }
     Version = std::max<int64_t>(MicrosoftOpset, 1);
   }
+  ++NumImportedNodes;
   NodeImporter Importer(*this, N, Version);
+  if (failed(checkSequenceReads(N, Importer.getDisplayName())))
+    return failure();
   OpImportFn Import = lookupOpImporter(Domain, N.op_type());
   if (!Import)
     Import = lookupOpImporter("", "$Opaque");
@@ -484,7 +494,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &N) {
   if (failed(Import(Importer)) || Diag.getNumErrors() != Errors)
     return failure();
   for (const std::string &Out : N.output())
-    if (!Out.empty() && !Values.count(Out)) {
+    if (!Out.empty() && !Values.count(Out) && !Sequences.count(Out)) {
       Diag.nodeError(Importer.getDisplayName(), N.op_type(),
                      "importing the node did not define output '" + Out +
                          "' (an importer bug)");
@@ -496,6 +506,14 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &N) {
 LogicalResult GraphImporter::importOutputs() {
   std::vector<Value *> Outputs;
   for (const onnx::ValueInfoProto &V : Proto.output()) {
+    if (const std::vector<Value *> *Seq = lookupSequence(V.name())) {
+      Diag.error(SMLoc(), "graph output '" + V.name() + "' is a sequence (of " +
+                              Twine(Seq->size()) +
+                              " tensors), which autopar holds only as its "
+                              "tensors; return ConcatFromSequence of it, or "
+                              "its elements, instead");
+      return failure();
+    }
     Value *Out = V.name().empty() ? nullptr : Values.lookup(V.name());
     if (!Out) {
       Diag.error(SMLoc(), "graph output '" + V.name() + "' is not defined");
@@ -507,11 +525,90 @@ LogicalResult GraphImporter::importOutputs() {
   return success();
 }
 
-void GraphImporter::bind(StringRef OnnxName, Value *V) {
+LogicalResult GraphImporter::checkSequenceReads(const onnx::NodeProto &N,
+                                                StringRef DisplayName) {
+  StringRef Domain = N.domain() == "ai.onnx" ? "" : StringRef(N.domain());
+  if (Domain.empty() && readsSequences(N.op_type()))
+    return success();
+  for (const std::string &In : N.input())
+    if (const std::vector<Value *> *Seq = lookupSequence(In)) {
+      Diag.nodeError(DisplayName, N.op_type(),
+                     "input '" + In + "' is a sequence (of " +
+                         Twine(Seq->size()) +
+                         " tensors), which autopar holds only as its "
+                         "tensors, and op '" +
+                         N.op_type() +
+                         "' cannot take one; read its elements with "
+                         "SequenceAt or ConcatFromSequence first");
+      return failure();
+    }
+  return success();
+}
+
+const std::vector<Value *> *
+GraphImporter::lookupSequence(StringRef OnnxName) const {
+  auto It = Sequences.find(OnnxName);
+  return It == Sequences.end() ? nullptr : &It->second;
+}
+
+std::optional<OnnxValue>
+GraphImporter::lookupOnnxValue(StringRef OnnxName) const {
+  if (Value *V = Values.lookup(OnnxName))
+    return OnnxValue{V, std::nullopt};
+  if (const std::vector<Value *> *Seq = lookupSequence(OnnxName))
+    return OnnxValue::getSequence(*Seq);
+  return std::nullopt;
+}
+
+void GraphImporter::saveBinding(StringRef OnnxName) {
+  if (!BodyScopes.empty())
+    BodyScopes.back().push_back({OnnxName.str(), lookupOnnxValue(OnnxName)});
+}
+
+void GraphImporter::bind(StringRef OnnxName, Value *V, bool Rename) {
+  saveBinding(OnnxName);
+  Sequences.erase(OnnxName);
   Values[OnnxName] = V;
-  if (V->getName() != OnnxName && !G->isNameUsed(OnnxName) && !V->isInput() &&
-      !V->isParam() && !Values.count(V->getName()))
+  if (Rename && V->getName() != OnnxName && !G->isNameUsed(OnnxName) &&
+      !V->isInput() && !V->isParam() && !Values.count(V->getName()))
     G->renameValue(V, OnnxName);
+}
+
+void GraphImporter::bindSequence(StringRef OnnxName,
+                                 std::vector<Value *> Elements) {
+  saveBinding(OnnxName);
+  Values.erase(OnnxName);
+  Sequences[OnnxName] = std::move(Elements);
+}
+
+void GraphImporter::bindOnnxValue(StringRef OnnxName, const OnnxValue &V,
+                                  bool Rename) {
+  if (V.isSequence())
+    bindSequence(OnnxName, *V.Elements);
+  else
+    bind(OnnxName, V.Tensor, Rename);
+}
+
+LogicalResult GraphImporter::importBodyNodes(const onnx::GraphProto &Body,
+                                             StringRef Where) {
+  for (const onnx::NodeProto &N : Body.node()) {
+    for (const std::string &In : N.input())
+      if (!In.empty() && !lookupOnnxValue(In)) {
+        Diag.error(SMLoc(), "node '" + Where + "': the body's node '" +
+                                N.name() + "' reads '" + In +
+                                "', which nothing defines before it");
+        return failure();
+      }
+    for (const std::string &Out : N.output())
+      if (!Out.empty() && lookupOnnxValue(Out)) {
+        Diag.error(SMLoc(), "node '" + Where + "': the body's node '" +
+                                N.name() + "' defines '" + Out + "' again");
+        return failure();
+      }
+    if (failed(importNode(N)))
+      return failure();
+  }
+  return success();
 }
 
 LogicalResult GraphImporter::importInlineGraph(const onnx::GraphProto &Body,
@@ -527,31 +624,68 @@ LogicalResult GraphImporter::importInlineGraph(const onnx::GraphProto &Body,
   if (Body.output_size() != int(Results.size()))
     return Fail("the branch has " + Twine(Body.output_size()) +
                 " outputs for " + Twine(Results.size()) + " results");
-  for (const onnx::NodeProto &N : Body.node()) {
-    for (const std::string &In : N.input())
-      if (!In.empty() && !Values.count(In))
-        return Fail("the branch's node '" + N.name() + "' reads '" + In +
-                    "', which nothing defines before it");
-    for (const std::string &Out : N.output())
-      if (!Out.empty() && Values.count(Out))
-        return Fail("the branch's node '" + N.name() + "' defines '" + Out +
-                    "' again");
-    if (failed(importNode(N)))
-      return failure();
-  }
+  if (failed(importBodyNodes(Body, Where)))
+    return failure();
   for (int I = 0, E = Body.output_size(); I != E; ++I) {
-    Value *V = Values.lookup(Body.output(I).name());
+    std::optional<OnnxValue> V = lookupOnnxValue(Body.output(I).name());
     if (!V)
       return Fail("the branch's output '" + Body.output(I).name() +
                   "' is not defined");
     if (Results[I].empty())
       continue;
     // The branch's names are its own: its result takes the node's name.
-    if (!V->isInput() && !V->isParam() && !G->isNameUsed(Results[I]))
-      G->renameValue(V, Results[I]);
-    Values[Results[I]] = V;
+    if (!V->isSequence() && !V->Tensor->isInput() && !V->Tensor->isParam() &&
+        !G->isNameUsed(Results[I]))
+      G->renameValue(V->Tensor, Results[I]);
+    bindOnnxValue(Results[I], *V);
   }
   return success();
+}
+
+LogicalResult GraphImporter::importBody(const onnx::GraphProto &Body,
+                                        ArrayRef<OnnxValue> Inputs,
+                                        std::vector<OnnxValue> &Outputs,
+                                        StringRef Where) {
+  auto Fail = [&](const Twine &Why) {
+    Diag.error(SMLoc(), "node '" + Where + "': " + Why);
+    return failure();
+  };
+  if (Body.input_size() != int(Inputs.size()))
+    return Fail("the body has " + Twine(Body.input_size()) + " inputs for " +
+                Twine(Inputs.size()) + " values");
+  if (Body.initializer_size() != 0)
+    return Fail("the body has initializers of its own, which autopar does "
+                "not unroll");
+  bool Repeat = !ImportedBodies.insert(&Body).second;
+  RepeatingBodies += Repeat;
+  BodyScopes.emplace_back();
+  // An input the body never reads may be given no value.
+  for (int I = 0, E = Body.input_size(); I != E; ++I)
+    if (Inputs[I].Tensor || Inputs[I].isSequence())
+      bindOnnxValue(Body.input(I).name(), Inputs[I], /*Rename=*/false);
+  LogicalResult Result = importBodyNodes(Body, Where);
+  Outputs.clear();
+  for (int I = 0, E = Body.output_size(); I != E && succeeded(Result); ++I) {
+    std::optional<OnnxValue> V = lookupOnnxValue(Body.output(I).name());
+    if (!V)
+      Result = Fail("the body's output '" + Body.output(I).name() +
+                    "' is not defined");
+    else
+      Outputs.push_back(std::move(*V));
+  }
+  // The body's names are forgotten; what they shadowed is back.
+  std::vector<SavedBinding> Saved = std::move(BodyScopes.back());
+  BodyScopes.pop_back();
+  for (SavedBinding &S : reverse(Saved)) {
+    Values.erase(S.Name);
+    Sequences.erase(S.Name);
+    if (S.Old && S.Old->isSequence())
+      Sequences[S.Name] = std::move(*S.Old->Elements);
+    else if (S.Old)
+      Values[S.Name] = S.Old->Tensor;
+  }
+  RepeatingBodies -= Repeat;
+  return Result;
 }
 
 std::optional<DenseTensor>
@@ -573,13 +707,14 @@ GraphImporter::getSmallInitializerData(StringRef Name) {
 }
 
 void GraphImporter::noteOpaque(const onnx::NodeProto &N, StringRef DisplayName,
-                               bool TypedByOnnx) {
+                               bool TypedByOnnx, StringRef Reason) {
   StringRef Domain = N.domain() == "ai.onnx" ? "" : StringRef(N.domain());
   auto It = find_if(OpaqueOps, [&](const OpaqueOpType &O) {
     return O.Domain == Domain && O.OpType == N.op_type();
   });
   if (It == OpaqueOps.end()) {
-    OpaqueOps.push_back({Domain.str(), N.op_type(), DisplayName.str()});
+    OpaqueOps.push_back(
+        {Domain.str(), N.op_type(), DisplayName.str(), Reason.str()});
     It = std::prev(OpaqueOps.end());
   }
   ++It->Nodes;
@@ -590,10 +725,13 @@ void GraphImporter::warnOpaqueOps() {
   for (const OpaqueOpType &O : OpaqueOps)
     Diag.nodeWarning(
         O.FirstNode, O.OpType,
-        "autopar does not know op '" + O.OpType + "'" +
+        (O.Reason.empty() ? "autopar does not know op '" + O.OpType + "'"
+                          : "op '" + O.OpType + "' is not imported") +
             (O.Domain.empty() ? Twine("") : " of domain " + O.Domain) + " (" +
             Twine(O.Nodes) + (O.Nodes == 1 ? " node" : " nodes") +
-            ", the first named here): it is kept as Opaque, typed " +
+            ", the first named here" +
+            (O.Reason.empty() ? Twine("") : ": " + O.Reason) +
+            "): it is kept as Opaque, typed " +
             (O.TypedByOnnx ? "by ONNX's shape inference"
                            : "as the model declares") +
             ", and priced as memory-bound at the bytes it reads and writes; "

@@ -5,9 +5,11 @@
 
 #include "frontend/Importer.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +22,19 @@ class TypeProto;
 } // namespace onnx
 
 namespace autopar {
+
+/// What an ONNX name holds: a tensor, as an IR value, or a sequence (an
+/// optional is a sequence of at most one element), as the IR values of its
+/// elements. Sequences never become IR values.
+struct OnnxValue {
+  Value *Tensor = nullptr;
+  std::optional<std::vector<Value *>> Elements;
+
+  static OnnxValue getSequence(std::vector<Value *> Elements) {
+    return {nullptr, std::move(Elements)};
+  }
+  bool isSequence() const { return Elements.has_value(); }
+};
 
 class GraphImporter {
 public:
@@ -35,8 +50,17 @@ public:
   Value *lookup(llvm::StringRef OnnxName) const {
     return Values.lookup(OnnxName);
   }
-  /// Makes OnnxName refer to V, and gives V that name when it is free.
-  void bind(llvm::StringRef OnnxName, Value *V);
+  /// The elements of an ONNX name that is a sequence, or null.
+  const std::vector<Value *> *lookupSequence(llvm::StringRef OnnxName) const;
+  /// The tensor or sequence of an ONNX name; nullopt when undefined.
+  std::optional<OnnxValue> lookupOnnxValue(llvm::StringRef OnnxName) const;
+  /// Makes OnnxName refer to V, and gives V that name when it is free
+  /// (and Rename).
+  void bind(llvm::StringRef OnnxName, Value *V, bool Rename = true);
+  /// Makes OnnxName the sequence of Elements.
+  void bindSequence(llvm::StringRef OnnxName, std::vector<Value *> Elements);
+  void bindOnnxValue(llvm::StringRef OnnxName, const OnnxValue &V,
+                     bool Rename = true);
   /// The type the model declares for a name (value_info, graph outputs).
   const TensorType *getDeclaredType(llvm::StringRef OnnxName) const;
   /// The values of a small initializer held inline in the model (at most
@@ -50,6 +74,20 @@ public:
   LogicalResult importInlineGraph(const onnx::GraphProto &Body,
                                   llvm::ArrayRef<std::string> Results,
                                   llvm::StringRef Where);
+  /// Imports the nodes of Body (a Loop or Scan body, one iteration) with its
+  /// inputs bound to Inputs, reading the enclosing graph's values, and gives
+  /// what its outputs hold in Outputs. The names Body defines are forgotten
+  /// after, so that it can be imported again; the second and later times
+  /// its nodes do not warn again. Reports and fails as importInlineGraph.
+  LogicalResult importBody(const onnx::GraphProto &Body,
+                           llvm::ArrayRef<OnnxValue> Inputs,
+                           std::vector<OnnxValue> &Outputs,
+                           llvm::StringRef Where);
+  /// Whether the body being imported was imported before (its nodes'
+  /// warnings were given then).
+  bool isRepeatingBody() const { return RepeatingBodies != 0; }
+  /// How many ONNX nodes were imported so far (a body's once per time).
+  int64_t getNumImportedNodes() const { return NumImportedNodes; }
   /// The model's opset imports, (domain, version).
   llvm::ArrayRef<std::pair<std::string, int64_t>> getOpsetImports() const {
     return OpsetImports;
@@ -57,7 +95,7 @@ public:
   /// Records an op kept as Opaque, for the one warning per op type that
   /// run() gives at the end.
   void noteOpaque(const onnx::NodeProto &N, llvm::StringRef DisplayName,
-                  bool TypedByOnnx);
+                  bool TypedByOnnx, llvm::StringRef Reason = "");
   /// A name used neither in the graph nor in the model.
   std::string makeFreshName(llvm::StringRef Base);
 
@@ -69,6 +107,13 @@ private:
   LogicalResult sortNodes(std::vector<const onnx::NodeProto *> &Order);
   LogicalResult importNode(const onnx::NodeProto &Node);
   LogicalResult importOutputs();
+  /// Reports and fails when N reads a sequence and its op cannot take one.
+  LogicalResult checkSequenceReads(const onnx::NodeProto &N,
+                                   llvm::StringRef DisplayName);
+  /// Saves what OnnxName holds, for the innermost body scope to restore.
+  void saveBinding(llvm::StringRef OnnxName);
+  LogicalResult importBodyNodes(const onnx::GraphProto &Body,
+                                llvm::StringRef Where);
   LogicalResult findBatchDim();
   /// The tensor type a TypeProto describes, with dimension bindings applied;
   /// nullopt when it is not a tensor with a known element type and rank.
@@ -87,6 +132,19 @@ private:
   int64_t DefaultOpset = 0;
   int64_t MicrosoftOpset = 0;
   llvm::StringMap<Value *> Values;
+  llvm::StringMap<std::vector<Value *>> Sequences;
+  /// What a name held before a body scope bound it: one list per body being
+  /// imported, innermost last, restored in reverse when the body is done.
+  struct SavedBinding {
+    std::string Name;
+    std::optional<OnnxValue> Old;
+  };
+  std::vector<std::vector<SavedBinding>> BodyScopes;
+  /// How many of the bodies being imported were imported before.
+  unsigned RepeatingBodies = 0;
+  int64_t NumImportedNodes = 0;
+  /// The bodies imported so far, to tell a repeat.
+  llvm::DenseSet<const onnx::GraphProto *> ImportedBodies;
   llvm::StringMap<TensorType> DeclaredTypes;
   llvm::StringSet<> ModelNames;
   llvm::StringSet<> InitializerNames;
@@ -101,6 +159,9 @@ private:
   /// The op types kept as Opaque, in the order first met.
   struct OpaqueOpType {
     std::string Domain, OpType, FirstNode;
+    /// Why the first node is Opaque, for ops autopar knows but could not
+    /// import (a Loop not unrolled); empty for unknown ops.
+    std::string Reason;
     unsigned Nodes = 0;
     bool TypedByOnnx = false;
   };

@@ -32,6 +32,12 @@ Value *NodeImporter::getInput(unsigned I) const {
   return Parent.lookup(Proto.input(I));
 }
 
+const std::vector<Value *> *NodeImporter::getInputSequence(unsigned I) const {
+  if (I >= unsigned(Proto.input_size()) || Proto.input(I).empty())
+    return nullptr;
+  return Parent.lookupSequence(Proto.input(I));
+}
+
 Value *NodeImporter::lookupValue(StringRef OnnxName) const {
   return Parent.lookup(OnnxName);
 }
@@ -110,9 +116,10 @@ Node *NodeImporter::createNode(OpId Op, ArrayRef<Value *> Operands,
     if (I < Hints.size() && Hints[I])
       Declared = &*Hints[I];
     Placeholders.push_back(Declared ? *Declared : TensorType());
-    Names.push_back(Name.empty() || G.isNameUsed(Name)
-                        ? Parent.makeFreshName(makeName("out"))
-                        : Name);
+    // A used name is a body's, imported once per iteration: numbered.
+    Names.push_back(Name.empty()         ? makeName("out")
+                    : G.isNameUsed(Name) ? Parent.makeFreshName(Name)
+                                         : Name);
   }
   Node *N = G.createNode(Op, Operands, Placeholders, std::move(Attrs), Names);
   N->setName(Proto.name());
@@ -180,6 +187,17 @@ Value *NodeImporter::createI64Constant(ArrayRef<int64_t> Values, bool Scalar) {
   return N->getResult(0);
 }
 
+Value *NodeImporter::createBoolScalar(bool V) {
+  TensorType Type = TensorType::get(ElementType::Bool, {});
+  AttrDict Attrs;
+  Attrs.set("value", Attribute::getTensor(
+                         DenseTensor(Type, std::vector<int64_t>{V ? 1 : 0})));
+  Node *N = Parent.getGraph().createNode(OpId::Constant, {}, {Type},
+                                         std::move(Attrs), {makeName("const")});
+  N->setName(Proto.name());
+  return N->getResult(0);
+}
+
 Value *NodeImporter::createFloatScalar(ElementType Ty, double V) {
   TensorType Type = TensorType::get(Ty, {});
   AttrDict Attrs;
@@ -207,6 +225,12 @@ void NodeImporter::bindOutput(unsigned I, Value *V) {
     Parent.bind(getOutputName(I), V);
 }
 
+void NodeImporter::bindOutputSequence(unsigned I,
+                                      std::vector<Value *> Elements) {
+  if (!getOutputName(I).empty())
+    Parent.bindSequence(getOutputName(I), std::move(Elements));
+}
+
 Value *NodeImporter::bindOutputToParameter(unsigned I, const TensorType &Type) {
   std::string Name = getOutputName(I).str();
   Graph &G = Parent.getGraph();
@@ -223,6 +247,9 @@ void NodeImporter::error(const Twine &Message) {
 }
 
 void NodeImporter::warning(const Twine &Message) {
+  // A body unrolled again warned the first time.
+  if (Parent.isRepeatingBody())
+    return;
   Parent.getDiag().nodeWarning(getDisplayName(), getOpType(), Message);
 }
 
@@ -287,6 +314,6 @@ LogicalResult NodeImporter::inlineGraphAttr(StringRef Name) {
   return Parent.importInlineGraph(A->g(), Results, getDisplayName());
 }
 
-void NodeImporter::noteOpaque(bool TypedByOnnx) {
-  Parent.noteOpaque(Proto, getDisplayName(), TypedByOnnx);
+void NodeImporter::noteOpaque(bool TypedByOnnx, StringRef Reason) {
+  Parent.noteOpaque(Proto, getDisplayName(), TypedByOnnx, Reason);
 }

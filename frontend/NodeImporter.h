@@ -36,6 +36,7 @@ public:
       : Parent(Parent), Proto(Proto), OpsetVersion(OpsetVersion) {}
 
   const onnx::NodeProto &getProto() const { return Proto; }
+  GraphImporter &getImporter() const { return Parent; }
   /// The opset version of the node's domain.
   int64_t getOpsetVersion() const { return OpsetVersion; }
   llvm::StringRef getOpType() const;
@@ -45,6 +46,9 @@ public:
   unsigned getNumInputs() const;
   /// Input I as an IR value; null when absent (empty name) or past the end.
   Value *getInput(unsigned I) const;
+  /// The elements of input I when it is a sequence (or optional), else
+  /// null.
+  const std::vector<Value *> *getInputSequence(unsigned I) const;
   /// The IR value of an ONNX name of the graph, or null.
   Value *lookupValue(llvm::StringRef OnnxName) const;
   unsigned getNumOutputs() const;
@@ -89,9 +93,13 @@ public:
   LogicalResult inlineGraphAttr(llvm::StringRef Name);
   /// Records that the node is kept as Opaque (the import warns once per op
   /// type); TypedByOnnx when ONNX's inference typed it.
-  void noteOpaque(bool TypedByOnnx);
+  /// Reason says why an op autopar knows is Opaque (empty: it does not
+  /// know the op).
+  void noteOpaque(bool TypedByOnnx, llvm::StringRef Reason = "");
   /// An i64 constant, 1-D or scalar, named after the node.
   Value *createI64Constant(llvm::ArrayRef<int64_t> Values, bool Scalar = false);
+  /// A bool scalar constant, named after the node.
+  Value *createBoolScalar(bool V);
   /// A floating-point scalar constant of type Ty, named after the node.
   Value *createFloatScalar(ElementType Ty, double V);
   /// A name for a value the importer adds, unused in the graph and the
@@ -99,6 +107,8 @@ public:
   std::string makeName(llvm::StringRef Suffix);
   /// Binds ONNX output I to V.
   void bindOutput(unsigned I, Value *V);
+  /// Binds ONNX output I to the sequence of Elements.
+  void bindOutputSequence(unsigned I, std::vector<Value *> Elements);
   /// Makes ONNX output I a parameter of Type (a weight the model holds as a
   /// constant), named after the output.
   Value *bindOutputToParameter(unsigned I, const TensorType &Type);

@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/NodeImporter.h"
+#include "frontend/OpImporters.h"
+#include "frontend/GraphImporter.h"
 #include "frontend/OnnxShapeInference.h"
 #include "frontend/OnnxTypes.h"
-#include "frontend/QuantizedImporters.h"
 
 #include "ir/Folders.h"
 #include "ir/ShapeValues.h"
@@ -50,7 +50,23 @@ template <OpId Op> static LogicalResult importDirect(NodeImporter &N) {
 
 /// An op autopar does not know keeps the output types the model declares;
 /// without them the shapes after it cannot be known.
-static LogicalResult importOpaque(NodeImporter &N) {
+LogicalResult autopar::keepOpaque(NodeImporter &N, StringRef Reason) {
+  // It (or its body) may read a sequence, which has no IR value to give.
+  std::vector<std::string> Reads(N.getProto().input().begin(),
+                                 N.getProto().input().end());
+  size_t NumInputs = Reads.size();
+  for (std::string &Name : getOuterScopeReads(N.getProto()))
+    Reads.push_back(std::move(Name));
+  for (size_t I = 0; I != Reads.size(); ++I)
+    if (N.getImporter().lookupSequence(Reads[I])) {
+      N.error("is kept as Opaque" +
+              (Reason.empty() ? std::string() : " (" + Reason.str() + ")") +
+              (I < NumInputs ? ", and its input '" : ", and its body reads '") +
+              Reads[I] +
+              "', a sequence, which autopar holds only as its tensors; an "
+              "Opaque node cannot take it");
+      return failure();
+    }
   // ONNX's own shape inference types an op it has a schema for (given the
   // types autopar found for the inputs); the model's declarations fill in
   // what it leaves unknown, and type the ops of other domains.
@@ -103,9 +119,12 @@ static LogicalResult importOpaque(NodeImporter &N) {
   if (!N.createNodeForOutputs(OpId::Opaque, Operands, std::move(*Attrs),
                               Inferred))
     return failure();
-  N.noteOpaque(any_of(Inferred, [](const auto &T) { return T.has_value(); }));
+  N.noteOpaque(any_of(Inferred, [](const auto &T) { return T.has_value(); }),
+               Reason);
   return success();
 }
+
+static LogicalResult importOpaque(NodeImporter &N) { return keepOpaque(N, ""); }
 
 /// If with a condition autopar knows (a constant, or shape arithmetic such
 /// as `x.size(1) > 1` once the dimensions are bound) is the branch it takes,
@@ -142,6 +161,10 @@ static LogicalResult importCast(NodeImporter &N) {
 /// re-creates each trainable tensor as an Identity of the survivor: such an
 /// output is a parameter of its own (same type, same initial data).
 static LogicalResult importIdentity(NodeImporter &N) {
+  if (const std::vector<Value *> *Seq = N.getInputSequence(0)) {
+    N.bindOutputSequence(0, *Seq);
+    return success();
+  }
   Value *In = N.getInput(0);
   if (!In || !In->isParam())
     return importDirect<OpId::Identity>(N);

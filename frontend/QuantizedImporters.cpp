@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "frontend/QuantizedImporters.h"
 #include "frontend/OnnxTypes.h"
+#include "frontend/OpImporters.h"
 
 #include "onnx/onnx_pb.h"
 

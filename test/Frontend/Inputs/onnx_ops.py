@@ -40,12 +40,13 @@ def x(name="x", elem=F, shape=(2, "n", 4)):
 
 
 def seq(name="s"):
-    """A graph input that is a sequence of f32[2, n, 4] tensors."""
+    """A sequence of two f32[2, n, 4] tensors: SequenceConstruct of graph
+    inputs <name>0 and <name>1 (a sequence cannot be a graph input)."""
     return (name, "sequence", [2, "n", 4], None)
 
 
 def opt(name="o"):
-    """A graph input that is an optional f32[2, n, 4] tensor."""
+    """An optional f32[2, n, 4] tensor: Optional of graph input <name>0."""
     return (name, "optional", [2, "n", 4], None)
 
 
@@ -57,12 +58,18 @@ def c(name, elem, values, shape=None):
             else [values])
 
 
-def op(inputs, outputs=1, opset=17, expect=None, declare=False, **attrs):
-    """inputs: list of x()/c() (None: an absent optional input); expect:
-    the output types for ops libonnx 1.12 does not know, as autopar prints
-    them; declare: the model declares its output types (value_info)."""
+def op(inputs, outputs=1, opset=17, expect=None, declare=False, read=None,
+       checks=(), **attrs):
+    """inputs: list of x()/c()/seq()/opt() (None: an absent optional
+    input); expect: the output types for ops libonnx 1.12 does not know (or
+    of what `read` makes of them), as autopar prints them; declare: the
+    model declares its output types (value_info); read: (op, attrs) nodes
+    that turn a sequence output into a tensor before its Identity; checks:
+    more CHECK lines, on the IR the op is lowered to (one that names an
+    output's line, `%out0 = `, takes the place of its type check)."""
     return dict(inputs=inputs, outputs=outputs, opset=opset, expect=expect,
-                declare=declare, attrs=attrs)
+                declare=declare, read=read or [], checks=list(checks),
+                attrs=attrs)
 
 
 X4 = x("x", F, [2, 3, 8, 8])
@@ -102,7 +109,8 @@ MAP_BODY = helper.make_graph(
     [helper.make_node("Relu", ["e"], ["r"])], "body",
     [helper.make_tensor_value_info("e", F, None)],
     [helper.make_tensor_value_info("r", F, None)])
-SEQ = ["sequence"]  # refused: the check looks for the diagnostic
+# A sequence output read as a tensor: its elements stacked on a new axis 0.
+STACK = [("ConcatFromSequence", {"axis": 0, "new_axis": 1})]
 
 SPECS = {}
 for name in UNARY:
@@ -245,27 +253,53 @@ SPECS.update({
                           ngram_counts=[0], ngram_indexes=[0, 1],
                           pool_int64s=[3, 5]),
     # Control flow: If has its own test (if-constant.pbtxt); Loop and Scan
-    # are Opaque, typed by ONNX's inference over their bodies.
+    # are unrolled here (loop-unroll.pbtxt, scan-unroll.pbtxt for more).
     "If": "control",
-    # libonnx 1.12 gives a Loop's carried value no shape: declared.
     "Loop": op([c("M", I64, 3), c("cond", B, True), x("v", F, [2, 4])],
-               body=LOOP_BODY, declare=True, expect=["f32[2, 4]"]),
-    "Scan": op([x("s", F, [4]), x("xs", F, ["n", 4])], outputs=2,
-               body=SCAN_BODY, num_scan_inputs=1),
-    # Sequences and optionals have no IR type: refused, naming the node or
-    # the input.
-    "SplitToSequence": op([x(), c("split", I64, [1, 3])], axis=2, expect=SEQ),
-    "SequenceConstruct": op([x(), x("y", F, [2, "n", 4])], expect=SEQ),
-    "SequenceEmpty": op([], expect=SEQ),
-    "SequenceAt": op([seq(), c("i", I64, 0)], expect=SEQ),
-    "SequenceErase": op([seq()], expect=SEQ),
-    "SequenceInsert": op([seq(), x()], expect=SEQ),
-    "SequenceLength": op([seq()], expect=SEQ),
-    "SequenceMap": op([seq()], body=MAP_BODY, expect=SEQ),
-    "ConcatFromSequence": op([seq()], axis=0, expect=SEQ),
-    "Optional": op([x()], opset=18, expect=SEQ),
-    "OptionalGetElement": op([opt()], opset=18, expect=SEQ),
-    "OptionalHasElement": op([opt()], opset=18, expect=SEQ),
+               body=LOOP_BODY, expect=["f32[2, 4]"],
+               checks=["CHECK-COUNT-3: Add(",
+                       "CHECK: %out0 = Identity(%{{.*}}) : f32[2, 4]"]),
+    "Scan": op([x("s", F, [4]), x("xs", F, [3, 4])], outputs=2,
+               body=SCAN_BODY, num_scan_inputs=1,
+               checks=["CHECK-COUNT-3: Gather(%xs"]),
+    # Sequences and optionals are held as their tensors (sequence-ops.pbtxt
+    # and sequence-errors.test for more).
+    "SplitToSequence": op([x(), c("split", I64, [1, 3])], axis=2,
+                          read=[("ConcatFromSequence", {"axis": 2})],
+                          expect=["f32[2, n, 4]"],
+                          checks=["CHECK: Split(%x, %split) {axis = 2} : "
+                                  "f32[2, n, 1], f32[2, n, 3]"]),
+    "SequenceConstruct": op([x(), x("y", F, [2, "n", 4])], read=STACK,
+                            expect=["f32[2, 2, n, 4]"],
+                            checks=["CHECK: Unsqueeze(%x,",
+                                    "CHECK: Unsqueeze(%y,"]),
+    "SequenceEmpty": op([], read=[("SequenceLength", {})], expect=["i64[]"],
+                        checks=["CHECK: Constant() {value = dense<i64[], "
+                                "[0]>}"]),
+    "SequenceAt": op([seq(), c("i", I64, -1)], expect=["f32[2, n, 4]"],
+                     checks=["CHECK: %out0 = Identity(%s1) : f32[2, n, 4]"]),
+    "SequenceErase": op([seq()], read=STACK, expect=["f32[1, 2, n, 4]"],
+                        checks=["CHECK-NOT: Unsqueeze(%s1,",
+                                "CHECK: Unsqueeze(%s0,"]),
+    "SequenceInsert": op([seq(), x()], read=STACK,
+                         expect=["f32[3, 2, n, 4]"],
+                         checks=["CHECK: Concat(%{{.*}}, %{{.*}}, %{{.*}})"]),
+    "SequenceLength": op([seq()], expect=["i64[]"],
+                         checks=["CHECK: Constant() {value = dense<i64[], "
+                                 "[2]>}"]),
+    "SequenceMap": op([seq()], body=MAP_BODY, read=STACK,
+                      expect=["f32[2, 2, n, 4]"],
+                      checks=["CHECK: Relu(%s0)", "CHECK: Relu(%s1)"]),
+    "ConcatFromSequence": op([seq()], axis=0, expect=["f32[4, n, 4]"],
+                             checks=["CHECK: Concat(%s0, %s1) {axis = 0}"]),
+    "Optional": op([x()], opset=18, read=[("OptionalGetElement", {})],
+                   expect=["f32[2, n, 4]"],
+                   checks=["CHECK: %out0 = Identity(%x) : f32[2, n, 4]"]),
+    "OptionalGetElement": op([opt()], opset=18, expect=["f32[2, n, 4]"],
+                             checks=["CHECK: %out0 = Identity(%o0) : f32[2, n, 4]"]),
+    "OptionalHasElement": op([opt()], opset=18, expect=["bool[]"],
+                             checks=["CHECK: Constant() {value = "
+                                     "dense<bool[], [true]>}"]),
     # Newer than libonnx 1.12: the expected types from the operator specs.
     "BitwiseAnd": op([x("a", I32, [2, "n"]), x("b", I32, [2, "n"])],
                      opset=18, expect=["i32[2, n]"]),
@@ -339,26 +373,31 @@ def value_info(name, elem, shape):
 
 def build(name, spec):
     """The one-node model of an op and the expected output types."""
-    inputs, inits, names = [], [], []
+    inputs, inits, names, nodes = [], [], [], []
     for i, inp in enumerate(spec["inputs"]):
         if inp is None:
             names.append("")
             continue
         n, elem, shape, values = inp
         names.append(n)
-        if elem == "sequence":
-            inputs.append(helper.make_tensor_sequence_value_info(n, F, shape))
-        elif elem == "optional":
-            inputs.append(helper.make_value_info(
-                n, helper.make_optional_type_proto(
-                    helper.make_tensor_type_proto(F, shape))))
+        if elem in ("sequence", "optional"):
+            parts = [n + "0", n + "1"] if elem == "sequence" else [n + "0"]
+            inputs += [value_info(p, F, shape) for p in parts]
+            nodes.append(helper.make_node(
+                "SequenceConstruct" if elem == "sequence" else "Optional",
+                parts, [n], name="make_" + n))
         elif values is None:
             inputs.append(value_info(n, elem, shape))
         else:
             inits.append(helper.make_tensor(n, elem, shape, values))
     outs = ["y%d" % i for i in range(spec["outputs"])]
-    nodes = [helper.make_node(name, names, outs, name="op", **spec["attrs"])]
+    nodes.append(helper.make_node(name, names, outs, name="op",
+                                  **spec["attrs"]))
     for i, o in enumerate(outs):
+        for k, (reader, attrs) in enumerate(spec["read"]):
+            nodes.append(helper.make_node(reader, [o], ["%s_r%d" % (o, k)],
+                                          name="read%d_%d" % (i, k), **attrs))
+            o = "%s_r%d" % (o, k)
         nodes.append(helper.make_node("Identity", [o], ["out%d" % i],
                                       name="id%d" % i))
     outputs = [helper.make_empty_tensor_value_info("out%d" % i)
@@ -399,15 +438,14 @@ def write(out):
             sys.exit("onnx_ops.py: %s: %s" % (name, e))
         with open(os.path.join(out, name + ".onnx"), "wb") as f:
             f.write(model.SerializeToString())
-        lines = []
+        lines = list(spec["checks"])
         if expect and expect[0] == "unsupported":
             lines.append("CHECK: error: {{.*}}is not supported")
-        elif expect == SEQ:
-            lines.append("CHECK: error: {{.*(is a sequence|is an optional|"
-                         "it is not a tensor)}}")
         else:
             for i, t in enumerate(expect):
-                if t is not None:
+                # A check of the output's own line replaces this one.
+                if t is not None and not any(
+                        "%%out%d = " % i in line for line in lines):
                     # Where ONNX knows no size, autopar may know one.
                     t = t.replace("?", "{{[^],]+}}")
                     lines.append("CHECK-DAG: %%out%d = Identity(%%{{.*}}) : "
@@ -428,7 +466,6 @@ NEWER = {"BitwiseAnd": 18, "BitwiseNot": 18, "BitwiseOr": 18,
          "Swish": 24, "TensorScatter": 24}
 # How autopar takes what it has no importer for.
 CONTROL = "Opaque, typed by ONNX's inference (bodies not imported)"
-REFUSED_SEQ = "refused: sequence and optional types (no IR type)"
 REFUSED_STR = "refused: string tensors (no IR type)"
 
 
@@ -447,7 +484,30 @@ DESCRIBE = {
     "importIf": "the branch taken, inlined, when the condition is known; "
                 "else Opaque typed by ONNX's inference",
     "importConstant": "`Constant` (integer and scalar data) or a parameter",
-    "importIdentity": "`Identity`, or the parameter it copies",
+    "importIdentity": "`Identity`, or the parameter (or sequence) it copies",
+    "importLoop": "unrolled when its trip count and conditions are known "
+                  "(at most 4096 nodes); else Opaque typed by ONNX's "
+                  "inference",
+    "importScan": "unrolled when its scanned axes are static (opset 9 on, "
+                  "at most 4096 nodes): `Gather` per step, `Unsqueeze` + "
+                  "`Concat`; else Opaque typed by ONNX's inference",
+    "importSequenceEmpty": "an empty sequence (sequences are held as their "
+                           "tensors)",
+    "importSequenceConstruct": "the sequence of its inputs",
+    "importSplitToSequence": "`Split` (then `Squeeze` each for keepdims = "
+                             "0); sizes known at import",
+    "importSequenceAt": "the tensor at a position known at import",
+    "importSequenceInsert": "the sequence with it inserted at a known "
+                            "position",
+    "importSequenceErase": "the sequence without the tensor at a known "
+                           "position",
+    "importSequenceLength": "an i64 `Constant`",
+    "importConcatFromSequence": "`Concat` (after `Unsqueeze` each for "
+                                "new_axis)",
+    "importSequenceMap": "its body once per element (at most 4096 nodes)",
+    "importOptional": "a sequence of at most one tensor",
+    "importOptionalHasElement": "a bool `Constant`",
+    "importOptionalGetElement": "its tensor (an error when empty)",
     "importQuantizeLinear": "`QuantizeLinear`, `output_dtype` as "
                             "`output_type`",
     "importDequantizeLinear": "`DequantizeLinear`",
@@ -462,8 +522,6 @@ def how(name, spec, table):
     if imp is None:
         if spec == "control":
             return CONTROL
-        if isinstance(spec, dict) and spec["expect"] == SEQ:
-            return REFUSED_SEQ
         if name in ("Loop", "Scan"):
             return CONTROL
         if isinstance(spec, dict) and spec["expect"] == ["unsupported"]:

@@ -1,0 +1,60 @@
+//===- OpImporters.h - Importers shared across files ------------*- C++ -*-===//
+//
+// The op importers of OnnxOps.def that live outside OpImporters.cpp: the
+// sequence and optional ops (SequenceImporters.cpp), the loops unrolled
+// (LoopImporters.cpp) and the quantized ops (QuantizedImporters.cpp), and
+// what they share with OpImporters.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_FRONTEND_OPIMPORTERS_H
+#define AUTOPAR_FRONTEND_OPIMPORTERS_H
+
+#include "frontend/NodeImporter.h"
+
+namespace autopar {
+
+/// Whether default-domain op OpType may read a sequence (an optional
+/// included): the sequence and optional ops, Identity, and the control
+/// flow ops whose bodies are imported.
+bool readsSequences(llvm::StringRef OpType);
+
+/// The value of a one-element integer or bool tensor when autopar knows it
+/// at import (a constant, or shape arithmetic: ir/ShapeValues.h).
+std::optional<int64_t> getKnownScalar(const Value *V);
+
+/// Keeps the node as Opaque, typed by ONNX's inference or the model's
+/// declarations. Reason says why an op autopar knows is kept so (the import
+/// warns with it); empty for ops autopar does not know.
+LogicalResult keepOpaque(NodeImporter &N, llvm::StringRef Reason);
+
+// Sequences and optionals (SequenceImporters.cpp).
+LogicalResult importSequenceEmpty(NodeImporter &N);
+LogicalResult importSequenceConstruct(NodeImporter &N);
+LogicalResult importSplitToSequence(NodeImporter &N);
+LogicalResult importSequenceAt(NodeImporter &N);
+LogicalResult importSequenceInsert(NodeImporter &N);
+LogicalResult importSequenceErase(NodeImporter &N);
+LogicalResult importSequenceLength(NodeImporter &N);
+LogicalResult importConcatFromSequence(NodeImporter &N);
+LogicalResult importOptional(NodeImporter &N);
+LogicalResult importOptionalHasElement(NodeImporter &N);
+LogicalResult importOptionalGetElement(NodeImporter &N);
+
+// Bodies imported once per iteration (LoopImporters.cpp).
+LogicalResult importLoop(NodeImporter &N);
+LogicalResult importScan(NodeImporter &N);
+LogicalResult importSequenceMap(NodeImporter &N);
+
+// Quantized ops (QuantizedImporters.cpp).
+/// QuantizeLinear: `output_dtype` (opset 21) becomes `output_type`.
+LogicalResult importQuantizeLinear(NodeImporter &N);
+/// DequantizeLinear: an `output_dtype` (opset 23) must be the scale's type.
+LogicalResult importDequantizeLinear(NodeImporter &N);
+/// QLinearMatMul as MatMulInteger, the two input scales applied to its i32
+/// sums, and QuantizeLinear to the output's scale and zero point.
+LogicalResult importQLinearMatMul(NodeImporter &N);
+
+} // namespace autopar
+
+#endif // AUTOPAR_FRONTEND_OPIMPORTERS_H
