@@ -133,6 +133,9 @@ MODELS = [
     ("polygraphy_ext_weights", "polygraphy_extdata/ext_weights.onnx", {}, {}),
     ("polygraphy_residual_block", "polygraphy/residual_block.onnx", {},
      {"shapes": {"gpu_0/data_0": [1, 3, 224, 224]}}),
+    # A QDQ convolution (onnxruntime's quantization tools): u8 activations,
+    # i8 weights and an i32 bias dequantized, then Conv in float.
+    ("ort_conv_qdq", "ort_extdata/conv_qdq_external_ini.onnx", {}, {}),
 ] + [("light_" + name, "onnx_light/light_%s.onnx" % name, {},
       {"light": True})
      for name in ["bvlc_alexnet", "densenet121", "inception_v1",
