@@ -185,6 +185,12 @@ enum class KernelFamily : uint8_t {
   Slice,
   Gather,
   GatherGrad,
+  GatherElements,
+  ScatterElements, // Also ScatterElements' reductions.
+  GatherND,
+  ScatterND,
+  Pad,
+  DepthSpace, // SpaceToDepth, DepthToSpace.
   // Reductions, data, the loss, optimizers.
   Reduce,    // ReduceSum .. ReduceSumSquare.
   ArgReduce, // ArgMax, ArgMin.
@@ -193,7 +199,10 @@ enum class KernelFamily : uint8_t {
   Cast,
   Shape,
   Size,
+  EyeLike,
+  OneHot,
   CrossEntropyLoss,
+  NllLoss, // NegativeLogLikelihoodLoss.
   CrossEntropyLossGrad,
   AdamW,
   Sgd,

@@ -73,6 +73,41 @@ InferResult autopar::inferCrossEntropyLossGrad(const ShapeContext &Ctx) {
   return likeOperands(Ctx, {1});
 }
 
+// ONNX NegativeLogLikelihoodLoss: input [N, C, d...], target [N, d...],
+// weight [C]?; the loss has target's shape (reduction none) or is a scalar.
+InferResult autopar::inferNllLoss(const ShapeContext &Ctx) {
+  if (Error E = checkFloat(Ctx, 0))
+    return E;
+  if (Error E = checkIndexType(Ctx, 1))
+    return E;
+  ArrayRef<Dim> In = Ctx.getOperandType(0).getShape(),
+                Target = Ctx.getOperandType(1).getShape();
+  bool Ok = In.size() >= 2 && Target.size() + 1 == In.size() &&
+            mayEqual(In[0], Target[0]);
+  for (unsigned D = 2; Ok && D != In.size(); ++D)
+    Ok = mayEqual(In[D], Target[D - 1]);
+  if (!Ok)
+    return Ctx.error(describe(Ctx, 1) + " must have the dimensions of " +
+                     describe(Ctx, 0) + " but the classes (axis 1)");
+  if (Ctx.hasOperand(2)) {
+    if (Error E = checkSameElementTypeAs(Ctx, 2, 0))
+      return E;
+    const TensorType &W = Ctx.getOperandType(2);
+    if (W.getRank() != 1 || !mayEqual(W.getDim(0), In[1]))
+      return Ctx.error(describe(Ctx, 2) + " must have shape [" + dimStr(In[1]) +
+                       "], one weight per class");
+  }
+  StringRef Reduction = "mean";
+  if (const Attribute *R = Ctx.getAttr("reduction"))
+    Reduction = R->getString();
+  if (Reduction != "none" && Reduction != "sum" && Reduction != "mean")
+    return Ctx.error("'reduction' must be none, sum or mean, got '" +
+                     Reduction + "'");
+  if (Reduction == "none")
+    return Types{TensorType(elementTypeOf(Ctx, 0), Target)};
+  return Types{TensorType(elementTypeOf(Ctx, 0), {})};
+}
+
 /// dY and X of one type (the forward op's input and output agree).
 static Error checkGradOf(const ShapeContext &Ctx, unsigned DY, unsigned X) {
   if (Error E = checkFloat(Ctx, DY))

@@ -1,4 +1,4 @@
-//===- LossKernels.cpp - CrossEntropyLoss and its gradient ----------------===//
+//===- LossKernels.cpp - CrossEntropyLoss, its gradient, NLL loss ---------===//
 //
 // Logits [..., C] as rows of C classes, labels [...] one per row (i64 or
 // i32); a label equal to ignore_index (default -100) counts for nothing.
@@ -14,7 +14,9 @@
 
 #include "ir/Graph.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 using namespace autopar;
 using namespace llvm;
@@ -115,5 +117,66 @@ Error autopar::runCrossEntropyLossGrad(const KernelArgs &A) {
       Out[J] = float(Scale * (P - (J == R->Labels[I] ? 1.0 : 0.0)));
     }
   }
+  return Error::success();
+}
+
+// NegativeLogLikelihoodLoss: input [N, C, d...] (f32), target [N, d...],
+// weight [C]?. Each element's loss is -input[n, t, d...] * weight[t] (0
+// where t is ignore_index, which has no default); "mean" divides the sum by
+// the sum of the weights counted (0 when it is 0), in f64 in element order.
+Error autopar::runNllLoss(const KernelArgs &A) {
+  const Tensor &X = A.In[0], &Target = A.In[1];
+  if (Error E = A.checkType(0, {ElementType::F32}))
+    return E;
+  if (Error E = A.checkType(1, {ElementType::I64, ElementType::I32}))
+    return E;
+  if (X.getRank() < 2 || Target.getRank() + 1 != X.getRank() ||
+      Target.getDim(0) != X.getDim(0) ||
+      Target.getShape().drop_front() != X.getShape().drop_front(2))
+    return A.error("target " + Target.getTypeString() +
+                   " must have the shape of input " + X.getTypeString() +
+                   " without its classes (axis 1)");
+  int64_t C = X.getDim(1), Inner = 1;
+  for (unsigned D = 2; D != X.getRank(); ++D)
+    Inner *= X.getDim(D);
+  const float *W = nullptr;
+  if (A.has(2)) {
+    if (Error E = A.checkType(2, {ElementType::F32}))
+      return E;
+    if (A.In[2].getShape() != ArrayRef<int64_t>{C})
+      return A.error("weight " + A.In[2].getTypeString() + " must be [" +
+                     Twine(C) + "]");
+    W = A.In[2].data<float>();
+  }
+  StringRef Reduction = A.stringAttr("reduction", "mean");
+  bool None = Reduction == "none";
+  if (Error E = A.checkShape(0, None ? Target.getShape() : ArrayRef<int64_t>()))
+    return E;
+  std::optional<int64_t> Ignore;
+  if (A.attr("ignore_index"))
+    Ignore = A.intAttr("ignore_index", 0);
+  double Total = 0, Weights = 0;
+  float *Out = A.Out[0].data<float>();
+  for (int64_t I = 0, E = Target.getNumElements(); I != E; ++I) {
+    int64_t T = Target.getElementType() == ElementType::I64
+                    ? Target.data<int64_t>()[I]
+                    : Target.data<int32_t>()[I];
+    double Loss = 0;
+    if (T != Ignore) {
+      if (T < 0 || T >= C)
+        return A.error("target " + Twine(T) + " at element " + Twine(I) +
+                       " is outside [0, " + Twine(C) + ")");
+      double Weight = W ? W[T] : 1.0;
+      int64_t N = I / Inner, D = I - N * Inner;
+      Loss = -double(X.data<float>()[(N * C + T) * Inner + D]) * Weight;
+      Weights += Weight;
+    }
+    if (None)
+      Out[I] = float(Loss);
+    Total += Loss;
+  }
+  if (!None)
+    Out[0] = float(Reduction == "mean" ? (Weights != 0 ? Total / Weights : 0)
+                                       : Total);
   return Error::success();
 }

@@ -107,6 +107,15 @@ static CudaKernelFn lookup(OpId Op) {
   case KernelFamily::ConstantOfShape:
   case KernelFamily::Shape:
   case KernelFamily::Size:
+  case KernelFamily::GatherElements:
+  case KernelFamily::ScatterElements:
+  case KernelFamily::GatherND:
+  case KernelFamily::ScatterND:
+  case KernelFamily::Pad:
+  case KernelFamily::DepthSpace:
+  case KernelFamily::EyeLike:
+  case KernelFamily::OneHot:
+  case KernelFamily::NllLoss:
   case KernelFamily::None:
     return nullptr;
   // Communication runs through NCCL in CudaBackend, not as a kernel.
