@@ -115,6 +115,9 @@ enum class GradientRule : uint8_t {
   Split,
   Concat,
   Slice,
+  Pad,        // Constant mode: dY padded by the negated pads.
+  DepthSpace, // SpaceToDepth and DepthToSpace: the inverse rearrangement.
+  NllLoss,    // Emits NegativeLogLikelihoodLossGrad.
   Reduce,
   AllReduce,
   AllGather,
@@ -204,6 +207,7 @@ enum class KernelFamily : uint8_t {
   CrossEntropyLoss,
   NllLoss, // NegativeLogLikelihoodLoss.
   CrossEntropyLossGrad,
+  NllLossGrad,
   AdamW,
   Sgd,
   // Communication: run with the backend's communicator.

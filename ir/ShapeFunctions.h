@@ -108,6 +108,7 @@ InferResult inferMsEmbedLayerNorm(const ShapeContext &Ctx);
 InferResult inferCrossEntropyLoss(const ShapeContext &Ctx);
 InferResult inferCrossEntropyLossGrad(const ShapeContext &Ctx);
 InferResult inferNllLoss(const ShapeContext &Ctx);
+InferResult inferNllLossGrad(const ShapeContext &Ctx);
 InferResult inferLayerNormGrad(const ShapeContext &Ctx);
 InferResult inferRMSNormGrad(const ShapeContext &Ctx);
 InferResult inferAttentionGrad(const ShapeContext &Ctx);

@@ -404,6 +404,7 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::RNN:
   case OpId::CrossEntropyLoss:
   case OpId::CrossEntropyLossGrad:
+  case OpId::NegativeLogLikelihoodLossGrad:
   case OpId::LayerNormalizationGrad:
   case OpId::RMSNormalizationGrad:
   case OpId::AttentionWithProbs:

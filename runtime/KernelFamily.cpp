@@ -73,6 +73,7 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::ArgReduce:
   case KernelFamily::CrossEntropyLoss:
   case KernelFamily::CrossEntropyLossGrad:
+  case KernelFamily::NllLossGrad:
   case KernelFamily::AdamW:
   case KernelFamily::Sgd:
     return false;

@@ -146,6 +146,8 @@ static KernelFn lookupKernel(OpId Op) {
     return runOneHot;
   case KernelFamily::NllLoss:
     return runNllLoss;
+  case KernelFamily::NllLossGrad:
+    return runNllLossGrad;
   case KernelFamily::CrossEntropyLoss:
     return runCrossEntropyLoss;
   case KernelFamily::CrossEntropyLossGrad:

@@ -131,11 +131,12 @@ llvm::Error runCast(const KernelArgs &A);
 llvm::Error runShape(const KernelArgs &A);
 llvm::Error runSize(const KernelArgs &A);
 
-// LossKernels.cpp: CrossEntropyLoss and its gradient;
-// NegativeLogLikelihoodLoss.
+// LossKernels.cpp: CrossEntropyLoss and NegativeLogLikelihoodLoss, and
+// their gradients.
 llvm::Error runCrossEntropyLoss(const KernelArgs &A);
 llvm::Error runCrossEntropyLossGrad(const KernelArgs &A);
 llvm::Error runNllLoss(const KernelArgs &A);
+llvm::Error runNllLossGrad(const KernelArgs &A);
 
 // NormGradKernels.cpp: LayerNormalizationGrad, RMSNormalizationGrad.
 llvm::Error runLayerNormGrad(const KernelArgs &A);

@@ -116,6 +116,7 @@ static CudaKernelFn lookup(OpId Op) {
   case KernelFamily::EyeLike:
   case KernelFamily::OneHot:
   case KernelFamily::NllLoss:
+  case KernelFamily::NllLossGrad:
   case KernelFamily::None:
     return nullptr;
   // Communication runs through NCCL in CudaBackend, not as a kernel.
