@@ -106,12 +106,13 @@ InferResult autopar::inferPad(const ShapeContext &Ctx) {
     return Types{TensorType(Data.getElementType(), Shape)};
   }
   size_t Count = (*Axes)->size();
+  std::optional<ShapeValue> Pads = Ctx.getShapeValue(1);
   const Dim &PadsLength = Ctx.getOperandType(1).getDim(0);
-  if (PadsLength.isStatic() && PadsLength.getSize() != int64_t(2 * Count))
+  if ((PadsLength.isStatic() && PadsLength.getSize() != int64_t(2 * Count)) ||
+      (Pads && Pads->size() != 2 * Count))
     return Ctx.error(describe(Ctx, 1) + " must have " + Twine(2 * Count) +
                      " entries, a begin and an end for each of " +
                      Twine(Count) + " axes");
-  std::optional<ShapeValue> Pads = Ctx.getShapeValue(1);
   for (size_t I = 0; I != Count; ++I) {
     unsigned Axis = (**Axes)[I];
     Dim &D = Shape[Axis];
@@ -177,7 +178,7 @@ InferResult autopar::inferGatherND(const ShapeContext &Ctx) {
   for (unsigned I = 0; I != Batch; ++I) {
     Dim D = Indices.getDim(I);
     if (Error E = mergeDim(Ctx, D, Data.getDim(I),
-                           "batch dimension " + Twine(I), 1, 0))
+                           "dimensions " + Twine(I) + " (batch)", 1, 0))
       return E;
     Shape.push_back(D);
   }
