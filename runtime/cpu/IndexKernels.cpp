@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <type_traits>
 
 using namespace autopar;
 using namespace llvm;
@@ -73,6 +75,17 @@ public:
 private:
   ElementWriter(Reduction R, ElementType Ty) : R(R), Ty(Ty) {}
 
+  /// Op(A, B), wrapping around for integers (as two's complement does)
+  /// instead of overflowing.
+  template <typename T, typename Fn> static T wrapping(T A, T B, Fn Op) {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return T(Op(U(A), U(B)));
+    } else {
+      return Op(A, B);
+    }
+  }
+
   template <typename T> void combine(char *Dst, const char *Src) const {
     T D, S;
     std::memcpy(&D, Dst, sizeof(T));
@@ -82,10 +95,10 @@ private:
       D = S;
       break;
     case Reduction::Add:
-      D = D + S;
+      D = wrapping(D, S, std::plus<>());
       break;
     case Reduction::Mul:
-      D = D * S;
+      D = wrapping(D, S, std::multiplies<>());
       break;
     case Reduction::Max:
       D = std::max(D, S);

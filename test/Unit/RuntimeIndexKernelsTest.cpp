@@ -113,6 +113,21 @@ graph @g(%d: i64[2, 2], %b: i64[2, 2, 2], %x: f32[8], %y: i64[4]) {
   EXPECT_EQ(ints(Out, 8), (std::vector<int64_t>{1, 2, 3, 30}));
 }
 
+TEST(RuntimeIndexKernels, IntegerReductionsWrapAround) {
+  std::vector<HostTensor> Out =
+      runProgram(R"(
+graph @g(%x: i64[2], %u: i64[1]) {
+  %at = Constant() {value = dense<i64[1, 1], [0]>} : i64[1, 1]
+  %add = ScatterND(%x, %at, %u) {reduction = "add"} : i64[2]
+  %mul = ScatterND(%x, %at, %u) {reduction = "mul"} : i64[2]
+  return %add, %mul
+}
+)",
+                 {i64({2}, {INT64_MAX, 5}), i64({1}, {2})});
+  EXPECT_EQ(ints(Out, 0), (std::vector<int64_t>{INT64_MIN + 1, 5}));
+  EXPECT_EQ(ints(Out, 1), (std::vector<int64_t>{-2, 5}));
+}
+
 TEST(RuntimeIndexKernels, IndexOutOfRangeIsAnError) {
   std::string Error;
   runProgram(R"(
