@@ -454,6 +454,186 @@ static void copyFloatAttr(NodeImporter &N, StringRef Name, AttrDict &Attrs) {
 }
 
 //===----------------------------------------------------------------------===//
+// Padding, casts, losses and normalizations
+//===----------------------------------------------------------------------===//
+
+/// Pad's pads (and its constant value, 0 when absent) were attributes below
+/// opset 11.
+static LogicalResult importPad(NodeImporter &N) {
+  if (N.getOpsetVersion() >= 11)
+    return importDirect<OpId::Pad>(N);
+  std::optional<std::vector<int64_t>> Pads = getIntsAttr(N, "pads");
+  if (!Pads || !requireInputs(N, 1)) {
+    N.error("attribute 'pads' is required below opset 11");
+    return failure();
+  }
+  Value *X = N.getInput(0);
+  ElementType Ty = X->getType().getElementType();
+  SmallVector<Value *, 3> Inputs = {X, N.createI64Constant(*Pads)};
+  if (const onnx::AttributeProto *V = N.getAttr("value"); V && V->f() != 0.0) {
+    if (!isFloatElementType(Ty)) {
+      N.error("input must be floating-point below opset 11, got " +
+              X->getType().str());
+      return failure();
+    }
+    Inputs.push_back(N.createFloatScalar(Ty, V->f()));
+  }
+  std::optional<AttrDict> Attrs = N.convertAttrs(OpId::Pad, {"pads", "value"});
+  if (!Attrs)
+    return failure();
+  return success(N.createNodeForOutputs(OpId::Pad, Inputs, std::move(*Attrs)));
+}
+
+/// CastLike is Cast to the second input's element type.
+static LogicalResult importCastLike(NodeImporter &N) {
+  if (!requireInputs(N, 2))
+    return failure();
+  std::optional<AttrDict> Attrs = N.convertAttrs(OpId::Cast, {"to"});
+  if (!Attrs)
+    return failure();
+  ElementType To = N.getInput(1)->getType().getElementType();
+  Attrs->set("to", Attribute::getString(getElementTypeName(To)));
+  return success(
+      N.createNodeForOutputs(OpId::Cast, {N.getInput(0)}, std::move(*Attrs)));
+}
+
+/// EyeLike's dtype is an ONNX data type number.
+static LogicalResult importEyeLike(NodeImporter &N) {
+  std::optional<AttrDict> Attrs = N.convertAttrs(OpId::EyeLike, {"dtype"});
+  if (!Attrs)
+    return failure();
+  if (std::optional<int64_t> DType = N.getIntAttr("dtype")) {
+    std::optional<ElementType> Elem = getElementTypeFromOnnx(*DType);
+    if (!Elem) {
+      N.error("dtype " + getOnnxDataTypeName(*DType) + " is not supported");
+      return failure();
+    }
+    Attrs->set("dtype", Attribute::getString(getElementTypeName(*Elem)));
+  }
+  return success(
+      N.createNodeForOutputs(OpId::EyeLike, getInputs(N), std::move(*Attrs)));
+}
+
+/// SoftmaxCrossEntropyLoss is NegativeLogLikelihoodLoss of LogSoftmax over
+/// the classes (axis 1), as ONNX defines it; log_prob is the LogSoftmax.
+static LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &N) {
+  if (!requireInputs(N, 2))
+    return failure();
+  AttrDict SoftmaxAttrs;
+  SoftmaxAttrs.set("axis", Attribute::getInt(1));
+  std::string LogProbName = N.getOutputName(1).str();
+  if (LogProbName.empty())
+    LogProbName = N.makeName("log_prob");
+  Node *LogProb = N.createNode(OpId::LogSoftmax, {N.getInput(0)},
+                               std::move(SoftmaxAttrs), {LogProbName});
+  if (!LogProb)
+    return failure();
+  std::optional<AttrDict> Attrs =
+      N.convertAttrs(OpId::NegativeLogLikelihoodLoss);
+  if (!Attrs)
+    return failure();
+  Node *Loss =
+      N.createNode(OpId::NegativeLogLikelihoodLoss,
+                   {LogProb->getResult(0), N.getInput(1), N.getInput(2)},
+                   std::move(*Attrs), {N.getOutputName(0).str()});
+  if (!Loss)
+    return failure();
+  N.bindOutput(0, Loss->getResult(0));
+  if (!N.getOutputName(1).empty())
+    N.bindOutput(1, LogProb->getResult(0));
+  return success();
+}
+
+/// A reduction of X over Axes, keeping them as 1s.
+static Node *createReduce(NodeImporter &N, OpId Op, Value *X,
+                          std::vector<int64_t> Axes, StringRef Suffix) {
+  AttrDict Attrs;
+  Attrs.set("axes", Attribute::getIntList(std::move(Axes)));
+  Attrs.set("keepdims", Attribute::getInt(1));
+  return N.createNode(Op, {X}, std::move(Attrs), {N.makeName(Suffix)});
+}
+
+/// GlobalMaxPool is ReduceMax over the spatial axes.
+static LogicalResult importGlobalMaxPool(NodeImporter &N) {
+  if (!requireInputs(N, 1))
+    return failure();
+  Value *X = N.getInput(0);
+  int64_t Rank = X->getType().getRank();
+  if (Rank < 3) {
+    N.error("input must be [N, C, spatial...], got " + X->getType().str());
+    return failure();
+  }
+  AttrDict Attrs;
+  std::vector<int64_t> Axes;
+  for (int64_t I = 2; I != Rank; ++I)
+    Axes.push_back(I);
+  Attrs.set("axes", Attribute::getIntList(std::move(Axes)));
+  Attrs.set("keepdims", Attribute::getInt(1));
+  return success(
+      N.createNodeForOutputs(OpId::ReduceMax, {X}, std::move(Attrs)));
+}
+
+/// LpNormalization divides by the L1 or L2 norm along `axis`.
+static LogicalResult importLpNormalization(NodeImporter &N) {
+  if (!requireInputs(N, 1))
+    return failure();
+  int64_t P = N.getIntAttr("p").value_or(2);
+  if (P != 1 && P != 2) {
+    N.error("'p' must be 1 or 2, got " + Twine(P));
+    return failure();
+  }
+  Value *X = N.getInput(0);
+  Node *Norm = createReduce(N, P == 1 ? OpId::ReduceL1 : OpId::ReduceL2, X,
+                            {N.getIntAttr("axis").value_or(-1)}, "norm");
+  if (!Norm)
+    return failure();
+  return success(
+      N.createNodeForOutputs(OpId::Div, {X, Norm->getResult(0)}, AttrDict()));
+}
+
+/// MeanVarianceNormalization is (X - mean) / (std + 1e-9) over `axes`
+/// (default [0, 2, 3]), as ONNX defines it.
+static LogicalResult importMeanVarianceNormalization(NodeImporter &N) {
+  if (!requireInputs(N, 1))
+    return failure();
+  Value *X = N.getInput(0);
+  ElementType Ty = X->getType().getElementType();
+  if (!isFloatElementType(Ty)) {
+    N.error("input must be floating-point, got " + X->getType().str());
+    return failure();
+  }
+  std::vector<int64_t> Axes =
+      getIntsAttr(N, "axes").value_or(std::vector<int64_t>{0, 2, 3});
+  Node *Mean = createReduce(N, OpId::ReduceMean, X, Axes, "mean");
+  if (!Mean)
+    return failure();
+  Node *Centered = N.createNode(OpId::Sub, {X, Mean->getResult(0)}, AttrDict(),
+                                {N.makeName("centered")});
+  if (!Centered)
+    return failure();
+  Value *D = Centered->getResult(0);
+  Node *Square =
+      N.createNode(OpId::Mul, {D, D}, AttrDict(), {N.makeName("square")});
+  if (!Square)
+    return failure();
+  Node *Var =
+      createReduce(N, OpId::ReduceMean, Square->getResult(0), Axes, "var");
+  if (!Var)
+    return failure();
+  Node *Std = N.createNode(OpId::Sqrt, {Var->getResult(0)}, AttrDict(),
+                           {N.makeName("std")});
+  if (!Std)
+    return failure();
+  Node *Denom = N.createNode(OpId::Add,
+                             {Std->getResult(0), N.createFloatScalar(Ty, 1e-9)},
+                             AttrDict(), {N.makeName("denom")});
+  if (!Denom)
+    return failure();
+  return success(
+      N.createNodeForOutputs(OpId::Div, {D, Denom->getResult(0)}, AttrDict()));
+}
+
+//===----------------------------------------------------------------------===//
 // com.microsoft contrib ops
 //===----------------------------------------------------------------------===//
 

@@ -116,6 +116,9 @@ enum class GradientRule : uint8_t {
   Split,
   Concat,
   Slice,
+  Pad,        // Constant mode: dY padded by the negated pads.
+  DepthSpace, // SpaceToDepth and DepthToSpace: the inverse rearrangement.
+  NllLoss,    // Emits NegativeLogLikelihoodLossGrad.
   Reduce,
   AllReduce,
   AllGather,
@@ -186,6 +189,12 @@ enum class KernelFamily : uint8_t {
   Slice,
   Gather,
   GatherGrad,
+  GatherElements,
+  ScatterElements, // Also ScatterElements' reductions.
+  GatherND,
+  ScatterND,
+  Pad,
+  DepthSpace, // SpaceToDepth, DepthToSpace.
   // Reductions, data, the loss, optimizers.
   Reduce,    // ReduceSum .. ReduceSumSquare.
   ArgReduce, // ArgMax, ArgMin.
@@ -194,8 +203,12 @@ enum class KernelFamily : uint8_t {
   Cast,
   Shape,
   Size,
+  EyeLike,
+  OneHot,
   CrossEntropyLoss,
+  NllLoss, // NegativeLogLikelihoodLoss.
   CrossEntropyLossGrad,
+  NllLossGrad,
   AdamW,
   Sgd,
   // Quantization.

@@ -608,13 +608,47 @@ std::optional<OpLoops> pieceLoops(const Node &N, bool IsSplit) {
   return L;
 }
 
-/// Ops that keep the rank but may resize some axes (Slice, Tile): the
-/// resized axes are fixed.
+/// The axes a Pad pads or crops, where a begin and an end that cancel out
+/// still move the elements: every axis when its pads or axes are unknown.
+SmallVector<unsigned, 4> paddedAxes(const Node &N) {
+  unsigned Rank = rankOf(N.getOperand(0));
+  SmallVector<unsigned, 4> All(Rank);
+  std::iota(All.begin(), All.end(), 0);
+  std::optional<ShapeValue> Pads = evaluateShapeValue(N.getOperand(1));
+  std::optional<ShapeValue> Axes;
+  if (N.getNumOperands() > 3 && N.getOperand(3)) {
+    Axes = evaluateShapeValue(N.getOperand(3));
+  } else {
+    Axes.emplace();
+    for (unsigned I = 0; I != Rank; ++I)
+      Axes->push_back(ShapeEntry::get(int64_t(I)));
+  }
+  if (!Pads || !Axes || Pads->size() != 2 * Axes->size())
+    return All;
+  SmallVector<unsigned, 4> Padded;
+  for (size_t I = 0, E = Axes->size(); I != E; ++I) {
+    std::optional<int64_t> Axis = (*Axes)[I].Int, Begin = (*Pads)[I].Int,
+                           End = (*Pads)[I + E].Int;
+    if (!Axis || !Begin || !End)
+      return All;
+    if (*Begin || *End)
+      Padded.push_back(*Axis < 0 ? *Axis + Rank : *Axis);
+  }
+  return Padded;
+}
+
+/// Ops that keep the rank but may resize some axes (Slice, Tile, Pad): the
+/// resized axes are fixed, and so are the axes a Pad shifts.
 std::optional<OpLoops> resizingLoops(const Node &N) {
   const Value *In = N.getOperand(0), *Out = N.getResult(0);
   if (rankOf(In) != rankOf(Out))
     return std::nullopt;
-  OpLoops L = broadcastLoops(N, {}, changedAxes(In, Out));
+  SmallVector<unsigned, 4> Fixed = changedAxes(In, Out);
+  if (N.getOp() == OpId::Pad)
+    for (unsigned Axis : paddedAxes(N))
+      if (!is_contained(Fixed, Axis))
+        Fixed.push_back(Axis);
+  OpLoops L = broadcastLoops(N, {}, Fixed);
   for (unsigned I = 0, E = rankOf(In); I != E; ++I)
     if (L.Kinds[I] != LoopKind::Fixed)
       L.Operands[0][I] = I;

@@ -118,6 +118,8 @@ InferResult inferMsEmbedLayerNorm(const ShapeContext &Ctx);
 // ShapeFunctionsGrad.cpp: the loss and the backward ops.
 InferResult inferCrossEntropyLoss(const ShapeContext &Ctx);
 InferResult inferCrossEntropyLossGrad(const ShapeContext &Ctx);
+InferResult inferNllLoss(const ShapeContext &Ctx);
+InferResult inferNllLossGrad(const ShapeContext &Ctx);
 InferResult inferLayerNormGrad(const ShapeContext &Ctx);
 InferResult inferRMSNormGrad(const ShapeContext &Ctx);
 InferResult inferAttentionGrad(const ShapeContext &Ctx);
@@ -140,6 +142,16 @@ InferResult inferSqueeze(const ShapeContext &Ctx);
 InferResult inferExpand(const ShapeContext &Ctx);
 InferResult inferTile(const ShapeContext &Ctx);
 InferResult inferTopK(const ShapeContext &Ctx);
+
+// ShapeFunctionsIndexing.cpp: Pad, GatherND, ScatterND, SpaceToDepth,
+// DepthToSpace, EyeLike, OneHot.
+InferResult inferPad(const ShapeContext &Ctx);
+InferResult inferGatherND(const ShapeContext &Ctx);
+InferResult inferScatterND(const ShapeContext &Ctx);
+InferResult inferSpaceToDepth(const ShapeContext &Ctx);
+InferResult inferDepthToSpace(const ShapeContext &Ctx);
+InferResult inferEyeLike(const ShapeContext &Ctx);
+InferResult inferOneHot(const ShapeContext &Ctx);
 
 /// The [start, end) range of dimensions a Shape node returns for an operand
 /// of rank Rank, after ONNX's clamping of negative and out-of-range bounds.

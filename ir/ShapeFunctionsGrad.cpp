@@ -73,6 +73,67 @@ InferResult autopar::inferCrossEntropyLossGrad(const ShapeContext &Ctx) {
   return likeOperands(Ctx, {1});
 }
 
+/// The loss type of NegativeLogLikelihoodLoss, whose input, target and
+/// weight are operands First, First + 1 and First + 2 (the gradient's come
+/// after dloss): input [N, C, d...], target [N, d...], weight [C]?; the loss
+/// has target's shape (reduction none) or is a scalar.
+static Expected<TensorType> checkNllLoss(const ShapeContext &Ctx,
+                                         unsigned First) {
+  unsigned In = First, Target = First + 1, Weight = First + 2;
+  if (Error E = checkFloat(Ctx, In))
+    return E;
+  if (Error E = checkIndexType(Ctx, Target))
+    return E;
+  ArrayRef<Dim> X = Ctx.getOperandType(In).getShape(),
+                T = Ctx.getOperandType(Target).getShape();
+  bool Ok = X.size() >= 2 && T.size() + 1 == X.size() && mayEqual(X[0], T[0]);
+  for (unsigned D = 2; Ok && D != X.size(); ++D)
+    Ok = mayEqual(X[D], T[D - 1]);
+  if (!Ok)
+    return Ctx.error(describe(Ctx, Target) + " must have the dimensions of " +
+                     describe(Ctx, In) + " but the classes (axis 1)");
+  if (Ctx.hasOperand(Weight)) {
+    if (Error E = checkSameElementTypeAs(Ctx, Weight, In))
+      return E;
+    const TensorType &W = Ctx.getOperandType(Weight);
+    if (W.getRank() != 1 || !mayEqual(W.getDim(0), X[1]))
+      return Ctx.error(describe(Ctx, Weight) + " must have shape [" +
+                       dimStr(X[1]) + "], one weight per class");
+  }
+  StringRef Reduction = "mean";
+  if (const Attribute *R = Ctx.getAttr("reduction"))
+    Reduction = R->getString();
+  if (Reduction != "none" && Reduction != "sum" && Reduction != "mean")
+    return Ctx.error("'reduction' must be none, sum or mean, got '" +
+                     Reduction + "'");
+  if (Reduction == "none")
+    return TensorType(elementTypeOf(Ctx, In), T);
+  return TensorType(elementTypeOf(Ctx, In), {});
+}
+
+InferResult autopar::inferNllLoss(const ShapeContext &Ctx) {
+  Expected<TensorType> Loss = checkNllLoss(Ctx, 0);
+  if (!Loss)
+    return Loss.takeError();
+  return Types{*Loss};
+}
+
+// dloss has the loss's type; the result, the input's.
+InferResult autopar::inferNllLossGrad(const ShapeContext &Ctx) {
+  Expected<TensorType> Loss = checkNllLoss(Ctx, 1);
+  if (!Loss)
+    return Loss.takeError();
+  const TensorType &DLoss = Ctx.getOperandType(0);
+  bool Ok = DLoss.getElementType() == Loss->getElementType() &&
+            DLoss.getRank() == Loss->getRank();
+  for (unsigned D = 0; Ok && D != DLoss.getRank(); ++D)
+    Ok = mayEqual(DLoss.getDim(D), Loss->getDim(D));
+  if (!Ok)
+    return Ctx.error(describe(Ctx, 0) + " must have the loss's type " +
+                     Loss->str());
+  return likeOperands(Ctx, {1});
+}
+
 /// dY and X of one type (the forward op's input and output agree).
 static Error checkGradOf(const ShapeContext &Ctx, unsigned DY, unsigned X) {
   if (Error E = checkFloat(Ctx, DY))

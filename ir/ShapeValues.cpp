@@ -385,6 +385,14 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::Expand:
   case OpId::Tile:
   case OpId::TopK:
+  case OpId::Pad:
+  case OpId::GatherND:
+  case OpId::ScatterND:
+  case OpId::SpaceToDepth:
+  case OpId::DepthToSpace:
+  case OpId::EyeLike:
+  case OpId::OneHot:
+  case OpId::NegativeLogLikelihoodLoss:
   case OpId::DeformConv:
   case OpId::Col2Im:
   case OpId::CenterCropPad:
@@ -402,6 +410,7 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::GatherBlockQuantized:
   case OpId::CrossEntropyLoss:
   case OpId::CrossEntropyLossGrad:
+  case OpId::NegativeLogLikelihoodLossGrad:
   case OpId::LayerNormalizationGrad:
   case OpId::RMSNormalizationGrad:
   case OpId::AttentionWithProbs:

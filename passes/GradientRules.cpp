@@ -549,6 +549,62 @@ static Error transposeGrad(Rule &R) {
   return R.set(0, R.B.transpose(R.DY[0], Inverse));
 }
 
+/// Pad in constant mode with constant pads: dY padded by the negated pads
+/// (the padding cropped, what the pads cropped zeros), along the same axes.
+static Error padGrad(Rule &R) {
+  if (const Attribute *Mode = R.N.getAttr("mode");
+      Mode && Mode->getString() != "constant")
+    return R.fail("no gradient rule for mode '" + Mode->getString() +
+                  "' (only constant)");
+  if (R.N.getNumOperands() > 2 && R.operand(2) && R.Needed[2])
+    return R.fail("no gradient rule for a constant_value that needs one");
+  const DenseTensor *Pads = getConstantValue(R.operand(1));
+  if (!Pads || Pads->isFloat())
+    return R.fail("a gradient needs constant pads");
+  SmallVector<int64_t, 8> Negated;
+  for (int64_t P : Pads->getInts())
+    Negated.push_back(-P);
+  SmallVector<Value *, 4> Operands = {R.DY[0], R.B.ints(Negated)};
+  if (R.N.getNumOperands() > 3 && R.operand(3))
+    Operands.append({nullptr, R.operand(3)});
+  return R.set(0, R.B.emit1(OpId::Pad, Operands));
+}
+
+/// SpaceToDepth and DepthToSpace in DCR mode undo each other. DepthToSpace
+/// in CRD mode reads channel c * b * b + k where SpaceToDepth writes k * C'
+/// + c: its gradient is SpaceToDepth with the channels regrouped.
+static Error depthSpaceGrad(Rule &R) {
+  int64_t Block = R.N.getAttr("blocksize")->getInt();
+  AttrDict Attrs = attrs({{"blocksize", Attribute::getInt(Block)}});
+  if (R.N.getOp() == OpId::SpaceToDepth)
+    return R.set(0, R.B.emit1(OpId::DepthToSpace, {R.DY[0]}, Attrs));
+  Expected<Value *> G = R.B.emit1(OpId::SpaceToDepth, {R.DY[0]}, Attrs);
+  const Attribute *Mode = R.N.getAttr("mode");
+  if (!G || !Mode || Mode->getString() != "CRD")
+    return R.set(0, std::move(G));
+  SmallVector<int64_t, 4> X = R.type(0).getStaticSizes();
+  Expected<Value *> Split = R.B.reshape(
+      *G, {X[0], Block * Block, X[1] / (Block * Block), X[2], X[3]});
+  if (!Split)
+    return Split.takeError();
+  Expected<Value *> Swapped = R.B.transpose(*Split, {0, 2, 1, 3, 4});
+  if (!Swapped)
+    return Swapped.takeError();
+  return R.set(0, R.B.reshape(*Swapped, X));
+}
+
+/// NegativeLogLikelihoodLoss: its fused gradient, for the input only.
+static Error nllLossGrad(Rule &R) {
+  bool HasWeight = R.N.getNumOperands() > 2 && R.operand(2);
+  if (HasWeight && R.Needed[2])
+    return R.fail("no gradient rule for a weight that needs one");
+  SmallVector<Value *, 4> Operands = {R.DY[0], R.operand(0), R.operand(1)};
+  if (HasWeight)
+    Operands.push_back(R.operand(2));
+  return R.set(0, R.B.emit1(OpId::NegativeLogLikelihoodLossGrad, Operands,
+                            R.forwardAttrs({"ignore_index", "reduction"})));
+}
+
 static int64_t normalizeAxis(int64_t Axis, unsigned Rank) {
   return Axis < 0 ? Axis + Rank : Axis;
 }
@@ -847,6 +903,12 @@ Error autopar::emitGradient(GradBuilder &B, const Node &N,
     return concatGrad(R);
   case GradientRule::Slice:
     return sliceGrad(R);
+  case GradientRule::Pad:
+    return padGrad(R);
+  case GradientRule::DepthSpace:
+    return depthSpaceGrad(R);
+  case GradientRule::NllLoss:
+    return nllLossGrad(R);
   case GradientRule::Reduce:
     return reduceGrad(R);
   case GradientRule::AllReduce:

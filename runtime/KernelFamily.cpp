@@ -15,6 +15,11 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::Split:
   case KernelFamily::Slice:
   case KernelFamily::Gather:
+  case KernelFamily::GatherElements:
+  case KernelFamily::GatherND:
+  case KernelFamily::Pad:
+  case KernelFamily::DepthSpace:
+  case KernelFamily::OneHot:
   case KernelFamily::Constant:
   case KernelFamily::ConstantOfShape:
   case KernelFamily::Cast:
@@ -60,10 +65,15 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::DropoutGrad:
   case KernelFamily::RotaryEmbedding:
   case KernelFamily::GatherGrad:
+  case KernelFamily::ScatterElements:
+  case KernelFamily::ScatterND:
+  case KernelFamily::EyeLike:
+  case KernelFamily::NllLoss:
   case KernelFamily::Reduce:
   case KernelFamily::ArgReduce:
   case KernelFamily::CrossEntropyLoss:
   case KernelFamily::CrossEntropyLossGrad:
+  case KernelFamily::NllLossGrad:
   case KernelFamily::AdamW:
   case KernelFamily::Sgd:
   case KernelFamily::Quantize:

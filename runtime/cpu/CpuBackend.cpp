@@ -114,6 +114,18 @@ static KernelFn lookupKernel(OpId Op) {
     return runGather;
   case KernelFamily::GatherGrad:
     return runGatherGrad;
+  case KernelFamily::GatherElements:
+    return runGatherElements;
+  case KernelFamily::ScatterElements:
+    return runScatterElements;
+  case KernelFamily::GatherND:
+    return runGatherND;
+  case KernelFamily::ScatterND:
+    return runScatterND;
+  case KernelFamily::Pad:
+    return runPad;
+  case KernelFamily::DepthSpace:
+    return runDepthSpace;
   case KernelFamily::Reduce:
     return runReduce;
   case KernelFamily::ArgReduce:
@@ -128,6 +140,14 @@ static KernelFn lookupKernel(OpId Op) {
     return runShape;
   case KernelFamily::Size:
     return runSize;
+  case KernelFamily::EyeLike:
+    return runEyeLike;
+  case KernelFamily::OneHot:
+    return runOneHot;
+  case KernelFamily::NllLoss:
+    return runNllLoss;
+  case KernelFamily::NllLossGrad:
+    return runNllLossGrad;
   case KernelFamily::CrossEntropyLoss:
     return runCrossEntropyLoss;
   case KernelFamily::CrossEntropyLossGrad:

@@ -104,6 +104,20 @@ llvm::Error runSplit(const KernelArgs &A);
 llvm::Error runSlice(const KernelArgs &A);
 llvm::Error runGather(const KernelArgs &A);
 
+// IndexKernels.cpp: GatherElements, ScatterElements, GatherND, ScatterND
+// (reductions add, mul, max, min in f32, i64 or i32); OneHot; EyeLike.
+llvm::Error runGatherElements(const KernelArgs &A);
+llvm::Error runScatterElements(const KernelArgs &A);
+llvm::Error runGatherND(const KernelArgs &A);
+llvm::Error runScatterND(const KernelArgs &A);
+llvm::Error runOneHot(const KernelArgs &A);
+llvm::Error runEyeLike(const KernelArgs &A);
+
+// PadKernels.cpp: Pad (constant, reflect, edge, wrap); SpaceToDepth and
+// DepthToSpace (DCR, CRD).
+llvm::Error runPad(const KernelArgs &A);
+llvm::Error runDepthSpace(const KernelArgs &A);
+
 // ReduceKernels.cpp: ReduceSum, ReduceMean, ReduceMax, ReduceMin,
 // ReduceProd, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp,
 // ReduceSumSquare; ArgMax and ArgMin.
@@ -117,9 +131,12 @@ llvm::Error runCast(const KernelArgs &A);
 llvm::Error runShape(const KernelArgs &A);
 llvm::Error runSize(const KernelArgs &A);
 
-// LossKernels.cpp: CrossEntropyLoss and its gradient.
+// LossKernels.cpp: CrossEntropyLoss and NegativeLogLikelihoodLoss, and
+// their gradients.
 llvm::Error runCrossEntropyLoss(const KernelArgs &A);
 llvm::Error runCrossEntropyLossGrad(const KernelArgs &A);
+llvm::Error runNllLoss(const KernelArgs &A);
+llvm::Error runNllLossGrad(const KernelArgs &A);
 
 // NormGradKernels.cpp: LayerNormalizationGrad, RMSNormalizationGrad.
 llvm::Error runLayerNormGrad(const KernelArgs &A);

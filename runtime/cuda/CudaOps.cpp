@@ -113,6 +113,16 @@ static CudaKernelFn lookup(OpId Op) {
   case KernelFamily::MatMulInteger:
   case KernelFamily::MatMulNBits:
   case KernelFamily::GatherBlockQuantized:
+  case KernelFamily::GatherElements:
+  case KernelFamily::ScatterElements:
+  case KernelFamily::GatherND:
+  case KernelFamily::ScatterND:
+  case KernelFamily::Pad:
+  case KernelFamily::DepthSpace:
+  case KernelFamily::EyeLike:
+  case KernelFamily::OneHot:
+  case KernelFamily::NllLoss:
+  case KernelFamily::NllLossGrad:
   case KernelFamily::None:
     return nullptr;
   // Communication runs through NCCL in CudaBackend, not as a kernel.

@@ -356,6 +356,45 @@ TEST(AutodiffTest, Layouts) {
       {randomF32({2, 2, 2}, 19)});
 }
 
+// DepthToSpace in both modes, SpaceToDepth back, and a Pad that pads and
+// crops.
+TEST(AutodiffTest, DepthSpaceAndPad) {
+  checkGradients(
+      program("  param %a: f32[1, 8, 2, 3]\n  param %b: f32[1, 8, 2, 3]\n", "",
+              "  %crd = DepthToSpace(%a) {blocksize = 2, mode = \"CRD\"} : "
+              "f32[1, 2, 4, 6]\n"
+              "  %dcr = DepthToSpace(%b) {blocksize = 2} : f32[1, 2, 4, 6]\n"
+              "  %sum = Add(%crd, %dcr) : f32[1, 2, 4, 6]\n"
+              "  %s = SpaceToDepth(%sum) {blocksize = 2} : f32[1, 8, 2, 3]\n"
+              "  %p = Constant() {value = dense<i64[4], [1, -1, 0, 2]>} : "
+              "i64[4]\n"
+              "  %ax = Constant() {value = dense<i64[2], [2, 3]>} : i64[2]\n"
+              "  %y = Pad(%s, %p, _, %ax) : f32[1, 8, 3, 4]\n",
+              "f32[1, 8, 3, 4]"),
+      {randomF32({1, 8, 3, 4}, 23)});
+}
+
+// ONNX's SoftmaxCrossEntropyLoss as the importer lowers it: LogSoftmax over
+// the classes (axis 1) and NegativeLogLikelihoodLoss, with class weights
+// and an ignored class, per element and as the weighted mean.
+TEST(AutodiffTest, NegativeLogLikelihoodLoss) {
+  HostTensor Target = i64({3, 2}, {0, 4, 1, 2, 3, 1});
+  HostTensor Weight = f32({5}, {0.5f, 1.0f, 2.0f, 0.25f, 1.5f});
+  for (StringRef Reduction : {"none", "mean"}) {
+    bool None = Reduction == "none";
+    std::string Y = None ? "f32[3, 2]" : "f32[]";
+    checkGradients(
+        program("  param %x: f32[3, 5, 2]\n", ", %t: i64[3, 2], %w: f32[5]",
+                "  %lp = LogSoftmax(%x) {axis = 1} : f32[3, 5, 2]\n"
+                "  %y = NegativeLogLikelihoodLoss(%lp, %t, %w) "
+                "{ignore_index = 1, reduction = \"" +
+                    Reduction.str() + "\"} : " + Y + "\n",
+                Y),
+        {randomF32(None ? ArrayRef<int64_t>{3, 2} : ArrayRef<int64_t>(), 24),
+         Target, Weight});
+  }
+}
+
 TEST(AutodiffTest, ReductionsWhereExpand) {
   checkGradients(
       program("  param %a: f32[2, 3]\n  param %b: f32[2, 3]\n",

@@ -80,7 +80,7 @@ UNARY = ["Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil",
          "Round", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus",
          "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu", "Celu",
          "Shrink", "Identity", "Softmax", "LogSoftmax", "Hardmax",
-         "LpNormalization", "MeanVarianceNormalization"]
+         "LpNormalization"]
 BINARY = ["Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mean", "Sum"]
 COMPARE = ["Equal", "Less", "Greater", "GreaterOrEqual", "LessOrEqual"]
 REDUCE = ["ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
@@ -171,6 +171,8 @@ SPECS.update({
     "LpPool": op([X4], kernel_shape=[2, 2], strides=[2, 2]),
     "GlobalAveragePool": op([X4]),
     "GlobalMaxPool": op([X4]),
+    # The default axes [0, 2, 3] need a 4-D input.
+    "MeanVarianceNormalization": op([X4]),
     "GlobalLpPool": op([X4]),
     "MaxRoiPool": op([X4, c("rois", F, [0.0, 0, 0, 4, 4], [1, 5])],
                      pooled_shape=[2, 2]),
@@ -236,7 +238,8 @@ SPECS.update({
     "MelWeightMatrix": op([c("bins", I64, 8), c("dft", I64, 64),
                            c("rate", I64, 16000), c("lo", F, 0.0),
                            c("hi", F, 8000.0)]),
-    "SoftmaxCrossEntropyLoss": op([x("s", F, [2, 5]), x("t", I64, [2])]),
+    "SoftmaxCrossEntropyLoss": op([x("s", F, [2, 5]), x("t", I64, [2])],
+                                  outputs=2),
     "NegativeLogLikelihoodLoss": op([x("s", F, [2, 5]), x("t", I64, [2])]),
     "GRU": op([x("x", F, [5, 2, 4]), c("w", F, [0.0] * 72, [1, 18, 4]),
                c("r", F, [0.0] * 108, [1, 18, 6])], outputs=2,
@@ -512,6 +515,14 @@ DESCRIBE = {
                             "`output_type`",
     "importDequantizeLinear": "`DequantizeLinear`",
     "importQLinearMatMul": "`MatMulInteger`, its scales, `QuantizeLinear`",
+    "importCastLike": "`Cast` to the second input's element type",
+    "importEyeLike": "`EyeLike`, dtype as an element type",
+    "importSoftmaxCrossEntropyLoss": "`LogSoftmax` over the classes and "
+                                     "`NegativeLogLikelihoodLoss`",
+    "importGlobalMaxPool": "`ReduceMax` over the spatial axes",
+    "importLpNormalization": "`ReduceL1` or `ReduceL2`, and `Div`",
+    "importMeanVarianceNormalization": "`ReduceMean`, `Sub`, `Mul`, `Sqrt`, "
+                                       "`Add` and `Div`",
 }
 
 
