@@ -127,10 +127,31 @@ static void setTensorData(const DenseTensor &Data, int32_t DataType,
   }
 }
 
+/// libonnx 1.12's window ops (LpPool, MaxRoiPool, ... through
+/// convPoolShapeInference) divide by their strides and dilations unchecked:
+/// a zero there is refused before ONNX sees it, so that it is a diagnostic
+/// and not a SIGFPE.
+static Error checkWindowAttrs(const onnx::NodeProto &N) {
+  for (const onnx::AttributeProto &A : N.attribute()) {
+    if (A.name() != "strides" && A.name() != "dilations" &&
+        A.name() != "kernel_shape")
+      continue;
+    for (int64_t V : A.ints())
+      if (V <= 0)
+        return createStringError(inconvertibleErrorCode(),
+                                 "attribute '" + A.name() +
+                                     "' must hold positive values, got " +
+                                     Twine(V));
+  }
+  return Error::success();
+}
+
 Expected<std::vector<std::optional<TensorType>>>
 autopar::inferTypesWithOnnx(const onnx::NodeProto &N,
                             ArrayRef<OnnxInferenceInput> Inputs,
                             ArrayRef<std::pair<std::string, int64_t>> Opsets) {
+  if (Error E = checkWindowAttrs(N))
+    return E;
   DimTranslator Dims;
   onnx::GraphProto G;
   *G.add_node() = N;

@@ -637,17 +637,51 @@ SmallVector<unsigned, 4> paddedAxes(const Node &N) {
   return Padded;
 }
 
+/// The axes a Slice steps through by other than 1 (a reversal keeps the
+/// size but moves every element): every sliced axis when the steps or axes
+/// are unknown.
+SmallVector<unsigned, 4> steppedAxes(const Node &N) {
+  SmallVector<unsigned, 4> Out;
+  if (N.getNumOperands() < 5 || !N.getOperand(4))
+    return Out;
+  unsigned Rank = rankOf(N.getOperand(0));
+  std::optional<SmallVector<int64_t, 4>> Steps = constantInts(N, "", 4);
+  std::optional<SmallVector<int64_t, 4>> Axes;
+  if (N.getOperand(3))
+    Axes = constantInts(N, "", 3);
+  else if (Steps) {
+    Axes.emplace(Steps->size());
+    std::iota(Axes->begin(), Axes->end(), 0);
+  }
+  if (!Steps || !Axes || Axes->size() != Steps->size()) {
+    Out.resize(Rank);
+    std::iota(Out.begin(), Out.end(), 0);
+    return Out;
+  }
+  for (unsigned I = 0; I != Steps->size(); ++I) {
+    int64_t Axis = (*Axes)[I] < 0 ? (*Axes)[I] + Rank : (*Axes)[I];
+    if ((*Steps)[I] != 1 && Axis >= 0 && Axis < int64_t(Rank))
+      Out.push_back(unsigned(Axis));
+  }
+  return Out;
+}
+
 /// Ops that keep the rank but may resize some axes (Slice, Tile, Pad): the
-/// resized axes are fixed, and so are the axes a Pad shifts.
+/// resized axes are fixed, and so are the axes a Pad shifts and those a
+/// Slice steps through backwards or by more than one.
 std::optional<OpLoops> resizingLoops(const Node &N) {
   const Value *In = N.getOperand(0), *Out = N.getResult(0);
   if (rankOf(In) != rankOf(Out))
     return std::nullopt;
   SmallVector<unsigned, 4> Fixed = changedAxes(In, Out);
+  SmallVector<unsigned, 4> Moved;
   if (N.getOp() == OpId::Pad)
-    for (unsigned Axis : paddedAxes(N))
-      if (!is_contained(Fixed, Axis))
-        Fixed.push_back(Axis);
+    Moved = paddedAxes(N);
+  else if (N.getOp() == OpId::Slice)
+    Moved = steppedAxes(N);
+  for (unsigned Axis : Moved)
+    if (!is_contained(Fixed, Axis))
+      Fixed.push_back(Axis);
   OpLoops L = broadcastLoops(N, {}, Fixed);
   for (unsigned I = 0, E = rankOf(In); I != E; ++I)
     if (L.Kinds[I] != LoopKind::Fixed)
