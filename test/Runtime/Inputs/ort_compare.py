@@ -607,6 +607,35 @@ def compare(outputs, ref_names, refs):
     return worst, problems
 
 
+def run_model_cases(cases, work):
+    """Runs each (name, model, inputs) of cases with autopar-run (one rank)
+    and onnxruntime, printing `NAME: match (max rel err X)` or what differs,
+    then `N match, K failed`; returns the exit status (1 when one fails)."""
+    os.makedirs(work, exist_ok=True)
+    matched = failed = 0
+    for name, model, inputs in cases:
+        path = os.path.join(work, name + ".onnx")
+        with open(path, "wb") as f:
+            f.write(model.SerializeToString())
+        try:
+            outputs = run_autopar(name, path, {}, inputs, work, "")
+            names, refs = run_ort(path, inputs)
+            worst, problems = compare(outputs, names, refs)
+        except (Failure, NotRun) as e:
+            print("%s: ERROR: %s" % (name, e))
+            failed += 1
+            continue
+        if problems:
+            print("%s: MISMATCH %s" % (name, "; ".join(problems)))
+            failed += 1
+        else:
+            print("%s: match (max rel err %.2g)" % (name, worst))
+            matched += 1
+        sys.stdout.flush()
+    print("%d match, %d failed" % (matched, failed))
+    return 1 if failed else 0
+
+
 def read_outputs(out_dir):
     """The outputs a run wrote into out_dir (outputs.json and its files)."""
     try:

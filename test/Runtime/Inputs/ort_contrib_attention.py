@@ -18,7 +18,8 @@ import numpy as np
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ort_quantized import model, run_cases  # noqa: E402
+import ort_compare  # noqa: E402
+from ort_quantized import model  # noqa: E402
 
 F = TensorProto.FLOAT
 
@@ -52,7 +53,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
-    return run_cases(cases(np.random.default_rng(23)), args.work)
+    return ort_compare.run_model_cases(cases(np.random.default_rng(23)),
+                                       args.work)
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ def cases(rng):
     ]
 
 
-def build(name, spec, work):
+def build(name, spec):
     graph_inputs, inits, names, feeds = [], [], [], {}
     for n, elem, value in spec["inputs"]:
         graph_inputs.append(helper.make_tensor_value_info(n, elem,
@@ -127,37 +127,16 @@ def build(name, spec, work):
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", spec["opset"])])
     model.ir_version = 8
-    path = os.path.join(work, name + ".onnx")
-    with open(path, "wb") as f:
-        f.write(model.SerializeToString())
-    return path, feeds
+    return model, feeds
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--work", required=True)
     args = ap.parse_args()
-    rng = np.random.default_rng(22)
-    matched = failed = 0
-    for name, spec in cases(rng):
-        try:
-            path, feeds = build(name, spec, args.work)
-            outputs = ort_compare.run_autopar(name, path, {}, feeds,
-                                              args.work, "")
-            ref_names, refs = ort_compare.run_ort(path, feeds)
-            worst, problems = ort_compare.compare(outputs, ref_names, refs)
-            if problems:
-                print("%s: MISMATCH %s" % (name, "; ".join(problems)))
-                failed += 1
-            else:
-                print("%s: match (max rel err %.2g)" % (name, worst))
-                matched += 1
-        except (ort_compare.NotRun, ort_compare.Failure) as e:
-            print("%s: ERROR: %s" % (name, e))
-            failed += 1
-        sys.stdout.flush()
-    print("%d match, %d failed" % (matched, failed))
-    return 1 if failed else 0
+    return ort_compare.run_model_cases(
+        ((name,) + build(name, spec) for name, spec in cases(
+            np.random.default_rng(22))), args.work)
 
 
 if __name__ == "__main__":

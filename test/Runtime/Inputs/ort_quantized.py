@@ -138,39 +138,12 @@ def cases(rng):
     return out
 
 
-def run_cases(cases, work):
-    """Runs each (name, model, inputs) with autopar-run and onnxruntime and
-    prints its line and the totals; returns the exit status."""
-    os.makedirs(work, exist_ok=True)
-    matched = failed = 0
-    for name, m, inputs in cases:
-        path = os.path.join(work, name + ".onnx")
-        with open(path, "wb") as f:
-            f.write(m.SerializeToString())
-        try:
-            outputs = ort_compare.run_autopar(name, path, {}, inputs, work,
-                                              "")
-            names, refs = ort_compare.run_ort(path, inputs)
-            worst, problems = ort_compare.compare(outputs, names, refs)
-        except (ort_compare.Failure, ort_compare.NotRun) as e:
-            print("%s: FAILED: %s" % (name, e))
-            failed += 1
-            continue
-        if problems:
-            print("%s: MISMATCH %s" % (name, "; ".join(problems)))
-            failed += 1
-        else:
-            print("%s: match (max rel err %.2g)" % (name, worst))
-            matched += 1
-    print("%d match, %d failed" % (matched, failed))
-    return 1 if failed else 0
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
-    return run_cases(cases(np.random.default_rng(22)), args.work)
+    return ort_compare.run_model_cases(cases(np.random.default_rng(22)),
+                                       args.work)
 
 
 if __name__ == "__main__":
