@@ -54,6 +54,9 @@ LogicalResult importDequantizeLinear(NodeImporter &N);
 /// QLinearMatMul as MatMulInteger, the two input scales applied to its i32
 /// sums, and QuantizeLinear to the output's scale and zero point.
 LogicalResult importQLinearMatMul(NodeImporter &N);
+/// QLinearConv as ConvInteger, its i32 bias added, the input scales (the
+/// weights' per output channel) applied, and QuantizeLinear.
+LogicalResult importQLinearConv(NodeImporter &N);
 
 } // namespace autopar
 

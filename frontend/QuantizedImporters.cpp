@@ -126,3 +126,71 @@ LogicalResult autopar::importQLinearMatMul(NodeImporter &N) {
   return success(N.createNodeForOutputs(OpId::QuantizeLinear, QuantizeIn,
                                         std::move(QuantizeAttrs)));
 }
+
+/// Scale (a scalar or one per channel, [C]) shaped to broadcast over the
+/// channels of a [N, C, spatial...] tensor of rank Rank: [C, 1, ...].
+static Value *perChannel(NodeImporter &N, Value *Scale, unsigned Rank,
+                         StringRef Suffix) {
+  if (Scale->getType().getRank() != 1 || Rank < 3)
+    return Scale;
+  // [C] -> [C, 1, ..., 1]: one trailing axis per spatial dimension.
+  std::vector<int64_t> Axes;
+  for (unsigned I = 1; I + 1 < Rank; ++I)
+    Axes.push_back(I);
+  Node *R = N.createNode(OpId::Unsqueeze, {Scale, N.createI64Constant(Axes)},
+                         AttrDict(), {N.makeName(Suffix)});
+  return R ? R->getResult(0) : nullptr;
+}
+
+LogicalResult autopar::importQLinearConv(NodeImporter &N) {
+  SmallVector<Value *, 8> In = getInputs(N);
+  for (unsigned I = 0; I != 8; ++I)
+    if (I >= In.size() || (!In[I] && I != 7)) {
+      N.error("input #" + Twine(I) + " is required");
+      return failure();
+    }
+  Value *X = In[0], *XScale = In[1], *XZero = In[2], *W = In[3],
+        *WScale = In[4], *WZero = In[5], *YScale = In[6], *YZero = In[7];
+  Value *Bias = In.size() > 8 ? In[8] : nullptr;
+  std::optional<AttrDict> ConvAttrs = N.convertAttrs(OpId::ConvInteger);
+  if (!ConvAttrs)
+    return failure();
+  Node *Conv = N.createNode(OpId::ConvInteger, {X, W, XZero, WZero},
+                            std::move(*ConvAttrs), {N.makeName("sums")});
+  if (!Conv)
+    return failure();
+  Value *Sums = Conv->getResult(0);
+  unsigned Rank = Sums->getType().getRank();
+  // The i32 bias is quantized with scale x_scale * w_scale and zero point
+  // 0: it adds to the sums.
+  if (Bias) {
+    Value *B = perChannel(N, Bias, Rank, "bias_channels");
+    Node *Add = B ? N.createNode(OpId::Add, {Sums, B}, AttrDict(),
+                                 {N.makeName("biased_sums")})
+                  : nullptr;
+    if (!Add)
+      return failure();
+    Sums = Add->getResult(0);
+  }
+  AttrDict CastAttrs;
+  CastAttrs.set("to", Attribute::getString(getElementTypeName(
+                          XScale->getType().getElementType())));
+  Node *Float = N.createNode(OpId::Cast, {Sums}, std::move(CastAttrs),
+                             {N.makeName("float_sums")});
+  Node *ScaledX = Float ? N.createNode(OpId::Mul, {Float->getResult(0), XScale},
+                                       AttrDict(), {N.makeName("scaled_x")})
+                        : nullptr;
+  Value *WChannels =
+      ScaledX ? perChannel(N, WScale, Rank, "w_scale_channels") : nullptr;
+  Node *Scaled =
+      WChannels ? N.createNode(OpId::Mul, {ScaledX->getResult(0), WChannels},
+                               AttrDict(), {N.makeName("scaled")})
+                : nullptr;
+  if (!Scaled)
+    return failure();
+  SmallVector<Value *, 3> QuantizeIn = {Scaled->getResult(0), YScale};
+  if (YZero)
+    QuantizeIn.push_back(YZero);
+  return success(
+      N.createNodeForOutputs(OpId::QuantizeLinear, QuantizeIn, AttrDict()));
+}

@@ -46,6 +46,7 @@ bool autopar::isGradientOperand(OpId Op, unsigned Operand) {
   case KernelFamily::Quantize:
   case KernelFamily::DynamicQuantize:
   case KernelFamily::MatMulInteger:
+  case KernelFamily::ConvInteger:
   case KernelFamily::GatherBlockQuantized:
     return false;
   default:

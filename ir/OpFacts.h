@@ -216,6 +216,7 @@ enum class KernelFamily : uint8_t {
   Dequantize,
   DynamicQuantize,
   MatMulInteger,
+  ConvInteger,
   MatMulNBits,
   GatherBlockQuantized,
   // Communication: run with the backend's communicator.

@@ -515,8 +515,13 @@ std::optional<OpLoops> convLoops(const Node &N, bool Transposed) {
   L.Results[0][1] = Out;
   for (unsigned I = 2; I != R; ++I)
     L.Results[0][I] = L.addLoop(LoopKind::Fixed);
-  if (N.getNumOperands() > 2 && N.getOperand(2) && rankOf(N.getOperand(2)))
-    L.Operands[2][0] = Out;
+  // The bias [M] (ConvInteger: the weights' zero point per output channel,
+  // operand 3) follows the output channels.
+  unsigned PerChannel = N.getOp() == OpId::ConvInteger ? 3 : 2;
+  const Value *C =
+      PerChannel < N.getNumOperands() ? N.getOperand(PerChannel) : nullptr;
+  if (C && rankOf(C) == 1 && !isStaticOne(dimOf(C, 0)))
+    L.Operands[PerChannel][0] = Out;
   return L;
 }
 

@@ -102,6 +102,7 @@ InferResult inferQuantizeLinear(const ShapeContext &Ctx);
 InferResult inferDequantizeLinear(const ShapeContext &Ctx);
 InferResult inferDynamicQuantizeLinear(const ShapeContext &Ctx);
 InferResult inferMatMulInteger(const ShapeContext &Ctx);
+InferResult inferConvInteger(const ShapeContext &Ctx);
 InferResult inferMatMulNBits(const ShapeContext &Ctx);
 InferResult inferGatherBlockQuantized(const ShapeContext &Ctx);
 /// The gates of a recurrent op: 4 (LSTM), 3 (GRU), 1 (RNN).

@@ -271,10 +271,11 @@ Error checkGroupDivides(const ShapeContext &Ctx, unsigned I, unsigned D,
 
 /// The optional bias B (operand I, 2 by default): [Channels] of X's element
 /// type. B may tell the number of channels where the weights do not.
-Error checkBias(const ShapeContext &Ctx, Dim &Channels, unsigned I = 2) {
+Error checkBias(const ShapeContext &Ctx, Dim &Channels, unsigned I = 2,
+                unsigned TypeOf = 0) {
   if (!Ctx.hasOperand(I))
     return Error::success();
-  if (Error E = checkSameElementTypeAs(Ctx, I, 0))
+  if (Error E = checkSameElementTypeAs(Ctx, I, TypeOf))
     return E;
   const TensorType &B = Ctx.getOperandType(I);
   if (B.getRank() != 1 || !mayEqual(B.getDim(0), Channels))
@@ -321,9 +322,29 @@ Expected<Dim> transposedOutput(const ShapeContext &Ctx, const Window &W,
 
 /// Conv and DeformConv: X [N, C, D1..Dn], W [M, C/group, k1..kn], B [M]
 /// (operand Bias) -> [N, M, ...].
-static InferResult inferConvolution(const ShapeContext &Ctx, unsigned Bias) {
-  if (Error E = checkConvOperands(Ctx))
+/// Conv, and ConvInteger (Integer: u8/i8 codes, i32 sums, a per-tensor
+/// zero point of x and one per tensor or per output channel of w).
+static InferResult inferConvolution(const ShapeContext &Ctx, unsigned Bias,
+                                    bool Integer = false) {
+  if (Integer) {
+    for (unsigned I : {0u, 1u}) {
+      ElementType Ty = elementTypeOf(Ctx, I);
+      if (Ty != ElementType::U8 && Ty != ElementType::I8)
+        return Ctx.error(describe(Ctx, I) + " must be u8 or i8");
+    }
+    if (Ctx.getOperandType(1).getRank() != Ctx.getOperandType(0).getRank())
+      return Ctx.error(describe(Ctx, 1) + " must have the rank of " +
+                       describe(Ctx, 0));
+    if (Ctx.hasOperand(2)) {
+      if (Error E = checkSameElementTypeAs(Ctx, 2, 0))
+        return E;
+      const TensorType &Z = Ctx.getOperandType(2);
+      if (Z.getRank() > 1 || (Z.getRank() == 1 && !isStaticOne(Z.getDim(0))))
+        return Ctx.error(describe(Ctx, 2) + " must be a scalar");
+    }
+  } else if (Error E = checkConvOperands(Ctx)) {
     return E;
+  }
   Expected<unsigned> NumSpatial = getNumSpatial(Ctx);
   if (!NumSpatial)
     return NumSpatial.takeError();
@@ -338,8 +359,16 @@ static InferResult inferConvolution(const ShapeContext &Ctx, unsigned Bias) {
   if (Error E = checkGroupDivides(Ctx, 1, 0, *Group))
     return E;
   Dim OutChannels = dimOf(Ctx, 1, 0);
-  if (Error E = checkBias(Ctx, OutChannels, Bias))
+  // ConvInteger's w_zero_point is a scalar or a bias-like [M].
+  bool Scalar = Integer && Ctx.hasOperand(Bias) &&
+                Ctx.getOperandType(Bias).getNumElements() == Dim::get(1) &&
+                Ctx.getOperandType(Bias).getRank() <= 1;
+  if (Scalar) {
+    if (Error E = checkSameElementTypeAs(Ctx, Bias, 1))
+      return E;
+  } else if (Error E = checkBias(Ctx, OutChannels, Bias, Integer ? 1 : 0)) {
     return E;
+  }
   Expected<Window> W = getWindow(Ctx, *NumSpatial, /*Weights=*/1);
   if (!W)
     return W.takeError();
@@ -350,12 +379,18 @@ static InferResult inferConvolution(const ShapeContext &Ctx, unsigned Bias) {
       return Out.takeError();
     Shape.push_back(*Out);
   }
-  return Types{TensorType(elementTypeOf(Ctx, 0), Shape)};
+  return Types{
+      TensorType(Integer ? ElementType::I32 : elementTypeOf(Ctx, 0), Shape)};
 }
 
 // ONNX Conv: X [N, C, D1..Dn], W [M, C/group, k1..kn], B [M] -> [N, M, ...].
 InferResult autopar::inferConv(const ShapeContext &Ctx) {
   return inferConvolution(Ctx, 2);
+}
+
+// ONNX ConvInteger: Conv of u8/i8 codes minus their zero points, in i32.
+InferResult autopar::inferConvInteger(const ShapeContext &Ctx) {
+  return inferConvolution(Ctx, 3, /*Integer=*/true);
 }
 
 // ONNX ConvTranspose: X [N, C, D1..Dn], W [C, M/group, k1..kn], B [M].

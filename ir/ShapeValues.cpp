@@ -406,6 +406,7 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::DequantizeLinear:
   case OpId::DynamicQuantizeLinear:
   case OpId::MatMulInteger:
+  case OpId::ConvInteger:
   case OpId::MatMulNBits:
   case OpId::GatherBlockQuantized:
   case OpId::CrossEntropyLoss:

@@ -80,6 +80,7 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::Dequantize:
   case KernelFamily::DynamicQuantize:
   case KernelFamily::MatMulInteger:
+  case KernelFamily::ConvInteger:
   case KernelFamily::MatMulNBits:
   case KernelFamily::GatherBlockQuantized:
     return false;

@@ -18,6 +18,8 @@
 
 #include "ir/Graph.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -30,8 +32,9 @@ using namespace llvm;
 /// kernel size, output positions]: row (C, K) holds, for every output
 /// position, the input element under kernel tap K of channel C, or 0 in the
 /// padding.
-static void im2col(const float *X, const SlidingWindow &W, int64_t Channels,
-                   float *Col) {
+template <typename T>
+static void im2col(const T *X, const SlidingWindow &W, int64_t Channels,
+                   T *Col) {
   unsigned NumSpatial = W.getNumSpatial(), Last = NumSpatial - 1;
   int64_t KernelSize = W.getKernelSize(), OutSize = W.getOutSize();
   int64_t InSize = getNumElements(W.In);
@@ -47,8 +50,8 @@ static void im2col(const float *X, const SlidingWindow &W, int64_t Channels,
       Tap[D] = K % W.Kernel[D];
       K /= W.Kernel[D];
     }
-    const float *XC = X + Row / KernelSize * InSize;
-    float *Dst = Col + Row * OutSize;
+    const T *XC = X + Row / KernelSize * InSize;
+    T *Dst = Col + Row * OutSize;
     // Along the last dimension, output O reads input O * Stride + Offset:
     // outputs [Lo, Hi) are inside the input.
     int64_t Stride = W.Strides[Last];
@@ -61,7 +64,7 @@ static void im2col(const float *X, const SlidingWindow &W, int64_t Channels,
     Hi = std::max(Lo, std::min(Hi, OutLast));
     Shape OutIndex(Last, 0);
     for (int64_t O = 0; O != Outer; ++O) {
-      float *Run = Dst + O * OutLast;
+      T *Run = Dst + O * OutLast;
       bool Inside = true;
       int64_t Base = 0;
       for (unsigned D = 0; D != Last && Inside; ++D) {
@@ -71,16 +74,15 @@ static void im2col(const float *X, const SlidingWindow &W, int64_t Channels,
         Base += I * InStrides[D];
       }
       if (!Inside) {
-        std::fill(Run, Run + OutLast, 0.0f);
+        std::fill(Run, Run + OutLast, T(0));
       } else {
-        std::fill(Run, Run + Lo, 0.0f);
+        std::fill(Run, Run + Lo, T(0));
         if (Stride == 1)
-          std::memcpy(Run + Lo, XC + Base + Offset + Lo,
-                      (Hi - Lo) * sizeof(float));
+          std::memcpy(Run + Lo, XC + Base + Offset + Lo, (Hi - Lo) * sizeof(T));
         else
           for (int64_t J = Lo; J != Hi; ++J)
             Run[J] = XC[Base + Offset + J * Stride];
-        std::fill(Run + Hi, Run + OutLast, 0.0f);
+        std::fill(Run + Hi, Run + OutLast, T(0));
       }
       for (unsigned D = Last; D-- > 0;) {
         if (++OutIndex[D] != W.Out[D])
@@ -91,68 +93,146 @@ static void im2col(const float *X, const SlidingWindow &W, int64_t Channels,
   });
 }
 
-Error autopar::runConv(const KernelArgs &A) {
-  if (Error E = checkF32Operands(A))
-    return E;
+namespace {
+
+/// The sizes both convolutions check: X [N, C, ...], W [M, C / group, ...],
+/// the window, Y's shape, and the per-group GEMM sizes.
+struct ConvGeometry {
+  int64_t N, C, M, Group, GroupChannels, GroupM, Rows, InSize, OutSize;
+  bool Unfold;
+  SlidingWindow Window;
+};
+
+Expected<ConvGeometry> getConvGeometry(const KernelArgs &A) {
   const Tensor &X = A.In[0], &Wt = A.In[1];
   if (X.getRank() < 3 || Wt.getRank() != X.getRank())
     return A.error("operands " + X.getTypeString() + " and " +
                    Wt.getTypeString() +
                    " must have the same rank, 3 or more (batch, channel, "
                    "spatial dimensions)");
-  int64_t Group = A.intAttr("group", 1);
-  if (Group < 1)
-    return A.error("'group' must be positive, got " + Twine(Group));
-  int64_t N = X.getShape()[0], C = X.getShape()[1];
-  int64_t M = Wt.getShape()[0], GroupChannels = Wt.getShape()[1];
-  if (C != GroupChannels * Group || M % Group != 0)
+  ConvGeometry G;
+  G.Group = A.intAttr("group", 1);
+  if (G.Group < 1)
+    return A.error("'group' must be positive, got " + Twine(G.Group));
+  G.N = X.getShape()[0], G.C = X.getShape()[1];
+  G.M = Wt.getShape()[0], G.GroupChannels = Wt.getShape()[1];
+  if (G.C != G.GroupChannels * G.Group || G.M % G.Group != 0)
     return A.error("operand 0 " + X.getTypeString() + " and weights " +
-                   Wt.getTypeString() + " do not fit 'group' " + Twine(Group));
+                   Wt.getTypeString() + " do not fit 'group' " +
+                   Twine(G.Group));
   ArrayRef<int64_t> Kernel = Wt.getShape().drop_front(2);
   if (const Attribute *K = A.attr("kernel_shape"))
     if (!K->isa(Attribute::Kind::IntList) || K->getIntList() != Kernel)
       return A.error("'kernel_shape' does not match the weights " +
                      Wt.getTypeString());
-  if (A.has(2) && A.In[2].getShape() != ArrayRef<int64_t>(M))
-    return A.error("the bias " + A.In[2].getTypeString() +
-                   " must have shape [" + Twine(M) + "]");
   Expected<SlidingWindow> W = getSlidingWindow(A, Kernel, /*CeilMode=*/false);
   if (!W)
     return W.takeError();
-  Shape YShape = {N, M};
-  YShape.append(W->Out.begin(), W->Out.end());
+  G.Window = std::move(*W);
+  Shape YShape = {G.N, G.M};
+  YShape.append(G.Window.Out.begin(), G.Window.Out.end());
   if (Error E = A.checkShape(0, YShape))
     return E;
-
-  int64_t InSize = getNumElements(W->In), OutSize = W->getOutSize();
-  int64_t Rows = GroupChannels * W->getKernelSize(), GroupM = M / Group;
-  for (int64_t S : {Rows, OutSize, GroupM})
+  G.InSize = getNumElements(G.Window.In), G.OutSize = G.Window.getOutSize();
+  G.Rows = G.GroupChannels * G.Window.getKernelSize(), G.GroupM = G.M / G.Group;
+  for (int64_t S : {G.Rows, G.OutSize, G.GroupM})
     if (S > INT_MAX)
       return A.error("a GEMM dimension of " + Twine(S) +
                      " exceeds what CBLAS takes");
-  bool Unfold = false;
-  for (unsigned D = 0; D != W->getNumSpatial(); ++D)
-    Unfold |= W->Kernel[D] != 1 || W->Strides[D] != 1 || W->PadBegin[D] != 0 ||
-              W->PadEnd[D] != 0;
-  std::vector<float> Col(Unfold ? Rows * OutSize : 0);
-  const float *XD = X.data<float>(), *WD = Wt.data<float>();
+  G.Unfold = false;
+  for (unsigned D = 0; D != G.Window.getNumSpatial(); ++D)
+    G.Unfold |= G.Window.Kernel[D] != 1 || G.Window.Strides[D] != 1 ||
+                G.Window.PadBegin[D] != 0 || G.Window.PadEnd[D] != 0;
+  return G;
+}
+
+} // namespace
+
+Error autopar::runConv(const KernelArgs &A) {
+  if (Error E = checkF32Operands(A))
+    return E;
+  Expected<ConvGeometry> G = getConvGeometry(A);
+  if (!G)
+    return G.takeError();
+  if (A.has(2) && A.In[2].getShape() != ArrayRef<int64_t>(G->M))
+    return A.error("the bias " + A.In[2].getTypeString() +
+                   " must have shape [" + Twine(G->M) + "]");
+  std::vector<float> Col(G->Unfold ? G->Rows * G->OutSize : 0);
+  const float *XD = A.In[0].data<float>(), *WD = A.In[1].data<float>();
   const float *BD = A.has(2) ? A.In[2].data<float>() : nullptr;
   float *YD = A.Out[0].data<float>();
-  for (int64_t Image = 0; Image != N; ++Image)
-    for (int64_t G = 0; G != Group; ++G) {
-      const float *XG = XD + (Image * C + G * GroupChannels) * InSize;
-      if (Unfold)
-        im2col(XG, *W, GroupChannels, Col.data());
-      float *YG = YD + (Image * M + G * GroupM) * OutSize;
-      sgemm(false, false, GroupM, OutSize, Rows, 1.0f, WD + G * GroupM * Rows,
-            Unfold ? Col.data() : XG, 0.0f, YG);
+  for (int64_t Image = 0; Image != G->N; ++Image)
+    for (int64_t Gr = 0; Gr != G->Group; ++Gr) {
+      const float *XG = XD + (Image * G->C + Gr * G->GroupChannels) * G->InSize;
+      if (G->Unfold)
+        im2col(XG, G->Window, G->GroupChannels, Col.data());
+      float *YG = YD + (Image * G->M + Gr * G->GroupM) * G->OutSize;
+      sgemm(false, false, G->GroupM, G->OutSize, G->Rows, 1.0f,
+            WD + Gr * G->GroupM * G->Rows, G->Unfold ? Col.data() : XG, 0.0f,
+            YG);
       if (BD)
-        for (int64_t Out = 0; Out != GroupM; ++Out) {
-          float Bias = BD[G * GroupM + Out];
-          float *Row = YG + Out * OutSize;
-          for (int64_t J = 0; J != OutSize; ++J)
+        for (int64_t Out = 0; Out != G->GroupM; ++Out) {
+          float Bias = BD[Gr * G->GroupM + Out];
+          float *Row = YG + Out * G->OutSize;
+          for (int64_t J = 0; J != G->OutSize; ++J)
             Row[J] += Bias;
         }
+    }
+  return Error::success();
+}
+
+namespace {
+
+/// The integer value of element I of a u8 or i8 tensor.
+double codeAt(const Tensor &T, int64_t I) {
+  return T.getElementType() == ElementType::U8 ? T.data<uint8_t>()[I]
+                                               : T.data<int8_t>()[I];
+}
+
+} // namespace
+
+/// ConvInteger: the codes minus their zero points as doubles (exact), the
+/// same unfolding and a double GEMM, whose sums (below 2^53) are exact
+/// integers.
+Error autopar::runConvInteger(const KernelArgs &A) {
+  for (unsigned I = 0; I != 4; ++I)
+    if (A.has(I))
+      if (Error E = A.checkType(I, {ElementType::U8, ElementType::I8}))
+        return E;
+  Expected<ConvGeometry> G = getConvGeometry(A);
+  if (!G)
+    return G.takeError();
+  const Tensor &X = A.In[0], &Wt = A.In[1];
+  double XZero = A.has(2) ? codeAt(A.In[2], 0) : 0;
+  bool PerChannel = A.has(3) && A.In[3].getNumElements() == G->M && G->M > 1;
+  std::vector<double> XD(size_t(X.getNumElements())),
+      WD(size_t(Wt.getNumElements()));
+  for (size_t I = 0; I != XD.size(); ++I)
+    XD[I] = codeAt(X, int64_t(I)) - XZero;
+  int64_t PerOut = G->Rows;
+  for (size_t I = 0; I != WD.size(); ++I) {
+    double Zero = !A.has(3)    ? 0
+                  : PerChannel ? codeAt(A.In[3], int64_t(I) / PerOut)
+                               : codeAt(A.In[3], 0);
+    WD[I] = codeAt(Wt, int64_t(I)) - Zero;
+  }
+  std::vector<double> Col(G->Unfold ? G->Rows * G->OutSize : 0),
+      Y(size_t(G->GroupM * G->OutSize));
+  int32_t *YD = A.Out[0].data<int32_t>();
+  for (int64_t Image = 0; Image != G->N; ++Image)
+    for (int64_t Gr = 0; Gr != G->Group; ++Gr) {
+      const double *XG =
+          XD.data() + (Image * G->C + Gr * G->GroupChannels) * G->InSize;
+      if (G->Unfold)
+        im2col(XG, G->Window, G->GroupChannels, Col.data());
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(G->GroupM),
+                  int(G->OutSize), int(G->Rows), 1.0,
+                  WD.data() + Gr * G->GroupM * G->Rows, int(G->Rows),
+                  G->Unfold ? Col.data() : XG, int(G->OutSize), 0.0, Y.data(),
+                  int(G->OutSize));
+      int32_t *YG = YD + (Image * G->M + Gr * G->GroupM) * G->OutSize;
+      for (size_t I = 0; I != Y.size(); ++I)
+        YG[I] = int32_t(Y[I]);
     }
   return Error::success();
 }

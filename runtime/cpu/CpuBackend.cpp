@@ -164,6 +164,8 @@ static KernelFn lookupKernel(OpId Op) {
     return runDynamicQuantize;
   case KernelFamily::MatMulInteger:
     return runMatMulInteger;
+  case KernelFamily::ConvInteger:
+    return runConvInteger;
   case KernelFamily::MatMulNBits:
     return runMatMulNBits;
   case KernelFamily::GatherBlockQuantized:

@@ -160,6 +160,8 @@ llvm::Error runQuantize(const KernelArgs &A);
 llvm::Error runDequantize(const KernelArgs &A);
 llvm::Error runDynamicQuantize(const KernelArgs &A);
 llvm::Error runMatMulInteger(const KernelArgs &A);
+// ConvKernels.cpp: ConvInteger (exact i32 sums through a double GEMM).
+llvm::Error runConvInteger(const KernelArgs &A);
 llvm::Error runMatMulNBits(const KernelArgs &A);
 llvm::Error runGatherBlockQuantized(const KernelArgs &A);
 

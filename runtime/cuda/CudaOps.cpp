@@ -111,6 +111,7 @@ static CudaKernelFn lookup(OpId Op) {
   case KernelFamily::Dequantize:
   case KernelFamily::DynamicQuantize:
   case KernelFamily::MatMulInteger:
+  case KernelFamily::ConvInteger:
   case KernelFamily::MatMulNBits:
   case KernelFamily::GatherBlockQuantized:
   case KernelFamily::GatherElements:

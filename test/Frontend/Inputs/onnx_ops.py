@@ -515,6 +515,8 @@ DESCRIBE = {
                             "`output_type`",
     "importDequantizeLinear": "`DequantizeLinear`",
     "importQLinearMatMul": "`MatMulInteger`, its scales, `QuantizeLinear`",
+    "importQLinearConv": "`ConvInteger`, its bias and scales, "
+                         "`QuantizeLinear`",
     "importCastLike": "`Cast` to the second input's element type",
     "importEyeLike": "`EyeLike`, dtype as an element type",
     "importSoftmaxCrossEntropyLoss": "`LogSoftmax` over the classes and "

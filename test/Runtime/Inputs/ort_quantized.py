@@ -96,6 +96,33 @@ def cases(rng):
          init("bz", U8, np.array(131)), init("ys", F, np.array(0.37)),
          init("yz", U8, np.array(128))])
     out.append(("qlinear_matmul", m, {"a": a}))
+    # ConvInteger: u8 image, i8 weights, padding, a stride and 2 groups
+    # (onnxruntime's CPU kernel takes per-tensor zero points only).
+    img = rng.integers(0, 256, (2, 4, 7, 7)).astype(np.uint8)
+    w = rng.integers(-128, 128, (6, 2, 3, 3))
+    m = model("conv_integer", [
+        helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"],
+                         pads=[1, 1, 1, 1], strides=[2, 1], group=2)],
+        [("x", U8, [2, 4, 7, 7])], [("y", TensorProto.INT32, [2, 6, 4, 7])],
+        [init("w", I8, w), init("xz", U8, np.array(9)),
+         init("wz", I8, np.array(-2))])
+    out.append(("conv_integer", m, {"x": img}))
+    # QLinearConv with per-channel weight scales and an i32 bias.
+    w = rng.integers(-128, 128, (5, 4, 3, 3))
+    ws = rng.uniform(0.002, 0.01, 5).astype(np.float32)
+    bias = rng.integers(-500, 500, 5)
+    m = model("qlinear_conv", [
+        helper.make_node("QLinearConv",
+                         ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+                         ["y"], pads=[1, 1, 1, 1])],
+        [("x", U8, [2, 4, 7, 7])], [("y", U8, [2, 5, 7, 7])],
+        [init("xs", F, np.array(0.02)), init("xz", U8, np.array(128)),
+         init("w", I8, w), init("ws", F, ws),
+         init("wz", I8, np.zeros(5, dtype=np.int8)),
+         init("ys", F, np.array(0.05)), init("yz", U8, np.array(100)),
+         helper.make_tensor("b", TensorProto.INT32, [5],
+                            bias.astype(np.int32).tolist())])
+    out.append(("qlinear_conv", m, {"x": img}))
     # MatMulNBits, 4 bits, blocks of 32, packed zero points and a bias; K
     # not a multiple of the block (the last block is partial).
     k, n, block = 80, 12, 32
