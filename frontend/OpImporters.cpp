@@ -134,7 +134,8 @@ static LogicalResult importIf(NodeImporter &N) {
   std::optional<ShapeValue> Known =
       Cond ? evaluateShapeValue(Cond) : std::nullopt;
   if (!Known || Known->size() != 1 || !(*Known)[0].Int)
-    return importOpaque(N);
+    return keepOpaque(N, "its condition is not known at import; a --dim "
+                         "binding may make it known");
   return N.inlineGraphAttr(*(*Known)[0].Int ? "then_branch" : "else_branch");
 }
 

@@ -519,7 +519,7 @@ def missing_ops(air_path, weights_dir, work):
 
 
 def run_autopar(name, onnx_path, dims, inputs, work, tag):
-    """Imports and runs the model; returns (outputs, air path) or raises
+    """Imports and runs the model; returns its outputs or raises
     NotRun for import errors and missing kernels."""
     air = os.path.join(work, "%s%s.air" % (name, tag))
     argv = ["autopar-opt", onnx_path, "--load-weights"]
