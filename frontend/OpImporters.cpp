@@ -99,7 +99,14 @@ LogicalResult autopar::keepOpaque(NodeImporter &N, StringRef Reason) {
   }
   if (!Rejected.empty())
     N.warning("using the types the model declares, as " + Rejected);
-  std::optional<AttrDict> Attrs = N.convertAttrs(OpId::Opaque);
+  // Graph attributes (a Loop's body, an If's branches) have no IR form;
+  // the warning about the Opaque node says what is not imported.
+  SmallVector<StringRef, 2> Graphs;
+  for (const onnx::AttributeProto &A : N.getProto().attribute())
+    if (A.type() == onnx::AttributeProto::GRAPH ||
+        A.type() == onnx::AttributeProto::GRAPHS)
+      Graphs.push_back(A.name());
+  std::optional<AttrDict> Attrs = N.convertAttrs(OpId::Opaque, Graphs);
   if (!Attrs)
     return failure();
   Attrs->set("op_type", Attribute::getString(N.getOpType()));
