@@ -57,9 +57,8 @@ GradientFlow::GradientFlow(const Graph &G) {
   for (const Node &N : G.getNodes()) {
     bool AnyGrad = false, AnyActivation = false;
     for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
-      const Value *O = N.getOperand(I);
-      AnyGrad |= needsGrad(O) && isGradientOperand(N.getOp(), I);
-      AnyActivation |= isActivation(O);
+      AnyGrad |= needsGrad(N, I);
+      AnyActivation |= isActivation(N.getOperand(I));
     }
     bool NoGradient = N.getOp() == OpId::Shape || N.getOp() == OpId::Size;
     for (unsigned I = 0, E = N.getNumResults(); I != E; ++I) {
@@ -378,9 +377,8 @@ static NodeCost getIsolatedCost(const Node &N,
     Split = LoopSplit();
   bool ReadsActivation = false, AnyGrad = false;
   for (unsigned I = 0, E = N.getNumOperands(); I != E; ++I) {
-    const Value *O = N.getOperand(I);
-    ReadsActivation |= Flow.isActivation(O);
-    AnyGrad |= Flow.needsGrad(O) && isGradientOperand(N.getOp(), I);
+    ReadsActivation |= Flow.isActivation(N.getOperand(I));
+    AnyGrad |= Flow.needsGrad(N, I);
   }
   if (isView(N.getOp()) || !ReadsActivation)
     return C;

@@ -15,6 +15,8 @@
 #define AUTOPAR_COST_OPCOST_H
 
 #include "cost/Cluster.h"
+#include "ir/Graph.h"
+#include "ir/OpFacts.h"
 #include "ir/OpLoops.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -58,6 +60,11 @@ class GradientFlow {
 public:
   explicit GradientFlow(const Graph &G);
   bool needsGrad(const Value *V) const { return V && Grad.contains(V); }
+  /// Whether a gradient flows into operand I of N (its value needs one and
+  /// the op passes one there: ir/OpFacts.h, isGradientOperand).
+  bool needsGrad(const Node &N, unsigned I) const {
+    return needsGrad(N.getOperand(I)) && isGradientOperand(N.getOp(), I);
+  }
   bool isActivation(const Value *V) const {
     return V && Activation.contains(V);
   }

@@ -79,26 +79,6 @@ static bool fitsBudget(int64_t Iterations, int64_t BodyNodes) {
   return Iterations <= MaxUnrolledNodes / std::max<int64_t>(BodyNodes, 1);
 }
 
-/// Stacks Parts (one per iteration) along a new axis Axis of the result:
-/// Unsqueeze each, then Concat. The result is named Name.
-static Value *stack(NodeImporter &N, ArrayRef<Value *> Parts, int64_t Axis,
-                    StringRef Name) {
-  Value *Axes = N.createI64Constant({Axis});
-  SmallVector<Value *, 8> Expanded;
-  for (Value *P : Parts) {
-    Node *U = N.createNode(OpId::Unsqueeze, {P, Axes}, AttrDict(),
-                           {N.makeName("step")});
-    if (!U)
-      return nullptr;
-    Expanded.push_back(U->getResult(0));
-  }
-  AttrDict Attrs;
-  Attrs.set("axis", Attribute::getInt(Axis));
-  Node *C = N.createNode(OpId::Concat, Expanded, std::move(Attrs),
-                         {Name.empty() ? N.makeName("stacked") : Name.str()});
-  return C ? C->getResult(0) : nullptr;
-}
-
 /// The tensors of a body's scan outputs; reports a sequence.
 static bool takeScanOutputs(NodeImporter &N, ArrayRef<OnnxValue> Outs,
                             std::vector<std::vector<Value *>> &Stacks) {
@@ -223,7 +203,7 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
     StringRef Name = N.getOutputName(NumCarried + J);
     if (Name.empty())
       continue;
-    Value *Stacked = stack(N, Scans[J], 0, Name);
+    Value *Stacked = stackTensors(N, Scans[J], 0, Name, "step");
     if (!Stacked)
       return failure();
     N.bindOutput(NumCarried + J, Stacked);
@@ -362,7 +342,8 @@ LogicalResult autopar::importScan(NodeImporter &N) {
               Twine(Rank));
       return failure();
     }
-    Value *Stacked = stack(N, Parts, Axis < 0 ? Axis + Rank : Axis, Name);
+    Value *Stacked =
+        stackTensors(N, Parts, Axis < 0 ? Axis + Rank : Axis, Name, "step");
     if (!Stacked)
       return failure();
     N.bindOutput(NumState + J, Stacked);

@@ -173,43 +173,34 @@ NodeImporter::createNodeForOutputs(OpId Op, ArrayRef<Value *> Operands,
   return N;
 }
 
+Value *NodeImporter::createConstant(DenseTensor Data) {
+  TensorType Type = Data.getType();
+  AttrDict Attrs;
+  Attrs.set("value", Attribute::getTensor(std::move(Data)));
+  Node *N = Parent.getGraph().createNode(OpId::Constant, {}, {Type},
+                                         std::move(Attrs), {makeName("const")});
+  N->setName(Proto.name());
+  return N->getResult(0);
+}
+
 Value *NodeImporter::createI64Constant(ArrayRef<int64_t> Values, bool Scalar) {
   TensorType Type =
       Scalar ? TensorType::get(ElementType::I64, {})
              : TensorType::get(ElementType::I64, {int64_t(Values.size())});
-  AttrDict Attrs;
-  Attrs.set("value",
-            Attribute::getTensor(DenseTensor(
-                Type, std::vector<int64_t>(Values.begin(), Values.end()))));
-  Node *N = Parent.getGraph().createNode(OpId::Constant, {}, {Type},
-                                         std::move(Attrs), {makeName("const")});
-  N->setName(Proto.name());
-  return N->getResult(0);
+  return createConstant(
+      DenseTensor(Type, std::vector<int64_t>(Values.begin(), Values.end())));
 }
 
 Value *NodeImporter::createBoolScalar(bool V) {
-  TensorType Type = TensorType::get(ElementType::Bool, {});
-  AttrDict Attrs;
-  Attrs.set("value", Attribute::getTensor(
-                         DenseTensor(Type, std::vector<int64_t>{V ? 1 : 0})));
-  Node *N = Parent.getGraph().createNode(OpId::Constant, {}, {Type},
-                                         std::move(Attrs), {makeName("const")});
-  N->setName(Proto.name());
-  return N->getResult(0);
+  return createConstant(DenseTensor(TensorType::get(ElementType::Bool, {}),
+                                    std::vector<int64_t>{V ? 1 : 0}));
 }
 
 Value *NodeImporter::createFloatScalar(ElementType Ty, double V) {
-  TensorType Type = TensorType::get(Ty, {});
-  AttrDict Attrs;
   // Held as the element type holds it (an f32 attribute of an f16 Clip's
   // bound), so that the text form reads back the same value.
-  Attrs.set("value",
-            Attribute::getTensor(DenseTensor(
-                Type, std::vector<double>{roundToElementType(V, Ty)})));
-  Node *N = Parent.getGraph().createNode(OpId::Constant, {}, {Type},
-                                         std::move(Attrs), {makeName("const")});
-  N->setName(Proto.name());
-  return N->getResult(0);
+  return createConstant(DenseTensor(
+      TensorType::get(Ty, {}), std::vector<double>{roundToElementType(V, Ty)}));
 }
 
 std::string NodeImporter::makeName(StringRef Suffix) {

@@ -117,6 +117,9 @@ public:
   void warning(const llvm::Twine &Message);
 
 private:
+  /// A Constant node of Data, named after the node.
+  Value *createConstant(DenseTensor Data);
+
   GraphImporter &Parent;
   const onnx::NodeProto &Proto;
   int64_t OpsetVersion;

@@ -12,7 +12,6 @@
 #include "frontend/OnnxTypes.h"
 
 #include "ir/Folders.h"
-#include "ir/ShapeValues.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -23,16 +22,14 @@
 using namespace autopar;
 using namespace llvm;
 
-/// Every input of the node, absent ones as null.
-static SmallVector<Value *, 4> getInputs(NodeImporter &N) {
+SmallVector<Value *, 4> autopar::getInputs(NodeImporter &N) {
   SmallVector<Value *, 4> Inputs;
   for (unsigned I = 0, E = N.getNumInputs(); I != E; ++I)
     Inputs.push_back(N.getInput(I));
   return Inputs;
 }
 
-/// The node's inputs, with an error when a required one is missing.
-static bool requireInputs(NodeImporter &N, unsigned Count) {
+bool autopar::requireInputs(NodeImporter &N, unsigned Count) {
   for (unsigned I = 0; I != Count; ++I)
     if (!N.getInput(I)) {
       N.error("input #" + Twine(I) + " is required");
@@ -137,13 +134,11 @@ static LogicalResult importOpaque(NodeImporter &N) { return keepOpaque(N, ""); }
 /// as `x.size(1) > 1` once the dimensions are bound) is the branch it takes,
 /// inlined; otherwise it stays Opaque, typed by ONNX's inference.
 static LogicalResult importIf(NodeImporter &N) {
-  Value *Cond = N.getInput(0);
-  std::optional<ShapeValue> Known =
-      Cond ? evaluateShapeValue(Cond) : std::nullopt;
-  if (!Known || Known->size() != 1 || !(*Known)[0].Int)
+  std::optional<int64_t> Known = getKnownScalar(N.getInput(0));
+  if (!Known)
     return keepOpaque(N, "its condition is not known at import; a --dim "
                          "binding may make it known");
-  return N.inlineGraphAttr(*(*Known)[0].Int ? "then_branch" : "else_branch");
+  return N.inlineGraphAttr(*Known ? "then_branch" : "else_branch");
 }
 
 static LogicalResult importCast(NodeImporter &N) {
@@ -552,13 +547,12 @@ static LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &N) {
   return success();
 }
 
-/// A reduction of X over Axes, keeping them as 1s.
-static Node *createReduce(NodeImporter &N, OpId Op, Value *X,
-                          std::vector<int64_t> Axes, StringRef Suffix) {
+/// The attributes of a reduction over Axes that keeps them as 1s.
+static AttrDict keptAxes(std::vector<int64_t> Axes) {
   AttrDict Attrs;
   Attrs.set("axes", Attribute::getIntList(std::move(Axes)));
   Attrs.set("keepdims", Attribute::getInt(1));
-  return N.createNode(Op, {X}, std::move(Attrs), {N.makeName(Suffix)});
+  return Attrs;
 }
 
 /// GlobalMaxPool is ReduceMax over the spatial axes.
@@ -571,14 +565,11 @@ static LogicalResult importGlobalMaxPool(NodeImporter &N) {
     N.error("input must be [N, C, spatial...], got " + X->getType().str());
     return failure();
   }
-  AttrDict Attrs;
   std::vector<int64_t> Axes;
   for (int64_t I = 2; I != Rank; ++I)
     Axes.push_back(I);
-  Attrs.set("axes", Attribute::getIntList(std::move(Axes)));
-  Attrs.set("keepdims", Attribute::getInt(1));
   return success(
-      N.createNodeForOutputs(OpId::ReduceMax, {X}, std::move(Attrs)));
+      N.createNodeForOutputs(OpId::ReduceMax, {X}, keptAxes(std::move(Axes))));
 }
 
 /// LpNormalization divides by the L1 or L2 norm along `axis`.
@@ -591,12 +582,12 @@ static LogicalResult importLpNormalization(NodeImporter &N) {
     return failure();
   }
   Value *X = N.getInput(0);
-  Node *Norm = createReduce(N, P == 1 ? OpId::ReduceL1 : OpId::ReduceL2, X,
-                            {N.getIntAttr("axis").value_or(-1)}, "norm");
+  Value *Norm =
+      createValue(N, P == 1 ? OpId::ReduceL1 : OpId::ReduceL2, {X}, "norm",
+                  keptAxes({N.getIntAttr("axis").value_or(-1)}));
   if (!Norm)
     return failure();
-  return success(
-      N.createNodeForOutputs(OpId::Div, {X, Norm->getResult(0)}, AttrDict()));
+  return success(N.createNodeForOutputs(OpId::Div, {X, Norm}, AttrDict()));
 }
 
 /// MeanVarianceNormalization is (X - mean) / (std + 1e-9) over `axes`
@@ -612,33 +603,21 @@ static LogicalResult importMeanVarianceNormalization(NodeImporter &N) {
   }
   std::vector<int64_t> Axes =
       getIntsAttr(N, "axes").value_or(std::vector<int64_t>{0, 2, 3});
-  Node *Mean = createReduce(N, OpId::ReduceMean, X, Axes, "mean");
-  if (!Mean)
-    return failure();
-  Node *Centered = N.createNode(OpId::Sub, {X, Mean->getResult(0)}, AttrDict(),
-                                {N.makeName("centered")});
-  if (!Centered)
-    return failure();
-  Value *D = Centered->getResult(0);
-  Node *Square =
-      N.createNode(OpId::Mul, {D, D}, AttrDict(), {N.makeName("square")});
-  if (!Square)
-    return failure();
-  Node *Var =
-      createReduce(N, OpId::ReduceMean, Square->getResult(0), Axes, "var");
-  if (!Var)
-    return failure();
-  Node *Std = N.createNode(OpId::Sqrt, {Var->getResult(0)}, AttrDict(),
-                           {N.makeName("std")});
-  if (!Std)
-    return failure();
-  Node *Denom = N.createNode(OpId::Add,
-                             {Std->getResult(0), N.createFloatScalar(Ty, 1e-9)},
-                             AttrDict(), {N.makeName("denom")});
+  // Each step is null once one has failed (and reported).
+  Value *Mean = createValue(N, OpId::ReduceMean, {X}, "mean", keptAxes(Axes));
+  Value *D = Mean ? createValue(N, OpId::Sub, {X, Mean}, "centered") : nullptr;
+  Value *Square = D ? createValue(N, OpId::Mul, {D, D}, "square") : nullptr;
+  Value *Var =
+      Square ? createValue(N, OpId::ReduceMean, {Square}, "var", keptAxes(Axes))
+             : nullptr;
+  Value *Std = Var ? createValue(N, OpId::Sqrt, {Var}, "std") : nullptr;
+  Value *Denom =
+      Std ? createValue(N, OpId::Add, {Std, N.createFloatScalar(Ty, 1e-9)},
+                        "denom")
+          : nullptr;
   if (!Denom)
     return failure();
-  return success(
-      N.createNodeForOutputs(OpId::Div, {D, Denom->getResult(0)}, AttrDict()));
+  return success(N.createNodeForOutputs(OpId::Div, {D, Denom}, AttrDict()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -768,9 +747,9 @@ static Value *addBiasPart(NodeImporter &N, Value *X, Value *Bias, int64_t H,
   return Sum ? Sum->getResult(0) : nullptr;
 }
 
-/// One node of Op named after the node; its result, or null (reported).
-static Value *emit(NodeImporter &N, OpId Op, ArrayRef<Value *> Operands,
-                   StringRef Suffix, AttrDict Attrs = AttrDict()) {
+Value *autopar::createValue(NodeImporter &N, OpId Op,
+                            ArrayRef<Value *> Operands, StringRef Suffix,
+                            AttrDict Attrs) {
   Node *R = N.createNode(Op, Operands, std::move(Attrs), {N.makeName(Suffix)});
   return R ? R->getResult(0) : nullptr;
 }
@@ -785,44 +764,47 @@ static Value *convertKeyPaddingMask(NodeImporter &N, Value *Mask, Value *K) {
   auto ToBool = [&](Value *V) -> Value * {
     AttrDict A;
     A.set("to", Attribute::getString("bool"));
-    return emit(N, OpId::Cast, {V}, "keep", std::move(A));
+    return createValue(N, OpId::Cast, {V}, "keep", std::move(A));
   };
   Value *Keep = nullptr;
   if (T.getRank() == 2) {
     Keep = ToBool(Mask);
     if (Keep)
-      Keep = emit(N, OpId::Unsqueeze, {Keep, N.createI64Constant({1, 2})},
-                  "keep4d");
+      Keep = createValue(N, OpId::Unsqueeze,
+                         {Keep, N.createI64Constant({1, 2})}, "keep4d");
   } else if (T.getRank() == 3) {
     Keep = ToBool(Mask);
     if (Keep)
-      Keep =
-          emit(N, OpId::Unsqueeze, {Keep, N.createI64Constant({1})}, "keep4d");
+      Keep = createValue(N, OpId::Unsqueeze, {Keep, N.createI64Constant({1})},
+                         "keep4d");
   } else if (T.getRank() == 1 && K->getType().getRank() == 3 &&
              T.getDim(0) == K->getType().getDim(0)) {
     // keep[b, t] = t < length[b].
     AttrDict ToI64;
     ToI64.set("to", Attribute::getString("i64"));
-    Value *Len = emit(N, OpId::Cast, {Mask}, "lengths", std::move(ToI64));
-    Value *Shape = Len ? emit(N, OpId::Shape, {K}, "key_shape") : nullptr;
+    Value *Len =
+        createValue(N, OpId::Cast, {Mask}, "lengths", std::move(ToI64));
+    Value *Shape =
+        Len ? createValue(N, OpId::Shape, {K}, "key_shape") : nullptr;
     AttrDict Axis0;
     Axis0.set("axis", Attribute::getInt(0));
-    Value *Seq =
-        Shape ? emit(N, OpId::Gather, {Shape, N.createI64Constant({1}, true)},
-                     "key_len", std::move(Axis0))
-              : nullptr;
-    Value *Pos = Seq ? emit(N, OpId::Range,
-                            {N.createI64Constant({0}, true), Seq,
-                             N.createI64Constant({1}, true)},
-                            "positions")
+    Value *Seq = Shape ? createValue(N, OpId::Gather,
+                                     {Shape, N.createI64Constant({1}, true)},
+                                     "key_len", std::move(Axis0))
+                       : nullptr;
+    Value *Pos = Seq ? createValue(N, OpId::Range,
+                                   {N.createI64Constant({0}, true), Seq,
+                                    N.createI64Constant({1}, true)},
+                                   "positions")
                      : nullptr;
-    Value *Col = Pos ? emit(N, OpId::Unsqueeze, {Len, N.createI64Constant({1})},
-                            "length_col")
-                     : nullptr;
-    Keep = Col ? emit(N, OpId::Less, {Pos, Col}, "keep") : nullptr;
+    Value *Col =
+        Pos ? createValue(N, OpId::Unsqueeze, {Len, N.createI64Constant({1})},
+                          "length_col")
+            : nullptr;
+    Keep = Col ? createValue(N, OpId::Less, {Pos, Col}, "keep") : nullptr;
     if (Keep)
-      Keep = emit(N, OpId::Unsqueeze, {Keep, N.createI64Constant({1, 2})},
-                  "keep4d");
+      Keep = createValue(N, OpId::Unsqueeze,
+                         {Keep, N.createI64Constant({1, 2})}, "keep4d");
   }
   return Keep;
 }
@@ -863,7 +845,8 @@ static LogicalResult importMultiHeadAttention(NodeImporter &N) {
       return failure();
     Value *Parts[3];
     for (unsigned I = 0; I != 3; ++I) {
-      Parts[I] = emit(N, OpId::Reshape,
+      Parts[I] =
+          createValue(N, OpId::Reshape,
                       {Split->getResult(I), N.createI64Constant({0, 0, -1})},
                       I == 0   ? "q3d"
                       : I == 1 ? "k3d"
@@ -884,10 +867,11 @@ static LogicalResult importMultiHeadAttention(NodeImporter &N) {
     for (Value **KV : {&K, &V}) {
       AttrDict Perm;
       Perm.set("perm", Attribute::getIntList({0, 2, 1, 3}));
-      Value *T = emit(N, OpId::Transpose, {*KV}, KV == &K ? "k_bshd" : "v_bshd",
-                      std::move(Perm));
-      *KV = T ? emit(N, OpId::Reshape, {T, N.createI64Constant({0, 0, -1})},
-                     KV == &K ? "k3d" : "v3d")
+      Value *T = createValue(N, OpId::Transpose, {*KV},
+                             KV == &K ? "k_bshd" : "v_bshd", std::move(Perm));
+      *KV = T ? createValue(N, OpId::Reshape,
+                            {T, N.createI64Constant({0, 0, -1})},
+                            KV == &K ? "k3d" : "v3d")
               : nullptr;
       if (!*KV)
         return failure();
@@ -919,19 +903,13 @@ static LogicalResult importMultiHeadAttention(NodeImporter &N) {
     if (Mask) {
       // keep ? 0 : -inf, added to the attention bias.
       ElementType Ty = Mask->getType().getElementType();
-      auto Scalar = [&](double X) -> Value * {
-        AttrDict A;
-        A.set("value", Attribute::getTensor(DenseTensor(
-                           TensorType::get(Ty, {}), std::vector<double>{X})));
-        return emit(N, OpId::Constant, {}, "fill", std::move(A));
-      };
-      Value *Zero = Scalar(0.0);
-      Value *NegInf = Scalar(-std::numeric_limits<double>::infinity());
+      Value *Zero = N.createFloatScalar(Ty, 0.0);
+      Value *NegInf =
+          N.createFloatScalar(Ty, -std::numeric_limits<double>::infinity());
       Value *Additive =
-          Zero && NegInf
-              ? emit(N, OpId::Where, {Keep, Zero, NegInf}, "padding_bias")
-              : nullptr;
-      Mask = Additive ? emit(N, OpId::Add, {Mask, Additive}, "mask") : nullptr;
+          createValue(N, OpId::Where, {Keep, Zero, NegInf}, "padding_bias");
+      Mask = Additive ? createValue(N, OpId::Add, {Mask, Additive}, "mask")
+                      : nullptr;
       if (!Mask)
         return failure();
     } else {

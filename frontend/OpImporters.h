@@ -14,6 +14,22 @@
 
 namespace autopar {
 
+/// Every input of the node, absent ones as null.
+llvm::SmallVector<Value *, 4> getInputs(NodeImporter &N);
+/// Whether the node's first Count inputs are given; reports the first that
+/// is not.
+bool requireInputs(NodeImporter &N, unsigned Count);
+/// One node of Op named after the node (its first output and Suffix); its
+/// result, or null (reported).
+Value *createValue(NodeImporter &N, OpId Op, llvm::ArrayRef<Value *> Operands,
+                   llvm::StringRef Suffix, AttrDict Attrs = AttrDict());
+/// Parts stacked along a new axis Axis of the result (Unsqueeze each, each
+/// named with PartSuffix, then Concat), named Name (a fresh name when
+/// empty); null when reported.
+Value *stackTensors(NodeImporter &N, llvm::ArrayRef<Value *> Parts,
+                    int64_t Axis, llvm::StringRef Name,
+                    llvm::StringRef PartSuffix);
+
 /// Whether default-domain op OpType may read a sequence (an optional
 /// included): the sequence and optional ops, Identity, and the control
 /// flow ops whose bodies are imported.

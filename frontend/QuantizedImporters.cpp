@@ -1,10 +1,10 @@
 //===- QuantizedImporters.cpp - Quantized ONNX ops to IR ops --------------===//
 //
 // QuantizeLinear and DequantizeLinear take their output element type from
-// an ONNX data type attribute; QLinearMatMul is its definition spelled in IR
-// ops: the integer product of the codes minus their zero points (i32), the
-// input scales applied, and the result quantized to the output's scale and
-// zero point (ONNX's QLinearMatMul, opsets 10 and 21).
+// an ONNX data type attribute; QLinearMatMul and QLinearConv are their
+// definitions spelled in IR ops: the integer product of the codes minus
+// their zero points (i32), the input scales applied, and the result
+// quantized to the output's scale and zero point (ONNX's opsets 10 and 21).
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,13 +31,6 @@ static Expected<std::optional<ElementType>> getDataTypeAttr(NodeImporter &N,
                                  getOnnxDataTypeName(int32_t(*DataType)) +
                                  " is not supported");
   return Ty;
-}
-
-static SmallVector<Value *, 4> getInputs(NodeImporter &N) {
-  SmallVector<Value *, 4> Inputs;
-  for (unsigned I = 0, E = N.getNumInputs(); I != E; ++I)
-    Inputs.push_back(N.getInput(I));
-  return Inputs;
 }
 
 LogicalResult autopar::importQuantizeLinear(NodeImporter &N) {
@@ -77,54 +70,69 @@ LogicalResult autopar::importDequantizeLinear(NodeImporter &N) {
                                         std::move(*Attrs)));
 }
 
-LogicalResult autopar::importQLinearMatMul(NodeImporter &N) {
-  SmallVector<Value *, 8> In = getInputs(N);
-  for (unsigned I = 0; I != 8; ++I)
-    if (I >= In.size() || (!In[I] && I != 7)) {
-      N.error("input #" + Twine(I) + " is required");
-      return failure();
-    }
-  Value *A = In[0], *AScale = In[1], *AZero = In[2], *B = In[3],
-        *BScale = In[4], *BZero = In[5], *YScale = In[6], *YZero = In[7];
-  Node *Product = N.createNode(OpId::MatMulInteger, {A, B, AZero, BZero},
-                               AttrDict(), {N.makeName("sums")});
-  if (!Product)
-    return failure();
-  unsigned Rank = Product->getResult(0)->getType().getRank();
-  ElementType Float = AScale->getType().getElementType();
+/// The eight inputs of QLinearMatMul and QLinearConv: the last (the
+/// output's zero point) may be given empty, the others are required.
+static bool requireQLinearInputs(NodeImporter &N) {
+  if (!requireInputs(N, 7))
+    return false;
+  if (N.getNumInputs() < 8) {
+    N.error("input #7 is required");
+    return false;
+  }
+  return true;
+}
+
+/// Sums (i32) as Float, times Scale and then ScaleB; null when reported.
+static Value *dequantizeSums(NodeImporter &N, Value *Sums, ElementType Float,
+                             Value *Scale, Value *ScaleB) {
   AttrDict CastAttrs;
   CastAttrs.set("to", Attribute::getString(getElementTypeName(Float)));
-  Node *Sums = N.createNode(OpId::Cast, {Product->getResult(0)},
-                            std::move(CastAttrs), {N.makeName("float_sums")});
+  Value *F =
+      createValue(N, OpId::Cast, {Sums}, "float_sums", std::move(CastAttrs));
+  Value *ScaledA =
+      F ? createValue(N, OpId::Mul, {F, Scale}, "scaled_a") : nullptr;
+  return ScaledA ? createValue(N, OpId::Mul, {ScaledA, ScaleB}, "scaled")
+                 : nullptr;
+}
+
+/// QuantizeLinear of X to the output's scale and zero point (input 7, when
+/// given) with Attrs, bound to the node's output.
+static LogicalResult requantize(NodeImporter &N, Value *X, Value *YScale,
+                                AttrDict Attrs) {
+  SmallVector<Value *, 3> In = {X, YScale};
+  if (Value *YZero = N.getInput(7))
+    In.push_back(YZero);
+  return success(
+      N.createNodeForOutputs(OpId::QuantizeLinear, In, std::move(Attrs)));
+}
+
+LogicalResult autopar::importQLinearMatMul(NodeImporter &N) {
+  if (!requireQLinearInputs(N))
+    return failure();
+  Value *A = N.getInput(0), *AScale = N.getInput(1), *AZero = N.getInput(2),
+        *B = N.getInput(3), *BScale = N.getInput(4), *BZero = N.getInput(5),
+        *YScale = N.getInput(6);
+  Value *Sums =
+      createValue(N, OpId::MatMulInteger, {A, B, AZero, BZero}, "sums");
   if (!Sums)
     return failure();
+  unsigned Rank = Sums->getType().getRank();
   // A's scale is per tensor or per row: [M] applies along rows as [M, 1].
   Value *RowScale = AScale;
-  if (AScale->getType().getRank() == 1 && Rank >= 2) {
-    Node *Column =
-        N.createNode(OpId::Unsqueeze, {AScale, N.createI64Constant({-1})},
-                     AttrDict(), {N.makeName("a_scale_rows")});
-    if (!Column)
-      return failure();
-    RowScale = Column->getResult(0);
-  }
-  Node *ScaledA = N.createNode(OpId::Mul, {Sums->getResult(0), RowScale},
-                               AttrDict(), {N.makeName("scaled_a")});
-  if (!ScaledA)
-    return failure();
-  Node *Scaled = N.createNode(OpId::Mul, {ScaledA->getResult(0), BScale},
-                              AttrDict(), {N.makeName("scaled")});
+  if (AScale->getType().getRank() == 1 && Rank >= 2)
+    RowScale = createValue(N, OpId::Unsqueeze,
+                           {AScale, N.createI64Constant({-1})}, "a_scale_rows");
+  Value *Scaled =
+      RowScale ? dequantizeSums(N, Sums, AScale->getType().getElementType(),
+                                RowScale, BScale)
+               : nullptr;
   if (!Scaled)
     return failure();
   // The output's scale is per tensor or per row.
   AttrDict QuantizeAttrs;
   if (YScale->getType().getRank() == 1 && Rank >= 2)
     QuantizeAttrs.set("axis", Attribute::getInt(int64_t(Rank) - 2));
-  SmallVector<Value *, 3> QuantizeIn = {Scaled->getResult(0), YScale};
-  if (YZero)
-    QuantizeIn.push_back(YZero);
-  return success(N.createNodeForOutputs(OpId::QuantizeLinear, QuantizeIn,
-                                        std::move(QuantizeAttrs)));
+  return requantize(N, Scaled, YScale, std::move(QuantizeAttrs));
 }
 
 /// Scale (a scalar or one per channel, [C]) shaped to broadcast over the
@@ -137,60 +145,37 @@ static Value *perChannel(NodeImporter &N, Value *Scale, unsigned Rank,
   std::vector<int64_t> Axes;
   for (unsigned I = 1; I + 1 < Rank; ++I)
     Axes.push_back(I);
-  Node *R = N.createNode(OpId::Unsqueeze, {Scale, N.createI64Constant(Axes)},
-                         AttrDict(), {N.makeName(Suffix)});
-  return R ? R->getResult(0) : nullptr;
+  return createValue(N, OpId::Unsqueeze, {Scale, N.createI64Constant(Axes)},
+                     Suffix);
 }
 
 LogicalResult autopar::importQLinearConv(NodeImporter &N) {
-  SmallVector<Value *, 8> In = getInputs(N);
-  for (unsigned I = 0; I != 8; ++I)
-    if (I >= In.size() || (!In[I] && I != 7)) {
-      N.error("input #" + Twine(I) + " is required");
-      return failure();
-    }
-  Value *X = In[0], *XScale = In[1], *XZero = In[2], *W = In[3],
-        *WScale = In[4], *WZero = In[5], *YScale = In[6], *YZero = In[7];
-  Value *Bias = In.size() > 8 ? In[8] : nullptr;
+  if (!requireQLinearInputs(N))
+    return failure();
+  Value *X = N.getInput(0), *XScale = N.getInput(1), *XZero = N.getInput(2),
+        *W = N.getInput(3), *WScale = N.getInput(4), *WZero = N.getInput(5),
+        *YScale = N.getInput(6), *Bias = N.getInput(8);
   std::optional<AttrDict> ConvAttrs = N.convertAttrs(OpId::ConvInteger);
   if (!ConvAttrs)
     return failure();
-  Node *Conv = N.createNode(OpId::ConvInteger, {X, W, XZero, WZero},
-                            std::move(*ConvAttrs), {N.makeName("sums")});
-  if (!Conv)
+  Value *Sums = createValue(N, OpId::ConvInteger, {X, W, XZero, WZero}, "sums",
+                            std::move(*ConvAttrs));
+  if (!Sums)
     return failure();
-  Value *Sums = Conv->getResult(0);
   unsigned Rank = Sums->getType().getRank();
   // The i32 bias is quantized with scale x_scale * w_scale and zero point
   // 0: it adds to the sums.
   if (Bias) {
     Value *B = perChannel(N, Bias, Rank, "bias_channels");
-    Node *Add = B ? N.createNode(OpId::Add, {Sums, B}, AttrDict(),
-                                 {N.makeName("biased_sums")})
-                  : nullptr;
-    if (!Add)
-      return failure();
-    Sums = Add->getResult(0);
+    Sums = B ? createValue(N, OpId::Add, {Sums, B}, "biased_sums") : nullptr;
   }
-  AttrDict CastAttrs;
-  CastAttrs.set("to", Attribute::getString(getElementTypeName(
-                          XScale->getType().getElementType())));
-  Node *Float = N.createNode(OpId::Cast, {Sums}, std::move(CastAttrs),
-                             {N.makeName("float_sums")});
-  Node *ScaledX = Float ? N.createNode(OpId::Mul, {Float->getResult(0), XScale},
-                                       AttrDict(), {N.makeName("scaled_x")})
-                        : nullptr;
   Value *WChannels =
-      ScaledX ? perChannel(N, WScale, Rank, "w_scale_channels") : nullptr;
-  Node *Scaled =
-      WChannels ? N.createNode(OpId::Mul, {ScaledX->getResult(0), WChannels},
-                               AttrDict(), {N.makeName("scaled")})
+      Sums ? perChannel(N, WScale, Rank, "w_scale_channels") : nullptr;
+  Value *Scaled =
+      WChannels ? dequantizeSums(N, Sums, XScale->getType().getElementType(),
+                                 XScale, WChannels)
                 : nullptr;
   if (!Scaled)
     return failure();
-  SmallVector<Value *, 3> QuantizeIn = {Scaled->getResult(0), YScale};
-  if (YZero)
-    QuantizeIn.push_back(YZero);
-  return success(
-      N.createNodeForOutputs(OpId::QuantizeLinear, QuantizeIn, AttrDict()));
+  return requantize(N, Scaled, YScale, AttrDict());
 }

@@ -45,6 +45,24 @@ std::optional<int64_t> autopar::getKnownScalar(const Value *V) {
   return (*Known)[0].Int;
 }
 
+Value *autopar::stackTensors(NodeImporter &N, ArrayRef<Value *> Parts,
+                             int64_t Axis, StringRef Name,
+                             StringRef PartSuffix) {
+  Value *Axes = N.createI64Constant({Axis});
+  SmallVector<Value *, 8> Expanded;
+  for (Value *P : Parts) {
+    Value *U = createValue(N, OpId::Unsqueeze, {P, Axes}, PartSuffix);
+    if (!U)
+      return nullptr;
+    Expanded.push_back(U);
+  }
+  AttrDict Attrs;
+  Attrs.set("axis", Attribute::getInt(Axis));
+  Node *C = N.createNode(OpId::Concat, Expanded, std::move(Attrs),
+                         {Name.empty() ? N.makeName("stacked") : Name.str()});
+  return C ? C->getResult(0) : nullptr;
+}
+
 /// Sequence input I; reports and returns null when it is absent or a tensor.
 static const std::vector<Value *> *requireSequence(NodeImporter &N,
                                                    unsigned I) {
@@ -265,20 +283,16 @@ LogicalResult autopar::importConcatFromSequence(NodeImporter &N) {
             "knows");
     return failure();
   }
-  std::vector<Value *> Parts = *Seq;
   if (N.getIntAttr("new_axis").value_or(0) != 0) {
-    Value *Axes = N.createI64Constant({*Axis});
-    for (Value *&P : Parts) {
-      Node *U = N.createNode(OpId::Unsqueeze, {P, Axes}, AttrDict(),
-                             {N.makeName("elem")});
-      if (!U)
-        return failure();
-      P = U->getResult(0);
-    }
+    Value *Stacked = stackTensors(N, *Seq, *Axis, N.getOutputName(0), "elem");
+    if (!Stacked)
+      return failure();
+    N.bindOutput(0, Stacked);
+    return success();
   }
   AttrDict Attrs;
   Attrs.set("axis", Attribute::getInt(*Axis));
-  return success(N.createNodeForOutputs(OpId::Concat, Parts, std::move(Attrs)));
+  return success(N.createNodeForOutputs(OpId::Concat, *Seq, std::move(Attrs)));
 }
 
 LogicalResult autopar::importOptional(NodeImporter &N) {

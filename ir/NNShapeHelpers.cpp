@@ -37,6 +37,14 @@ bool mayEqual(const Dim &A, const Dim &B) {
 
 bool isStaticOne(const Dim &D) { return D.isStatic() && D.getSize() == 1; }
 
+Dim ceilDivDim(const Dim &In, int64_t Divisor) {
+  if (In.isStatic())
+    return Dim::get((In.getSize() + Divisor - 1) / Divisor);
+  if (std::optional<Dim> Q = In.divide(Dim::get(Divisor)))
+    return *Q;
+  return Dim();
+}
+
 /// ONNX's float types: tensor(double), float, float16, bfloat16. The
 /// com.microsoft ops below take no double (AllowF64 false).
 bool isFloatType(ElementType Ty, bool AllowF64) {

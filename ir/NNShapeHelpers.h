@@ -44,6 +44,9 @@ llvm::Error checkRank(const ShapeContext &Ctx, unsigned I, unsigned Rank);
 /// differ. I and J are the operands the two dimensions come from.
 llvm::Error mergeDim(const ShapeContext &Ctx, Dim &Known, const Dim &D,
                      const llvm::Twine &What, unsigned I, unsigned J);
+/// ceil(In / Divisor) (SAME padding's output size, a count of blocks): static
+/// for a static In, the quotient of a symbolic one it divides, else unknown.
+Dim ceilDivDim(const Dim &In, int64_t Divisor);
 /// An int attribute that must be 0 or 1.
 llvm::Error checkFlag(const ShapeContext &Ctx, llvm::StringRef Name);
 /// An optional int attribute that must be positive when given.

@@ -613,62 +613,75 @@ std::optional<OpLoops> pieceLoops(const Node &N, bool IsSplit) {
   return L;
 }
 
+/// The axes of operand AxesOperand (default: the first, in order) and the
+/// values operand ValuesOperand gives each of them, PerAxis in a row
+/// (Pad's begins then ends: 2; Slice's steps: 1), axes normalized; nullopt
+/// when a value is not known.
+std::optional<std::pair<SmallVector<unsigned, 4>, SmallVector<int64_t, 8>>>
+valuesByAxis(const Node &N, unsigned ValuesOperand, unsigned AxesOperand,
+             unsigned PerAxis) {
+  unsigned Rank = rankOf(N.getOperand(0));
+  std::optional<SmallVector<int64_t, 4>> Values =
+      constantInts(N, "", ValuesOperand);
+  if (!Values || Values->size() % PerAxis)
+    return std::nullopt;
+  std::optional<SmallVector<int64_t, 4>> Axes;
+  if (AxesOperand < N.getNumOperands() && N.getOperand(AxesOperand)) {
+    Axes = constantInts(N, "", AxesOperand);
+  } else {
+    Axes.emplace(Values->size() / PerAxis);
+    std::iota(Axes->begin(), Axes->end(), 0);
+  }
+  if (!Axes || Axes->size() * PerAxis != Values->size())
+    return std::nullopt;
+  SmallVector<unsigned, 4> Normalized;
+  for (int64_t Axis : *Axes) {
+    if (Axis < 0)
+      Axis += Rank;
+    if (Axis < 0 || Axis >= int64_t(Rank))
+      return std::nullopt;
+    Normalized.push_back(unsigned(Axis));
+  }
+  return std::make_pair(
+      Normalized, SmallVector<int64_t, 8>(Values->begin(), Values->end()));
+}
+
+/// Every axis of operand 0.
+SmallVector<unsigned, 4> allAxes(const Node &N) {
+  SmallVector<unsigned, 4> All(rankOf(N.getOperand(0)));
+  std::iota(All.begin(), All.end(), 0);
+  return All;
+}
+
 /// The axes a Pad pads or crops, where a begin and an end that cancel out
 /// still move the elements: every axis when its pads or axes are unknown.
 SmallVector<unsigned, 4> paddedAxes(const Node &N) {
-  unsigned Rank = rankOf(N.getOperand(0));
-  SmallVector<unsigned, 4> All(Rank);
-  std::iota(All.begin(), All.end(), 0);
-  std::optional<ShapeValue> Pads = evaluateShapeValue(N.getOperand(1));
-  std::optional<ShapeValue> Axes;
-  if (N.getNumOperands() > 3 && N.getOperand(3)) {
-    Axes = evaluateShapeValue(N.getOperand(3));
-  } else {
-    Axes.emplace();
-    for (unsigned I = 0; I != Rank; ++I)
-      Axes->push_back(ShapeEntry::get(int64_t(I)));
-  }
-  if (!Pads || !Axes || Pads->size() != 2 * Axes->size())
-    return All;
+  auto Pads = valuesByAxis(N, 1, 3, 2);
+  if (!Pads)
+    return allAxes(N);
+  auto &[Axes, Values] = *Pads;
   SmallVector<unsigned, 4> Padded;
-  for (size_t I = 0, E = Axes->size(); I != E; ++I) {
-    std::optional<int64_t> Axis = (*Axes)[I].Int, Begin = (*Pads)[I].Int,
-                           End = (*Pads)[I + E].Int;
-    if (!Axis || !Begin || !End)
-      return All;
-    if (*Begin || *End)
-      Padded.push_back(*Axis < 0 ? *Axis + Rank : *Axis);
-  }
+  for (size_t I = 0, E = Axes.size(); I != E; ++I)
+    if (Values[I] || Values[I + E])
+      Padded.push_back(Axes[I]);
   return Padded;
 }
 
 /// The axes a Slice steps through by other than 1 (a reversal keeps the
-/// size but moves every element): every sliced axis when the steps or axes
-/// are unknown.
+/// size but moves every element): every axis when the steps or axes are
+/// unknown.
 SmallVector<unsigned, 4> steppedAxes(const Node &N) {
-  SmallVector<unsigned, 4> Out;
   if (N.getNumOperands() < 5 || !N.getOperand(4))
-    return Out;
-  unsigned Rank = rankOf(N.getOperand(0));
-  std::optional<SmallVector<int64_t, 4>> Steps = constantInts(N, "", 4);
-  std::optional<SmallVector<int64_t, 4>> Axes;
-  if (N.getOperand(3))
-    Axes = constantInts(N, "", 3);
-  else if (Steps) {
-    Axes.emplace(Steps->size());
-    std::iota(Axes->begin(), Axes->end(), 0);
-  }
-  if (!Steps || !Axes || Axes->size() != Steps->size()) {
-    Out.resize(Rank);
-    std::iota(Out.begin(), Out.end(), 0);
-    return Out;
-  }
-  for (unsigned I = 0; I != Steps->size(); ++I) {
-    int64_t Axis = (*Axes)[I] < 0 ? (*Axes)[I] + Rank : (*Axes)[I];
-    if ((*Steps)[I] != 1 && Axis >= 0 && Axis < int64_t(Rank))
-      Out.push_back(unsigned(Axis));
-  }
-  return Out;
+    return {};
+  auto Steps = valuesByAxis(N, 4, 3, 1);
+  if (!Steps)
+    return allAxes(N);
+  auto &[Axes, Values] = *Steps;
+  SmallVector<unsigned, 4> Stepped;
+  for (size_t I = 0, E = Axes.size(); I != E; ++I)
+    if (Values[I] != 1)
+      Stepped.push_back(Axes[I]);
+  return Stepped;
 }
 
 /// Ops that keep the rank but may resize some axes (Slice, Tile, Pad): the

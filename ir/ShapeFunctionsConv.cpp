@@ -166,15 +166,6 @@ Error overflowError(const ShapeContext &Ctx, unsigned Axis) {
                    " of " + describe(Ctx, 0) + " overflows");
 }
 
-/// ceil(In / Stride), the output size of SAME padding.
-Dim ceilDivDim(const Dim &In, int64_t Stride) {
-  if (In.isStatic())
-    return Dim::get(ceilDiv(In.getSize(), Stride));
-  if (std::optional<Dim> Q = In.divide(Dim::get(Stride)))
-    return *Q;
-  return Dim();
-}
-
 /// The output size of a sliding window along spatial axis Axis (ONNX Conv,
 /// MaxPool, AveragePool): ceil(in / stride) for SAME padding, else
 /// floor((in + pads - effective_kernel) / stride) + 1, with ceil in

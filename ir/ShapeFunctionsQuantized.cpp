@@ -25,13 +25,6 @@ bool isCodeType(ElementType Ty) {
          Ty == ElementType::F8E4M3;
 }
 
-/// The ceiling of D / Block for a static D; unknown otherwise.
-Dim ceilDiv(const Dim &D, int64_t Block) {
-  if (!D.isStatic())
-    return Dim::getUnknown();
-  return Dim::get((D.getSize() + Block - 1) / Block);
-}
-
 /// Checks that operand Scale (and the zero point ZeroPoint, when given)
 /// fits operand Data per tensor, per axis or per block.
 Error checkScaleLayout(const ShapeContext &Ctx, unsigned Data, unsigned Scale,
@@ -59,7 +52,7 @@ Error checkScaleLayout(const ShapeContext &Ctx, unsigned Data, unsigned Scale,
       bool Fits = S.getRank() == X.getRank();
       for (unsigned I = 0; Fits && I != S.getRank(); ++I)
         Fits = mayEqual(S.getDim(I),
-                        I == A ? ceilDiv(X.getDim(I), Block) : X.getDim(I));
+                        I == A ? ceilDivDim(X.getDim(I), Block) : X.getDim(I));
       if (!Fits)
         return Ctx.error(describe(Ctx, Scale) + " does not fit blocks of " +
                          Twine(Block) + " along axis " + Twine(A) + " of " +
@@ -164,18 +157,17 @@ InferResult autopar::inferMatMulInteger(const ShapeContext &Ctx) {
     const TensorType &Z = Ctx.getOperandType(I), &M = Ctx.getOperandType(I - 2);
     if (Z.getRank() == 0 || (Z.getRank() == 1 && isStaticOne(Z.getDim(0))))
       continue;
+    // A's zero points run along its rows (dimension R - 2), with 1 for the
+    // columns; B's along its columns, with 1 for the rows.
     bool A = I == 2;
-    unsigned Along = A ? M.getRank() - 2 : M.getRank() - 1;
-    bool Fits = M.getRank() >= 2;
+    unsigned R = M.getRank(), Along = A ? R - 2 : R - 1,
+             One = A ? R - 1 : R - 2;
+    bool Fits = R >= 2 && (Z.getRank() == 1 || Z.getRank() == R);
     if (Fits && Z.getRank() == 1)
       Fits = mayEqual(Z.getDim(0), M.getDim(Along));
-    else if (Fits && Z.getRank() == M.getRank())
-      for (unsigned D = 0; Fits && D != Z.getRank(); ++D)
-        Fits = D + 2 < Z.getRank() ? mayEqual(Z.getDim(D), M.getDim(D))
-               : D == Along        ? mayEqual(Z.getDim(D), M.getDim(D))
-                                   : isStaticOne(Z.getDim(D));
-    else
-      Fits = false;
+    for (unsigned D = 0; Fits && Z.getRank() == R && D != R; ++D)
+      Fits = D == One ? isStaticOne(Z.getDim(D))
+                      : mayEqual(Z.getDim(D), M.getDim(D));
     if (!Fits)
       return Ctx.error(describe(Ctx, I) + " must be a scalar or one per " +
                        (A ? "row of " : "column of ") + describe(Ctx, I - 2));
@@ -273,7 +265,7 @@ InferResult autopar::inferGatherBlockQuantized(const ShapeContext &Ctx) {
   bool Fits = S.getRank() == Data.getRank();
   for (unsigned I = 0; Fits && I != S.getRank(); ++I)
     Fits = mayEqual(S.getDim(I),
-                    I == Q ? ceilDiv(Unpacked[I], Block) : Unpacked[I]);
+                    I == Q ? ceilDivDim(Unpacked[I], Block) : Unpacked[I]);
   if (!Fits)
     return Ctx.error(describe(Ctx, 2) + " does not fit blocks of " +
                      Twine(Block) + " along axis " + Twine(Q) + " of " +
@@ -282,7 +274,7 @@ InferResult autopar::inferGatherBlockQuantized(const ShapeContext &Ctx) {
     if (Error E = checkElementType(Ctx, 3, ElementType::U8))
       return E;
     SmallVector<Dim, 4> Expect(S.getShape().begin(), S.getShape().end());
-    Expect[Q] = ceilDiv(Expect[Q] * Dim::get(Bits), 8);
+    Expect[Q] = ceilDivDim(Expect[Q] * Dim::get(Bits), 8);
     if (Ctx.getOperandType(3).getShape() != ArrayRef<Dim>(Expect))
       return Ctx.error(describe(Ctx, 3) + " must hold one code per scale, " +
                        "packed as the data");

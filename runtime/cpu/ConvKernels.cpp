@@ -181,16 +181,6 @@ Error autopar::runConv(const KernelArgs &A) {
   return Error::success();
 }
 
-namespace {
-
-/// The integer value of element I of a u8 or i8 tensor.
-double codeAt(const Tensor &T, int64_t I) {
-  return T.getElementType() == ElementType::U8 ? T.data<uint8_t>()[I]
-                                               : T.data<int8_t>()[I];
-}
-
-} // namespace
-
 /// ConvInteger: the codes minus their zero points as doubles (exact), the
 /// same unfolding and a double GEMM, whose sums (below 2^53) are exact
 /// integers.
@@ -203,18 +193,18 @@ Error autopar::runConvInteger(const KernelArgs &A) {
   if (!G)
     return G.takeError();
   const Tensor &X = A.In[0], &Wt = A.In[1];
-  double XZero = A.has(2) ? codeAt(A.In[2], 0) : 0;
+  double XZero = A.has(2) ? *numberAt(A.In[2], 0) : 0;
   bool PerChannel = A.has(3) && A.In[3].getNumElements() == G->M && G->M > 1;
   std::vector<double> XD(size_t(X.getNumElements())),
       WD(size_t(Wt.getNumElements()));
   for (size_t I = 0; I != XD.size(); ++I)
-    XD[I] = codeAt(X, int64_t(I)) - XZero;
+    XD[I] = *numberAt(X, int64_t(I)) - XZero;
   int64_t PerOut = G->Rows;
   for (size_t I = 0; I != WD.size(); ++I) {
     double Zero = !A.has(3)    ? 0
-                  : PerChannel ? codeAt(A.In[3], int64_t(I) / PerOut)
-                               : codeAt(A.In[3], 0);
-    WD[I] = codeAt(Wt, int64_t(I)) - Zero;
+                  : PerChannel ? *numberAt(A.In[3], int64_t(I) / PerOut)
+                               : *numberAt(A.In[3], 0);
+    WD[I] = *numberAt(Wt, int64_t(I)) - Zero;
   }
   std::vector<double> Col(G->Unfold ? G->Rows * G->OutSize : 0),
       Y(size_t(G->GroupM * G->OutSize));

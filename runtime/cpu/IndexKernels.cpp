@@ -308,27 +308,6 @@ Error autopar::runScatterND(const KernelArgs &A) {
 // OneHot, EyeLike
 //===----------------------------------------------------------------------===//
 
-/// Element I of a numeric tensor as a double; nullopt for types the
-/// kernel does not read (f16, bf16, f8e4m3, bool).
-static std::optional<double> numberAt(const Tensor &T, int64_t I) {
-  switch (T.getElementType()) {
-  case ElementType::F32:
-    return T.data<float>()[I];
-  case ElementType::F64:
-    return T.data<double>()[I];
-  case ElementType::I64:
-    return double(T.data<int64_t>()[I]);
-  case ElementType::I32:
-    return T.data<int32_t>()[I];
-  case ElementType::I8:
-    return T.data<int8_t>()[I];
-  case ElementType::U8:
-    return T.data<uint8_t>()[I];
-  default:
-    return std::nullopt;
-  }
-}
-
 Error autopar::runOneHot(const KernelArgs &A) {
   const Tensor &Indices = A.In[0], &Depth = A.In[1], &Values = A.In[2];
   for (unsigned I : {0u, 1u})

@@ -86,3 +86,22 @@ uint16_t autopar::floatToBfloat16(float V) {
   X += 0x7fff + ((X >> 16) & 1);
   return uint16_t(X >> 16);
 }
+
+std::optional<double> autopar::numberAt(const Tensor &T, int64_t I) {
+  switch (T.getElementType()) {
+  case ElementType::F32:
+    return T.data<float>()[I];
+  case ElementType::F64:
+    return T.data<double>()[I];
+  case ElementType::I64:
+    return double(T.data<int64_t>()[I]);
+  case ElementType::I32:
+    return T.data<int32_t>()[I];
+  case ElementType::I8:
+    return T.data<int8_t>()[I];
+  case ElementType::U8:
+    return T.data<uint8_t>()[I];
+  default:
+    return std::nullopt;
+  }
+}

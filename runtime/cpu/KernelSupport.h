@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace autopar {
 
@@ -21,6 +22,11 @@ namespace autopar {
 /// gather loop behind transposes, expands and slices.
 void copyStrided(char *Dst, const char *Src, size_t ElemSize, int64_t Count,
                  StridedWalk &Walk, unsigned SrcOperand);
+
+/// Element I of a numeric tensor (f32, f64, i64, i32, i8, u8) as a double;
+/// nullopt for the types kernels see converted to f32 (f16, bf16, f8e4m3)
+/// and for bool.
+std::optional<double> numberAt(const Tensor &T, int64_t I);
 
 /// float <-> storage conversions of f16, bf16 and f64 elements.
 float halfToFloat(uint16_t Bits);

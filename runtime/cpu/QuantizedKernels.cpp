@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
@@ -57,19 +58,9 @@ Expected<ScaleLayout> getScaleLayout(const KernelArgs &A, unsigned Data,
   return L;
 }
 
-/// The integer value of element I of a code tensor (u8, i8 or i32).
-int32_t codeAt(const Tensor &T, int64_t I) {
-  switch (T.getElementType()) {
-  case ElementType::U8:
-    return T.data<uint8_t>()[I];
-  case ElementType::I8:
-    return T.data<int8_t>()[I];
-  case ElementType::I32:
-    return T.data<int32_t>()[I];
-  default:
-    return int32_t(T.data<float>()[I]);
-  }
-}
+/// Element I of a code or zero-point tensor (u8, i8, i32, or f8e4m3 codes
+/// the backend gives as f32), as the shape functions allow.
+double codeAt(const Tensor &T, int64_t I) { return *numberAt(T, I); }
 
 /// Writes round-half-even(V) saturated to Y's code type at I; an f32 Y
 /// holds f8e4m3 codes (converted by the backend after): V itself,
@@ -87,10 +78,6 @@ void storeCode(const Tensor &Y, int64_t I, float V, bool Saturate) {
     return;
   }
 }
-
-} // namespace
-
-namespace {
 
 /// Calls Fn(I, Scale, Zero) for each element I of operand 0 with its scale
 /// (operand 1, f32) and zero point (operand 2, 0 when absent), after
@@ -124,12 +111,9 @@ Error autopar::runQuantize(const KernelArgs &A) {
 }
 
 Error autopar::runDequantize(const KernelArgs &A) {
-  const Tensor &X = A.In[0];
   float *Y = A.Out[0].data<float>();
-  bool FloatCodes = X.getElementType() == ElementType::F32;
   return forEachScaled(A, [&](int64_t I, float Scale, float Zero) {
-    float Code = FloatCodes ? X.data<float>()[I] : float(codeAt(X, I));
-    Y[I] = (Code - Zero) * Scale;
+    Y[I] = (float(codeAt(A.In[0], I)) - Zero) * Scale;
   });
 }
 
@@ -164,33 +148,12 @@ Error autopar::runMatMulInteger(const KernelArgs &A) {
   for (unsigned I : {0u, 1u})
     if (Error E = A.checkType(I, {ElementType::U8, ElementType::I8}))
       return E;
-  // numpy.matmul: a vector is a one-row (A) or one-column (B) matrix.
-  Shape SA = toShape(TA.getShape()), SB = toShape(TB.getShape());
-  bool VectorA = SA.size() == 1, VectorB = SB.size() == 1;
-  if (VectorA)
-    SA.insert(SA.begin(), 1);
-  if (VectorB)
-    SB.push_back(1);
-  int64_t M = SA[SA.size() - 2], K = SA.back(), N = SB.back();
-  if (SB[SB.size() - 2] != K)
-    return A.error("contracting dimensions differ");
-  ArrayRef<int64_t> BatchA = ArrayRef<int64_t>(SA).drop_back(2),
-                    BatchB = ArrayRef<int64_t>(SB).drop_back(2);
-  std::optional<Shape> Batch = broadcastShapes({BatchA, BatchB});
-  if (!Batch)
-    return A.error("batch dimensions do not broadcast");
-  Shape Out = *Batch;
-  if (!VectorA)
-    Out.push_back(M);
-  if (!VectorB)
-    Out.push_back(N);
-  if (Error E = A.checkShape(0, Out))
-    return E;
+  Expected<MatMulPlan> P = planMatMul(A);
+  if (!P)
+    return P.takeError();
   if (Error E = A.checkResultType(0, {ElementType::I32}))
     return E;
-  Shape StridesA = getBroadcastStrides(BatchA, *Batch),
-        StridesB = getBroadcastStrides(BatchB, *Batch);
-  int64_t Batches = getNumElements(*Batch);
+  int64_t M = P->M, N = P->N, K = P->K;
   // A zero point per tensor, per row of A or per column of B; a full-rank
   // one follows its operand's batch.
   auto ZeroAt = [&](unsigned I, int64_t BatchOffset, int64_t J) -> int32_t {
@@ -198,24 +161,32 @@ Error autopar::runMatMulInteger(const KernelArgs &A) {
       return 0;
     const Tensor &Z = A.In[I];
     if (Z.getNumElements() == 1)
-      return codeAt(Z, 0);
-    return codeAt(Z, Z.getShape().size() <= 1 ? J : BatchOffset + J);
+      return int32_t(codeAt(Z, 0));
+    return int32_t(codeAt(Z, Z.getShape().size() <= 1 ? J : BatchOffset + J));
   };
+  // B's codes minus their zero points, widened to i32 once per B matrix
+  // (once in all when B has no batch of its own).
   std::vector<int32_t> BMinusZero(size_t(K * N));
-  StridedWalk Walk(*Batch, {StridesA, StridesB});
-  for (int64_t Bt = 0; Bt != Batches; ++Bt, Walk.next()) {
+  int64_t Widened = -1;
+  StridedWalk Walk(P->Batch, {getBroadcastStrides(P->XBatch, P->Batch),
+                              getBroadcastStrides(P->WBatch, P->Batch)});
+  for (int64_t Bt = 0; Bt != P->Count; ++Bt, Walk.next()) {
     int64_t OffA = Walk.offset(0), OffB = Walk.offset(1);
-    for (int64_t Kk = 0; Kk != K; ++Kk)
-      for (int64_t Nn = 0; Nn != N; ++Nn)
-        BMinusZero[Kk * N + Nn] =
-            codeAt(TB, (OffB * K + Kk) * N + Nn) - ZeroAt(3, OffB * N, Nn);
+    if (OffB != Widened) {
+      for (int64_t Kk = 0; Kk != K; ++Kk)
+        for (int64_t Nn = 0; Nn != N; ++Nn)
+          BMinusZero[Kk * N + Nn] =
+              int32_t(codeAt(TB, (OffB * K + Kk) * N + Nn)) -
+              ZeroAt(3, OffB * N, Nn);
+      Widened = OffB;
+    }
     int32_t *Dst = Y.data<int32_t>() + Bt * M * N;
     parallelFor(M, [&](int64_t Row) {
       int32_t *Acc = Dst + Row * N;
       std::fill(Acc, Acc + N, 0);
       int32_t Zero = ZeroAt(2, OffA * M, Row);
       for (int64_t Kk = 0; Kk != K; ++Kk) {
-        int32_t V = codeAt(TA, (OffA * M + Row) * K + Kk) - Zero;
+        int32_t V = int32_t(codeAt(TA, (OffA * M + Row) * K + Kk)) - Zero;
         const int32_t *BRow = BMinusZero.data() + Kk * N;
         for (int64_t Nn = 0; Nn != N; ++Nn)
           Acc[Nn] += V * BRow[Nn];
@@ -295,35 +266,32 @@ Error autopar::runGatherBlockQuantized(const KernelArgs &A) {
   Expected<unsigned> Q = A.normalizeAxis(A.intAttr("quantize_axis", 1), Rank);
   if (!Q)
     return Q.takeError();
-  // The codes unpacked along Q, then dequantized whole: the table is a
-  // weight, small next to what the CPU runtime runs.
+  // The codes unpacked along Q; each gathered element is dequantized from
+  // its code (no table is dequantized whole).
   Shape Unpacked = toShape(Data.getShape());
   Unpacked[*Q] *= 8 / Bits;
-  int64_t Outer = 1, Len = Unpacked[*Q], Inner = 1;
-  for (unsigned I = 0; I != Rank; ++I)
-    if (I != *Q)
-      (I < *Q ? Outer : Inner) *= Unpacked[I];
+  int64_t Len = Unpacked[*Q], Inner = 1;
+  for (unsigned I = *Q + 1; I != Rank; ++I)
+    Inner *= Unpacked[I];
   int64_t Blocks = (Len + Block - 1) / Block;
   int64_t ZeroRow = (Blocks * Bits + 7) / 8;
-  std::vector<float> Table(size_t(getNumElements(Unpacked)));
   const uint8_t *Codes = Data.data<uint8_t>();
   const float *Scales = A.In[2].data<float>();
   int64_t PackedLen = Data.getShape()[*Q];
-  for (int64_t O = 0; O != Outer; ++O)
-    for (int64_t L = 0; L != Len; ++L)
-      for (int64_t In = 0; In != Inner; ++In) {
-        int64_t S = (O * Blocks + L / Block) * Inner + In;
-        // Packed codes lie along the last axis (Inner is 1 then).
-        int32_t Code = Bits == 8 ? Codes[(O * Len + L) * Inner + In]
-                                 : unpackCode(Codes + O * PackedLen, L, Bits);
-        float Zero = float(1 << (Bits - 1));
-        if (A.has(3))
-          Zero = Bits == 8
-                     ? float(A.In[3].data<uint8_t>()[S])
-                     : float(unpackCode(A.In[3].data<uint8_t>() + O * ZeroRow,
-                                        L / Block, Bits));
-        Table[(O * Len + L) * Inner + In] = (float(Code) - Zero) * Scales[S];
-      }
+  // Element F (flat, of the unpacked data) as (code - zero) * scale.
+  auto Dequantize = [&](int64_t F) {
+    int64_t In = F % Inner, L = F / Inner % Len, O = F / Inner / Len;
+    int64_t S = (O * Blocks + L / Block) * Inner + In;
+    // Packed codes lie along the last axis (Inner is 1 then).
+    int32_t Code =
+        Bits == 8 ? Codes[F] : unpackCode(Codes + O * PackedLen, L, Bits);
+    float Zero = float(1 << (Bits - 1));
+    if (A.has(3))
+      Zero = Bits == 8 ? float(A.In[3].data<uint8_t>()[S])
+                       : float(unpackCode(A.In[3].data<uint8_t>() + O * ZeroRow,
+                                          L / Block, Bits));
+    return (float(Code) - Zero) * Scales[S];
+  };
   // Gather along G.
   int64_t GOuter = 1, GLen = Unpacked[*G], GInner = 1;
   for (unsigned I = 0; I != Rank; ++I)
@@ -346,8 +314,9 @@ Error autopar::runGatherBlockQuantized(const KernelArgs &A) {
       if (Index < 0 || Index >= GLen)
         return A.error("index " + Twine(Index) + " is out of range [0, " +
                        Twine(GLen) + ")");
-      const float *Src = Table.data() + (O * GLen + Index) * GInner;
-      std::copy(Src, Src + GInner, Dst);
+      int64_t Src = (O * GLen + Index) * GInner;
+      for (int64_t J = 0; J != GInner; ++J)
+        Dst[J] = Dequantize(Src + J);
     }
   return Error::success();
 }
