@@ -12,6 +12,7 @@
 #include "frontend/OnnxTypes.h"
 
 #include "ir/Folders.h"
+#include "ir/OpFlops.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -47,7 +48,8 @@ template <OpId Op> static LogicalResult importDirect(NodeImporter &N) {
 
 /// An op autopar does not know keeps the output types the model declares;
 /// without them the shapes after it cannot be known.
-LogicalResult autopar::keepOpaque(NodeImporter &N, StringRef Reason) {
+LogicalResult autopar::keepOpaque(NodeImporter &N, StringRef Reason,
+                                  const AttrDict &Extra) {
   // It (or its body) may read a sequence, which has no IR value to give.
   std::vector<std::string> Reads(N.getProto().input().begin(),
                                  N.getProto().input().end());
@@ -120,11 +122,14 @@ LogicalResult autopar::keepOpaque(NodeImporter &N, StringRef Reason) {
     }
   if (OuterReads)
     Attrs->set("outer_reads", Attribute::getInt(OuterReads));
-  if (!N.createNodeForOutputs(OpId::Opaque, Operands, std::move(*Attrs),
-                              Inferred))
+  for (const auto &[Name, Value] : Extra)
+    Attrs->set(Name, Value);
+  Node *Created = N.createNodeForOutputs(OpId::Opaque, Operands,
+                                         std::move(*Attrs), Inferred);
+  if (!Created)
     return failure();
   N.noteOpaque(any_of(Inferred, [](const auto &T) { return T.has_value(); }),
-               Reason);
+               Reason, getForwardFlops(*Created).has_value());
   return success();
 }
 
@@ -135,9 +140,22 @@ static LogicalResult importOpaque(NodeImporter &N) { return keepOpaque(N, ""); }
 /// inlined; otherwise it stays Opaque, typed by ONNX's inference.
 static LogicalResult importIf(NodeImporter &N) {
   std::optional<int64_t> Known = getKnownScalar(N.getInput(0));
-  if (!Known)
-    return keepOpaque(N, "its condition is not known at import; a --dim "
-                         "binding may make it known");
+  if (!Known) {
+    // Priced as its costlier branch (an upper bound).
+    std::string Why = "its condition is not known at import; a --dim "
+                      "binding may make it known";
+    std::optional<BodyWork> Work;
+    for (StringRef Branch : {"then_branch", "else_branch"}) {
+      const onnx::AttributeProto *A = N.getAttr(Branch);
+      std::optional<BodyWork> W =
+          A && A->has_g() ? measureBody(N, A->g(), {}) : std::nullopt;
+      if (!W || !W->Static)
+        return keepOpaqueRunning(N, Why, W, 1, "");
+      if (!Work || *Work < *W)
+        Work = W;
+    }
+    return keepOpaqueRunning(N, Why, Work, 1, "as its costlier branch");
+  }
   return N.inlineGraphAttr(*Known ? "then_branch" : "else_branch");
 }
 

@@ -31,7 +31,9 @@
 //                         trigonometric and rounding functions 1
 //   data movement         0: layouts, gathers, constants, shape ops, Cast;
 //                         communication (its cost is the collective model's)
-//   unknown               Opaque, contrib ops without a formula, and the
+//   Opaque                estimated from its ONNX op type, or from the body
+//                         it runs (ir/OpaqueFlops.cpp)
+//   unknown               contrib ops without a formula, and the
 //                         backward-only ops (priced from the forward)
 //
 //===----------------------------------------------------------------------===//
@@ -244,7 +246,7 @@ std::optional<int64_t> autopar::getForwardFlops(const Node &N) {
   const OpFacts &Facts = getOpFacts(N.getOp());
   switch (Facts.Flops) {
   case FlopRule::Unknown:
-    return std::nullopt;
+    return N.getOp() == OpId::Opaque ? getOpaqueFlops(N) : std::nullopt;
   case FlopRule::Free:
     return 0;
   case FlopRule::PerOutput:
