@@ -55,13 +55,12 @@ namespace {
 /// or the product overflows.
 class Count {
 public:
-  Count(std::optional<int64_t> V = 1) : V(V) {}
+  Count(std::optional<int64_t> V = 1)
+      : Known(V.has_value()), V(V.value_or(0)) {}
   Count &operator*=(std::optional<int64_t> F) {
-    int64_t R;
-    if (!V || !F || MulOverflow(*V, *F, R))
-      V = std::nullopt;
-    else
-      V = R;
+    int64_t R = 0;
+    Known = Known && F && !MulOverflow(V, *F, R);
+    V = Known ? R : 0;
     return *this;
   }
   Count operator*(std::optional<int64_t> F) const {
@@ -70,15 +69,21 @@ public:
     return C;
   }
   Count operator+(Count O) const {
-    int64_t R;
-    if (!V || !O.V || AddOverflow(*V, *O.V, R))
+    int64_t R = 0;
+    if (!Known || !O.Known || AddOverflow(V, O.V, R))
       return Count(std::nullopt);
     return Count(R);
   }
-  std::optional<int64_t> get() const { return V; }
+  std::optional<int64_t> get() const {
+    return Known ? std::optional<int64_t>(V) : std::nullopt;
+  }
 
 private:
-  std::optional<int64_t> V;
+  // A flag and a value rather than std::optional: GCC 12 at -O3 warns that
+  // an optional's payload may be used uninitialized (a false positive that
+  // -Werror turns into a failed Release build).
+  bool Known;
+  int64_t V;
 };
 
 } // namespace
