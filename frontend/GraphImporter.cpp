@@ -693,6 +693,7 @@ GraphImporter::measureBody(const onnx::GraphProto &Body,
                            ArrayRef<OnnxValue> Inputs, StringRef Where,
                            function_ref<void(ArrayRef<const Node *>)> Measure) {
   Node *Mark = G->getNodes().empty() ? nullptr : &G->getNodes().back();
+  DimEqualities SavedEqualities = G->getDimEqualities();
   unsigned Errors = Diag.getNumErrors();
   bool WasQuiet = Diag.isQuiet();
   std::vector<OpaqueOpType> SavedOpaque = OpaqueOps;
@@ -716,6 +717,8 @@ GraphImporter::measureBody(const onnx::GraphProto &Body,
   // Newest first, so that every result is unused when its node goes.
   while (!G->getNodes().empty() && &G->getNodes().back() != Mark)
     G->getNodes().back().erase();
+  SavedEqualities.setRecording(G->getDimEqualities().isRecording());
+  G->getDimEqualities() = std::move(SavedEqualities);
   OpaqueOps = std::move(SavedOpaque);
   NumImportedNodes = SavedImported;
   if (FirstTime)

@@ -171,11 +171,26 @@ LogicalResult autopar::keepOpaqueRunning(NodeImporter &N, StringRef Why,
   return keepOpaque(N, (Why + "; priced " + How).str(), Attrs);
 }
 
-/// Erases the nodes created after Mark (null: all), newest first: an
-/// unrolling given up.
-static void eraseNodesAfter(Graph &G, Node *Mark) {
-  while (!G.getNodes().empty() && &G.getNodes().back() != Mark)
+/// Where the graph was before an unrolling that may be given up: its last
+/// node and the dimension equalities assumed so far.
+struct GraphMark {
+  Node *Last;
+  DimEqualities Equalities;
+};
+
+static GraphMark markGraph(Graph &G) {
+  return {G.getNodes().empty() ? nullptr : &G.getNodes().back(),
+          G.getDimEqualities()};
+}
+
+/// Erases the nodes created after Mark, newest first, and forgets the
+/// equalities assumed since: an unrolling given up.
+static void eraseNodesAfter(Graph &G, const GraphMark &Mark) {
+  while (!G.getNodes().empty() && &G.getNodes().back() != Mark.Last)
     G.getNodes().back().erase();
+  bool Recording = G.getDimEqualities().isRecording();
+  G.getDimEqualities() = Mark.Equalities;
+  G.getDimEqualities().setRecording(Recording);
 }
 
 /// Loop(M?, cond?, v_initial...) with body(iter_num, cond_in, v_in...) ->
@@ -231,7 +246,7 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
     std::string Reason = Why.str();
     if (!Trip || *Trip <= 0)
       return keepOpaque(N, Reason);
-    Node *Before = G.getNodes().empty() ? nullptr : &G.getNodes().back();
+    GraphMark Before = markGraph(G);
     std::vector<OnnxValue> Inputs(2);
     if (ReadsIter)
       Inputs[0].Tensor = N.createI64Constant({0}, /*Scalar=*/true);
@@ -247,7 +262,7 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
   int64_t BodyNodes = countNodes(*Body);
   if (Trip && *Trip > 0 && !fitsBudget(*Trip, BodyNodes))
     return OpaqueByBody(overBudget(*Trip, BodyNodes));
-  Node *Mark = G.getNodes().empty() ? nullptr : &G.getNodes().back();
+  GraphMark Mark = markGraph(G);
   std::vector<std::vector<Value *>> Scans(NumScan);
   int64_t Before = Importer.getNumImportedNodes();
   int64_t Iter = 0;
@@ -420,7 +435,7 @@ LogicalResult autopar::importScan(NodeImporter &N) {
     // Priced as its first step times the length.
     std::string Why = overBudget(*Length, BodyNodes);
     Graph &G = Importer.getGraph();
-    Node *Before = G.getNodes().empty() ? nullptr : &G.getNodes().back();
+    GraphMark Before = markGraph(G);
     std::optional<std::vector<OnnxValue>> First = StepInputs(0);
     if (!First)
       return failure();
