@@ -96,14 +96,7 @@ static std::optional<int64_t> numElements(const Value *V) {
 
 /// Static size of dimension I of V (negative I counts from the end).
 static std::optional<int64_t> dimSize(const Value *V, int64_t I) {
-  if (!V)
-    return std::nullopt;
-  int64_t Rank = V->getType().getRank();
-  if (I < 0)
-    I += Rank;
-  if (I < 0 || I >= Rank || !V->getType().getDim(I).isStatic())
-    return std::nullopt;
-  return V->getType().getDim(I).getSize();
+  return V ? V->getType().getStaticDimSize(I) : std::nullopt;
 }
 
 /// Product of the static dimensions [From, rank) of V.

@@ -85,14 +85,11 @@ static std::optional<double> elements(const Value *V) {
 
 /// Static size of dimension I of V (negative I counts from the end).
 static std::optional<double> dimSize(const Value *V, int64_t I) {
-  if (!V)
+  std::optional<int64_t> Size =
+      V ? V->getType().getStaticDimSize(I) : std::nullopt;
+  if (!Size)
     return std::nullopt;
-  int64_t Rank = V->getType().getRank();
-  if (I < 0)
-    I += Rank;
-  if (I < 0 || I >= Rank || !V->getType().getDim(I).isStatic())
-    return std::nullopt;
-  return double(V->getType().getDim(I).getSize());
+  return double(*Size);
 }
 
 /// 5 n log2 n: one FFT of length n.

@@ -171,6 +171,15 @@ std::optional<int64_t> TensorType::getStaticNumElements() const {
   return N.getSize();
 }
 
+std::optional<int64_t> TensorType::getStaticDimSize(int64_t I) const {
+  int64_t Rank = getRank();
+  if (I < 0)
+    I += Rank;
+  if (I < 0 || I >= Rank || !getDim(I).isStatic())
+    return std::nullopt;
+  return getDim(I).getSize();
+}
+
 std::optional<int64_t> TensorType::getStaticSizeInBytes() const {
   std::optional<int64_t> N = getStaticNumElements();
   int64_t Bits;

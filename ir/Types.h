@@ -97,6 +97,9 @@ public:
   /// The number of elements of a static shape, or nullopt when the shape is
   /// not static or the count overflows int64_t.
   std::optional<int64_t> getStaticNumElements() const;
+  /// The size of dimension I (negative I counts from the end), or nullopt
+  /// when I is out of range or the dimension is not static.
+  std::optional<int64_t> getStaticDimSize(int64_t I) const;
   /// The size in bytes of a static shape, or nullopt (see above).
   std::optional<int64_t> getStaticSizeInBytes() const;
   /// Sizes of a static shape; asserts hasStaticShape().
