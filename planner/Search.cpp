@@ -31,6 +31,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -70,8 +71,12 @@ Error autopar::checkCapabilities(const Cluster &Cl, const PlanConfig &C,
   std::optional<Capability> Missing =
       findCapability(B, C, CapabilitySupport::None);
   if (!Missing) {
+    // Said once per process: a search that finds no fit searches again
+    // (smaller models, more GPUs) with the same pins.
+    static std::atomic<bool> Warned(false);
     if (std::optional<Capability> Slow =
-            findCapability(B, C, CapabilitySupport::Unpriced))
+            findCapability(B, C, CapabilitySupport::Unpriced);
+        Slow && !Warned.exchange(true))
       WithColor::warning(errs(), "autopar")
           << Given << " " << getCapabilityChoice(*Slow) << ": the "
           << getBackendName(B) << " backend's " << getCapabilityWhat(*Slow)
