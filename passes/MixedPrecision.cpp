@@ -5,7 +5,9 @@
 // al. 2018, "Mixed Precision Training"; Megatron-LM's bf16 training):
 //   - every f32 parameter a node reads is read through a Cast to the
 //     compute type, so autodiff's Cast rule gives fp32 gradients of the
-//     masters and the optimizer updates them in fp32;
+//     masters and the optimizer updates them in fp32; one Cast per virtual
+//     stage (`stage`) of its readers, as an interleaved pipeline rank's
+//     chunks must not read each other's values (schedule-pipeline);
 //   - f32 constants (except Dropout's ratio, a setting) and float graph
 //     inputs (activations received from the previous pipeline stage)
 //     become the compute type, and so does every
@@ -78,13 +80,14 @@ Error MixedPrecisionPass::runOnGraph(Graph &G) {
   ElementType Narrow = Compute == "bf16" ? ElementType::BF16 : ElementType::F16;
   AttrDict ToNarrow;
   ToNarrow.set("to", Attribute::getString(Compute));
-  // A Cast of V to the compute type, before Before, read by V's users (the
-  // operand slots that take data; none: no cast).
-  auto CastUses = [&](Value *V, Node *Before, const Node *AnnotateLike) {
+  // A Cast of V to the compute type, before Before, read by V's users
+  // that Reads accepts (the operand slots that take data; none: no cast).
+  auto CastUses = [&](Value *V, Node *Before, const Node *AnnotateLike,
+                      function_ref<bool(const Node &)> Reads) {
     SmallVector<std::pair<Node *, unsigned>, 8> Slots;
     for (Node *U : V->getUsers())
       for (unsigned I = 0, E = U->getNumOperands(); I != E; ++I)
-        if (U->getOperand(I) == V && !isHyperparameter(*U, I) &&
+        if (U->getOperand(I) == V && !isHyperparameter(*U, I) && Reads(*U) &&
             !is_contained(Slots, std::make_pair(U, I)))
           Slots.push_back({U, I});
     if (Slots.empty())
@@ -100,18 +103,28 @@ Error MixedPrecisionPass::runOnGraph(Graph &G) {
     for (auto [U, I] : Slots)
       U->setOperand(I, C->getResult(0));
   };
-  // Parameters: one cast each, before the first reader.
+  // Parameters: one cast each, before the first reader; one per virtual
+  // stage of its readers when the graph holds several (an interleaved
+  // rank's chunks, which schedule-pipeline keeps apart: a rotary table every
+  // chunk reads), before the first reader of each.
+  auto StageOf = [](const Node &N) -> std::optional<int64_t> {
+    const Attribute *A = N.getAttr("stage");
+    if (!A || !A->isa(Attribute::Kind::Int))
+      return std::nullopt;
+    return A->getInt();
+  };
   for (const std::unique_ptr<Value> &P : G.getParams()) {
     if (P->getType().getElementType() != ElementType::F32 ||
         P->getUsers().empty())
       continue;
-    Node *First = nullptr;
+    SmallVector<Node *, 4> Firsts;
     for (Node &N : G.getNodes())
-      if (is_contained(N.getOperands(), P.get())) {
-        First = &N;
-        break;
-      }
-    CastUses(P.get(), First, First);
+      if (is_contained(N.getOperands(), P.get()) &&
+          none_of(Firsts, [&](Node *F) { return StageOf(*F) == StageOf(N); }))
+        Firsts.push_back(&N);
+    for (Node *First : Firsts)
+      CastUses(P.get(), First, First,
+               [&](const Node &U) { return StageOf(U) == StageOf(*First); });
   }
   // Received activations arrive in the compute type.
   for (const std::unique_ptr<Value> &In : G.getInputs())
@@ -133,7 +146,8 @@ Error MixedPrecisionPass::runOnGraph(Graph &G) {
       Value *R = N->getResult(0);
       if (R->getType().getElementType() == ElementType::F32 && R->hasUses()) {
         auto It = std::next(N->getIterator());
-        CastUses(R, It == G.getNodes().end() ? nullptr : &*It, nullptr);
+        CastUses(R, It == G.getNodes().end() ? nullptr : &*It, nullptr,
+                 [](const Node &) { return true; });
       }
       continue;
     }
