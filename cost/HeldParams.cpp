@@ -35,9 +35,10 @@ std::pair<const Value *, int> autopar::traceParam(const Value *V, int Layout) {
 }
 
 /// Adds the parameters behind the parameter-derived value V (no
-/// activation) to Out, whole, each once.
+/// activation) to Out, whole, each once: the trained ones when Trained, else
+/// the frozen ones.
 static void addParamsBehind(const Value *V, const GradientFlow &Flow,
-                            SmallPtrSetImpl<const Value *> &Seen,
+                            bool Trained, SmallPtrSetImpl<const Value *> &Seen,
                             std::vector<HeldParam> &Out) {
   SmallVector<const Value *, 8> Work{V};
   SmallPtrSet<const Value *, 16> Visited;
@@ -46,7 +47,7 @@ static void addParamsBehind(const Value *V, const GradientFlow &Flow,
     if (!W || Flow.isActivation(W) || !Visited.insert(W).second)
       continue;
     if (W->isParam()) {
-      if (Seen.insert(W).second)
+      if (Flow.needsGrad(W) == Trained && Seen.insert(W).second)
         Out.push_back(
             {W, double(W->getType().getStaticNumElements().value_or(0))});
       continue;
@@ -57,10 +58,11 @@ static void addParamsBehind(const Value *V, const GradientFlow &Flow,
   }
 }
 
-std::vector<HeldParam>
-autopar::getHeldParams(ArrayRef<const Node *> Nodes,
-                       function_ref<LoopSplit(unsigned K)> SplitOf,
-                       const GradientFlow &Flow) {
+/// The trained parameters Nodes hold when Trained, else the frozen ones.
+static std::vector<HeldParam>
+collectParams(ArrayRef<const Node *> Nodes,
+              function_ref<LoopSplit(unsigned K)> SplitOf,
+              const GradientFlow &Flow, bool Trained) {
   std::vector<HeldParam> Out;
   SmallPtrSet<const Value *, 16> Seen;
   for (unsigned K = 0; K != Nodes.size(); ++K) {
@@ -74,12 +76,12 @@ autopar::getHeldParams(ArrayRef<const Node *> Nodes,
       const Value *Param = traceParam(O, -1).first;
       if (!Param) {
         size_t Before = Out.size();
-        addParamsBehind(O, Flow, Seen, Out);
+        addParamsBehind(O, Flow, Trained, Seen, Out);
         for (size_t J = Before; J != Out.size(); ++J)
           Out[J].FirstReader = K;
         continue;
       }
-      if (!Seen.insert(Param).second)
+      if (Flow.needsGrad(Param) != Trained || !Seen.insert(Param).second)
         continue;
       if (!HaveLoops) {
         L = getOpLoops(N);
@@ -94,6 +96,38 @@ autopar::getHeldParams(ArrayRef<const Node *> Nodes,
     }
   }
   return Out;
+}
+
+std::vector<HeldParam>
+autopar::getHeldParams(ArrayRef<const Node *> Nodes,
+                       function_ref<LoopSplit(unsigned K)> SplitOf,
+                       const GradientFlow &Flow) {
+  return collectParams(Nodes, SplitOf, Flow, /*Trained=*/true);
+}
+
+std::vector<HeldParam>
+autopar::getFrozenParams(ArrayRef<const Node *> Nodes,
+                         function_ref<LoopSplit(unsigned K)> SplitOf,
+                         const GradientFlow &Flow) {
+  return collectParams(Nodes, SplitOf, Flow, /*Trained=*/false);
+}
+
+double autopar::getFrozenBytes(const HeldParam &H) {
+  return H.Elements *
+         (getElementTypeBits(H.Param->getType().getElementType()) / 8.0);
+}
+
+double autopar::sumFrozenBytes(ArrayRef<HeldParam> Frozen) {
+  double Bytes = 0;
+  for (const HeldParam &H : Frozen)
+    Bytes += getFrozenBytes(H);
+  return Bytes;
+}
+
+double autopar::getFrozenParamBytes(ArrayRef<const Node *> Nodes,
+                                    function_ref<LoopSplit(unsigned K)> SplitOf,
+                                    const GradientFlow &Flow) {
+  return sumFrozenBytes(getFrozenParams(Nodes, SplitOf, Flow));
 }
 
 double autopar::sumElements(ArrayRef<HeldParam> Held) {

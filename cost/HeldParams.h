@@ -10,6 +10,17 @@
 // that two units read (tied embeddings) is held by both, and held once
 // when both are on one rank.
 //
+// Only trained parameters (a gradient flows into them:
+// GradientFlow::needsGrad) carry model states: a 16-bit weight and
+// gradient, the optimizer's states and master copy, gradient
+// synchronization and ZeRO's sharding and gathers. A frozen one (the
+// integer weights and zero points of quantized ops, scales that only they
+// read, bool masks) is held at its own bytes and nothing else
+// (getFrozenParams, getFrozenBytes): no gradient flows into it, the
+// optimizer does not update it (passes/InsertOptimizer.cpp steps the
+// parameters that have a gradient) and insert-grad-sync neither syncs nor
+// shards it.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef AUTOPAR_COST_HELDPARAMS_H
@@ -45,14 +56,35 @@ struct HeldParam {
   unsigned FirstReader = 0;
 };
 
-/// The parameters Nodes hold on one rank, each once, in the order they are
-/// first read. SplitOf(K) gives node K's split. A parameter read directly
-/// or through a view (traceParam) is split as its reader splits that
-/// operand; one behind another computation is held whole.
+/// The trained parameters Nodes hold on one rank (Flow.needsGrad), each
+/// once, in the order they are first read. SplitOf(K) gives node K's split.
+/// A parameter read directly or through a view (traceParam) is split as its
+/// reader splits that operand; one behind another computation is held
+/// whole.
 std::vector<HeldParam>
 getHeldParams(llvm::ArrayRef<const Node *> Nodes,
               llvm::function_ref<LoopSplit(unsigned K)> SplitOf,
               const GradientFlow &Flow);
+
+/// The frozen parameters Nodes hold on one rank (those getHeldParams leaves
+/// out: no gradient flows into them), each once, split as getHeldParams
+/// splits a trained one.
+std::vector<HeldParam>
+getFrozenParams(llvm::ArrayRef<const Node *> Nodes,
+                llvm::function_ref<LoopSplit(unsigned K)> SplitOf,
+                const GradientFlow &Flow);
+
+/// The bytes H's elements take at its parameter's own element type (a
+/// packed 4-bit weight as the u8 it is stored in, a bool mask a byte per
+/// element), what a frozen parameter is held at.
+double getFrozenBytes(const HeldParam &H);
+/// The sum of getFrozenBytes over Frozen.
+double sumFrozenBytes(llvm::ArrayRef<HeldParam> Frozen);
+/// The bytes of the frozen parameters Nodes hold on one rank
+/// (getFrozenParams at their own element size).
+double getFrozenParamBytes(llvm::ArrayRef<const Node *> Nodes,
+                           llvm::function_ref<LoopSplit(unsigned K)> SplitOf,
+                           const GradientFlow &Flow);
 
 /// The sum of Held's elements.
 double sumElements(llvm::ArrayRef<HeldParam> Held);

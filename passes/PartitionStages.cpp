@@ -7,7 +7,8 @@
 // annotations), and annotates every node of a unit with its virtual stage
 // (`stage`; virtual stage j runs on pipeline rank j mod `stages`). With
 // `memory-gib`, each rank must also hold its units' model states
-// (mixed-precision Adam, 16 bytes per parameter element) and activations
+// (mixed-precision Adam, 16 bytes per trained parameter element; frozen
+// parameters at their own bytes, cost/HeldParams.h) and activations
 // for the micro-batches a 1F1B schedule keeps in flight (stages - rank;
 // with vpp > 1 each virtual stage gets 1/vpp of the memory). The search
 // (planner/Search.cpp) uses the same cut (passes/StageCut.h) with its full
@@ -101,7 +102,11 @@ private:
 /// One unit's time and memory on one rank, for one micro-batch.
 struct UnitFigures {
   double Seconds = 0;
+  /// Trained parameter elements (16 bytes each: cost/ModelState.h), and the
+  /// bytes of the frozen parameters, held at their own element types
+  /// (cost/HeldParams.h).
   double ParamElements = 0;
+  double FrozenBytes = 0;
   double ActivationBytes = 0;
 };
 
@@ -152,13 +157,12 @@ LogicalResult PartitionStagesPass::partition(Graph &G, DiagnosticEngine &Diag) {
                                Settings, Flow);
       F.Seconds += C.FwdSeconds + C.BwdSeconds;
     }
-    F.ParamElements = sumElements(getHeldParams(
-        U.Nodes,
-        [&](unsigned K) {
-          const Node &N = *U.Nodes[K];
-          return getAnnotatedSplit(N, getOpLoops(N), Axis);
-        },
-        Flow));
+    auto SplitOf = [&](unsigned K) {
+      const Node &N = *U.Nodes[K];
+      return getAnnotatedSplit(N, getOpLoops(N), Axis);
+    };
+    F.ParamElements = sumElements(getHeldParams(U.Nodes, SplitOf, Flow));
+    F.FrozenBytes = getFrozenParamBytes(U.Nodes, SplitOf, Flow);
     F.ActivationBytes = savedActivationBytes(
         U.Nodes,
         [&](const Node &N) {
@@ -175,8 +179,8 @@ LogicalResult PartitionStagesPass::partition(Graph &G, DiagnosticEngine &Diag) {
     unsigned InFlight = unsigned(Stages) - Chunk % unsigned(Stages);
     double Bytes = 0;
     for (unsigned U = Begin; U != End; ++U)
-      Bytes +=
-          16 * Figures[U].ParamElements + InFlight * Figures[U].ActivationBytes;
+      Bytes += 16 * Figures[U].ParamElements + Figures[U].FrozenBytes +
+               InFlight * Figures[U].ActivationBytes;
     return Bytes <= Cap;
   };
   std::optional<std::vector<unsigned>> Cut = cutStages(Time, Chunks, Fits);

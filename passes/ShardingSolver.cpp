@@ -860,6 +860,9 @@ Expected<ShardingSolution> Solver::solve() {
   Sol.HeldParams = getHeldParams(
       P.Nodes, [&](unsigned K) { return Sol.Splits[K]; }, *P.Flow);
   Sol.ParamElements = sumElements(Sol.HeldParams);
+  Sol.FrozenParams = getFrozenParams(
+      P.Nodes, [&](unsigned K) { return Sol.Splits[K]; }, *P.Flow);
+  Sol.FrozenBytes = sumFrozenBytes(Sol.FrozenParams);
   finish(F, Total);
   Sol.FwdComputeSeconds = Total.FwdCompute;
   Sol.BwdComputeSeconds = Total.BwdCompute;

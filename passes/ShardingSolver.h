@@ -111,10 +111,14 @@ struct ShardingSolution {
   double FwdComputeSeconds = 0, BwdComputeSeconds = 0;
   double FwdCommSeconds = 0, BwdCommSeconds = 0;
   double GradSyncSeconds = 0;
-  /// The parameters held on one rank (cost/HeldParams.h), and the sum of
-  /// their elements.
+  /// The trained parameters held on one rank (cost/HeldParams.h), and the
+  /// sum of their elements.
   std::vector<HeldParam> HeldParams;
   double ParamElements = 0;
+  /// The frozen parameters held on one rank (no gradient flows into them:
+  /// getFrozenParams), and their bytes at their own element types.
+  std::vector<HeldParam> FrozenParams;
+  double FrozenBytes = 0;
   /// The layout each parameter is read in, also through a transpose of it
   /// (a tied LM head reads the embedding table transposed).
   llvm::DenseMap<const Value *, int> ParamLayouts;

@@ -102,11 +102,15 @@ Error ModelProfile::init() {
     return error("the graph computes nothing from its inputs");
   // Parameters that more than one unit holds (tied embeddings).
   DenseMap<const Value *, unsigned> Holders;
-  for (const LayerUnit &U : Units)
-    for (const HeldParam &H : getHeldParams(
-             U.Nodes, [](unsigned) { return LoopSplit(); }, *Flow))
+  auto Unsplit = [](unsigned) { return LoopSplit(); };
+  for (const LayerUnit &U : Units) {
+    for (const HeldParam &H : getHeldParams(U.Nodes, Unsplit, *Flow))
       if (++Holders[H.Param] == 2)
         SharedParams.insert(H.Param);
+    for (const HeldParam &H : getFrozenParams(U.Nodes, Unsplit, *Flow))
+      if (++Holders[H.Param] == 2)
+        SharedParams.insert(H.Param);
+  }
   for (const std::unique_ptr<Value> &P : G.getParams())
     if (Flow->needsGrad(P.get()))
       TotalParams += double(P->getType().getStaticNumElements().value_or(0));
@@ -189,19 +193,22 @@ Expected<std::vector<UnitCost>> ModelProfile::compute(unsigned TP, bool SP) {
     auto Seen = Done.find(&Sol);
     // The unit's own parameters: Sol may have been solved on another unit
     // of the class, whose HeldParams name that unit's.
-    auto GetShared = [&] {
+    auto GetShared = [&](bool Frozen) {
       std::vector<HeldParam> Shared;
       if (SharedParams.empty())
         return Shared;
-      for (const HeldParam &H : getHeldParams(
-               U.Nodes, [&](unsigned K) { return Sol.Splits[K]; }, *Flow))
+      auto SplitOf = [&](unsigned K) { return Sol.Splits[K]; };
+      for (const HeldParam &H : Frozen
+                                    ? getFrozenParams(U.Nodes, SplitOf, *Flow)
+                                    : getHeldParams(U.Nodes, SplitOf, *Flow))
         if (SharedParams.contains(H.Param))
           Shared.push_back(H);
       return Shared;
     };
     if (Seen != Done.end() && Units[Seen->second].Class == U.Class) {
       Out.push_back(Out[Seen->second]);
-      Out.back().SharedParams = GetShared();
+      Out.back().SharedParams = GetShared(/*Frozen=*/false);
+      Out.back().SharedFrozen = GetShared(/*Frozen=*/true);
       continue;
     }
     Done.insert({&Sol, I});
@@ -216,8 +223,10 @@ Expected<std::vector<UnitCost>> ModelProfile::compute(unsigned TP, bool SP) {
               std::end(Sol.BwdCollectiveSeconds), C.BwdCollectiveSeconds);
     C.GradSyncSeconds = Sol.GradSyncSeconds;
     C.ParamElements = Sol.ParamElements;
-    C.SharedParams = GetShared();
+    C.SharedParams = GetShared(/*Frozen=*/false);
     C.Held = Sol.HeldParams;
+    C.FrozenBytes = Sol.FrozenBytes;
+    C.SharedFrozen = GetShared(/*Frozen=*/true);
     DenseMap<const Node *, LoopSplit> Splits;
     for (unsigned K = 0; K != U.Nodes.size(); ++K)
       Splits[U.Nodes[K]] = Sol.Splits[K];
@@ -353,4 +362,19 @@ autopar::heldParamElements(ArrayRef<UnitCost> Costs,
           Elements -= H.Elements;
     }
   return Elements;
+}
+
+double
+autopar::heldFrozenBytes(ArrayRef<UnitCost> Costs,
+                         ArrayRef<std::pair<unsigned, unsigned>> Ranges) {
+  double Bytes = 0;
+  SmallPtrSet<const Value *, 4> Shared;
+  for (auto [Begin, End] : Ranges)
+    for (unsigned U = Begin; U != End; ++U) {
+      Bytes += Costs[U].FrozenBytes;
+      for (const HeldParam &H : Costs[U].SharedFrozen)
+        if (!Shared.insert(H.Param).second)
+          Bytes -= getFrozenBytes(H);
+    }
+  return Bytes;
 }

@@ -65,11 +65,18 @@ struct UnitCost {
   /// What the unit's backward holds of its activations when full
   /// recomputation runs its forward again (recomputedActivationBytes).
   double RecomputedBytes = 0;
-  /// Parameter elements held on this rank (cost/HeldParams.h), and those
-  /// of them that other units hold too (a tied embedding table), which a
-  /// rank holding several of those units keeps once (heldParamElements).
+  /// Trained parameter elements held on this rank (cost/HeldParams.h), and
+  /// those of them that other units hold too (a tied embedding table),
+  /// which a rank holding several of those units keeps once
+  /// (heldParamElements).
   double ParamElements = 0;
   std::vector<HeldParam> SharedParams;
+  /// Bytes of the frozen parameters held on this rank (no gradient flows
+  /// into them: quantized weights, their scales, bool masks), at their own
+  /// element types (getFrozenBytes), and those of them that other units
+  /// hold too, kept once per rank (heldFrozenBytes).
+  double FrozenBytes = 0;
+  std::vector<HeldParam> SharedFrozen;
   /// Those parameters, each once, in the order the unit first reads them
   /// (cost/HeldParams.h; of the unit the solution was found on, when units
   /// of a class share it: the sizes and uses are the same).
@@ -98,6 +105,10 @@ struct OpCostDetail {
 /// Ranges keeps: each unit's, a parameter that several of them hold once.
 double heldParamElements(llvm::ArrayRef<UnitCost> Costs,
                          llvm::ArrayRef<std::pair<unsigned, unsigned>> Ranges);
+/// Frozen-parameter bytes that such a rank keeps, likewise: each unit's, a
+/// frozen parameter that several of them hold once.
+double heldFrozenBytes(llvm::ArrayRef<UnitCost> Costs,
+                       llvm::ArrayRef<std::pair<unsigned, unsigned>> Ranges);
 
 class ModelProfile {
 public:
@@ -147,7 +158,7 @@ private:
   CostSettings Settings;
   std::unique_ptr<GradientFlow> Flow;
   std::vector<LayerUnit> Units;
-  /// Parameters that more than one unit holds.
+  /// Parameters, trained or frozen, that more than one unit holds.
   llvm::DenseSet<const Value *> SharedParams;
   std::string BatchSymbol;
   std::optional<int64_t> FixedBatch;

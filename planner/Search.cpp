@@ -285,8 +285,19 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   MS.StepPairParams = largestNeighbourElements(Sequence, /*ByUse=*/false);
   MS.MicroBatches = C.MicroBatches;
   ModelStateMemory States = getModelStateMemory(MS);
-  R.ModelStateBytes = States.deviceBytes();
-  R.WeightBytes = States.WeightBytes + States.GatherBufferBytes;
+  // Frozen parameters (no gradient flows into them: quantized weights,
+  // their scales and zero points, bool masks) are held at their own bytes,
+  // split as their readers split them, with no gradient, optimizer state or
+  // master copy. They are not sharded by ZeRO: DeepSpeed's ZeRO-3 partitions
+  // frozen parameters too, but autopar's runtime does not
+  // (passes/InsertGradSync.cpp shards the parameters that have a gradient,
+  // and passes/InsertOptimizer.cpp places only those on the host or NVMe),
+  // so they stay whole on the device under every ZeRO stage and offload, as
+  // the plan runs them. The plan's weights include them, as the runtime's
+  // measured parameters do.
+  double Frozen = heldFrozenBytes(Costs, Ranges);
+  R.ModelStateBytes = States.deviceBytes() + Frozen;
+  R.WeightBytes = States.WeightBytes + States.GatherBufferBytes + Frozen;
   R.GradBytes = States.GradBytes;
   R.OptimizerBytes = States.OptimizerBytes;
   R.OffloadedBytes = States.HostBytes + States.NvmeBytes;

@@ -73,7 +73,9 @@ struct RankPrediction {
   double BusySeconds = 0;
   double MemoryBytes = 0;
   double ModelStateBytes = 0, ActivationBytes = 0;
-  /// ModelStateBytes by part, and the framework allowance.
+  /// ModelStateBytes by part, and the framework allowance. WeightBytes
+  /// includes the frozen parameters, at their own bytes
+  /// (cost/HeldParams.h).
   double WeightBytes = 0, GradBytes = 0, OptimizerBytes = 0, OverheadBytes = 0;
   /// Model state offloaded to host memory or NVMe (not in MemoryBytes).
   double OffloadedBytes = 0;

@@ -22,6 +22,7 @@
 #include "ir/Graph.h"
 #include "ir/OpLoops.h"
 #include "ir/Parser.h"
+#include "planner/ModelProfile.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -616,6 +617,84 @@ TEST(TrainingCost, UnitsHoldParametersBehindDerivedValues) {
   ASSERT_EQ(H.size(), 1u);
   EXPECT_EQ(H[0].Param->getName(), "wte");
   EXPECT_EQ(H[0].Elements, 16 * 8 / 2);
+}
+
+// Frozen parameters (no gradient flows into them) are left out of the
+// trained ones and held at their own bytes: an int8 weight split as its
+// MatMulInteger splits it, a bool mask read by two Wheres once, and a
+// dequantized weight's int8 values and f32 scale behind the product's
+// operand, whole. A rank holding two units that read one frozen parameter
+// keeps it once (heldFrozenBytes).
+TEST(TrainingCost, FrozenParametersAreHeldAtTheirOwnBytes) {
+  const char *Text =
+      R"(graph @frozen(%x: f32[4, 8], %c: u8[4, 8]) {
+  param %w: f32[8, 8]
+  param %b: i8[8, 8]
+  param %mask: bool[4, 8]
+  param %q: i8[8, 8]
+  param %qs: f32[]
+  %wd = DequantizeLinear(%q, %qs) : f32[8, 8]
+  %y = MatMul(%x, %w) : f32[4, 8]
+  %yi = MatMulInteger(%c, %b) : i32[4, 8]
+  %z = Where(%mask, %y, %x) : f32[4, 8]
+  %z2 = Where(%mask, %z, %y) : f32[4, 8]
+  %d = MatMul(%z2, %wd) : f32[4, 8]
+  return %yi, %d
+}
+)";
+  SourceMgr SM;
+  std::unique_ptr<Module> M = parseText(SM, Text, "frozen.air");
+  ASSERT_TRUE(M && M->getGraphs().size() == 1);
+  const Graph &G = *M->getGraphs().front();
+  GradientFlow Flow(G);
+  std::vector<const Node *> Nodes;
+  const Node *Integer = nullptr;
+  for (const Node &N : G.getNodes()) {
+    if (N.getOp() == OpId::DequantizeLinear)
+      continue;
+    Nodes.push_back(&N);
+    if (N.getOp() == OpId::MatMulInteger)
+      Integer = &N;
+  }
+  ASSERT_TRUE(Integer);
+  auto Unsplit = [](unsigned) { return LoopSplit(); };
+  std::vector<HeldParam> Trained = getHeldParams(Nodes, Unsplit, Flow);
+  ASSERT_EQ(Trained.size(), 1u);
+  EXPECT_EQ(Trained[0].Param->getName(), "w");
+  EXPECT_EQ(sumElements(Trained), 64);
+  std::vector<HeldParam> Frozen = getFrozenParams(Nodes, Unsplit, Flow);
+  ASSERT_EQ(Frozen.size(), 4u);
+  EXPECT_EQ(Frozen[0].Param->getName(), "b");
+  EXPECT_EQ(Frozen[1].Param->getName(), "mask");
+  // %b 64 bytes, %mask 32 (once), %q 64 and %qs 4.
+  EXPECT_EQ(sumFrozenBytes(Frozen), 64 + 32 + 64 + 4);
+  EXPECT_EQ(getFrozenParamBytes(Nodes, Unsplit, Flow), 64 + 32 + 64 + 4);
+  for (const HeldParam &H : Frozen) {
+    if (H.Param->getName() == "qs") {
+      EXPECT_EQ(getFrozenBytes(H), 4);
+    }
+  }
+  // MatMulInteger split over its output columns holds half its weight.
+  std::optional<OpLoops> L = getOpLoops(*Integer);
+  ASSERT_TRUE(L);
+  LoopSplit Columns{L->Results[0][1], 2};
+  std::vector<const Node *> Only{Integer};
+  EXPECT_EQ(getFrozenParamBytes(
+                Only, [&](unsigned) { return Columns; }, Flow),
+            32);
+  EXPECT_TRUE(getHeldParams(Only, Unsplit, Flow).empty());
+
+  // Two units read the mask: a rank holding both keeps it once.
+  std::vector<UnitCost> Costs(2);
+  HeldParam Mask = Frozen[1];
+  for (UnitCost &C : Costs) {
+    C.FrozenBytes = 32 + 10;
+    C.SharedFrozen = {Mask};
+  }
+  std::vector<std::pair<unsigned, unsigned>> Both{{0, 2}}, Second{{1, 2}};
+  EXPECT_EQ(heldFrozenBytes(Costs, Both), 32 + 10 + 10);
+  EXPECT_EQ(heldFrozenBytes(Costs, Second), 32 + 10);
+  EXPECT_EQ(heldParamElements(Costs, Both), 0);
 }
 
 // A chain's backward: a = x * w, b = Tanh(a), y = b * b. The excess is what

@@ -6,10 +6,12 @@
 //   %y = Linear split=loop 2 of 8: fwd=1.2e-03s bwd=2.4e-03s flops=...
 //   saved=...
 // and, when nodes carry `stage` annotations, one line per stage:
-//   stage 0: nodes=N params=P activations=A bytes
-// (parameter elements and bytes kept for backward on one rank, one
-// micro-batch, no recomputation). The split degree is the size of `axis` in
-// the annotation's mesh. The graph is not changed; shapes must be static.
+//   stage 0: nodes=N params=P frozen=F bytes activations=A bytes
+// (on one rank: the elements of the trained parameters the stage holds,
+// the bytes of its frozen ones at their own element types,
+// cost/HeldParams.h, and the bytes kept for backward for one micro-batch,
+// no recomputation). The split degree is the size of `axis` in the
+// annotation's mesh. The graph is not changed; shapes must be static.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 
 #include "cost/ActivationMemory.h"
 #include "cost/Cluster.h"
+#include "cost/HeldParams.h"
 #include "cost/OpCost.h"
 #include "ir/Graph.h"
 #include "ir/OpLoops.h"
@@ -24,7 +27,6 @@
 #include "passes/ShardGraph.h"
 
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -95,23 +97,17 @@ LogicalResult TestPrintCostPass::print(const Graph &G, DiagnosticEngine &Diag,
         Stages[S->getInt()].push_back(&N);
   }
   for (const auto &[Stage, Nodes] : Stages) {
-    double Params = 0;
-    SmallPtrSet<const Value *, 32> Seen;
-    for (const Node *N : Nodes) {
-      std::optional<OpLoops> L = getOpLoops(*N);
-      LoopSplit Split = splitOf(*N, L);
-      for (unsigned I = 0, E = N->getNumOperands(); I != E; ++I) {
-        const Value *O = N->getOperand(I);
-        if (O && O->isParam() && Seen.insert(O).second)
-          Params += localElements(
-              *O, L ? ArrayRef<int>(L->Operands[I]) : ArrayRef<int>(), Split);
-      }
-    }
+    auto SplitOf = [&, &Nodes = Nodes](unsigned K) {
+      return splitOf(*Nodes[K], getOpLoops(*Nodes[K]));
+    };
+    double Params = sumElements(getHeldParams(Nodes, SplitOf, Flow));
+    double Frozen = getFrozenParamBytes(Nodes, SplitOf, Flow);
     double Activations = savedActivationBytes(
         Nodes, [&](const Node &N) { return splitOf(N, getOpLoops(N)); },
         Recompute::None, Flow, Settings);
     OS << "stage " << Stage << ": nodes=" << Nodes.size()
-       << format(" params=%.4g activations=%.4g bytes\n", Params, Activations);
+       << format(" params=%.4g frozen=%.4g bytes activations=%.4g bytes\n",
+                 Params, Frozen, Activations);
   }
   return success();
 }
