@@ -49,7 +49,7 @@ enum class LoopRule : uint8_t {
   Transpose,
   Concat,
   Split,
-  Resizing, // Rank kept, resized axes fixed (Slice, Tile).
+  Resizing, // Rank kept, resized axes fixed (Slice, Tile, Pad, Resize).
   Gather,
 };
 

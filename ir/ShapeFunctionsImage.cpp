@@ -152,12 +152,19 @@ static Error checkLength(const ShapeContext &Ctx, unsigned I, int64_t Count,
 
 /// The resized dimension of D scaled by Scale: floor(D * Scale) when D is
 /// static, the product taken in f32 as onnxruntime does (5 * 2.6f is 13,
-/// not 12.99..); D * Scale for a whole Scale, else unknown.
-static Dim scaleDim(const Dim &D, double Scale) {
-  if (D.isStatic())
-    return Dim::get(int64_t(std::floor(float(D.getSize()) * float(Scale))));
+/// not 12.99..); D * Scale for a whole Scale, else unknown; nullopt when
+/// the size would not fit in 2^48 elements (an infinite scale).
+static std::optional<Dim> scaleDim(const Dim &D, double Scale) {
+  constexpr double Limit = double(int64_t(1) << 48);
+  if (D.isStatic()) {
+    double Size = std::floor(float(D.getSize()) * float(Scale));
+    if (!(Size < Limit))
+      return std::nullopt;
+    return Dim::get(int64_t(Size));
+  }
   if (Scale == std::floor(Scale))
-    return D * Dim::get(int64_t(Scale));
+    return Scale < Limit ? std::optional(D * Dim::get(int64_t(Scale)))
+                         : std::nullopt;
   return Dim();
 }
 
@@ -223,7 +230,15 @@ InferResult autopar::inferResize(const ShapeContext &Ctx) {
         return Ctx.error("scales must be positive, got " + Text.str() +
                          " for axis " + Twine((*Axes)[I]));
       }
-      D = scaleDim(D, Scale);
+      std::optional<Dim> Scaled = scaleDim(D, Scale);
+      if (!Scaled) {
+        std::ostringstream Text;
+        Text << Scale;
+        return Ctx.error("scale " + Text.str() + " gives axis " +
+                         Twine((*Axes)[I]) + " of " + describe(Ctx, 0) +
+                         " too many elements");
+      }
+      D = *Scaled;
     }
     return Types{TensorType(X.getElementType(), Shape)};
   }

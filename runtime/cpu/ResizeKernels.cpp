@@ -238,6 +238,8 @@ static Expected<ResizeGeometry> getGeometry(const KernelArgs &A,
                                             const ResizeMode &M) {
   const Tensor &X = A.In[0];
   unsigned Rank = X.getRank();
+  if (Rank == 0)
+    return A.error("X must have a dimension");
   SmallVector<unsigned, 4> Axes;
   if (const Attribute *Attr = A.attr("axes")) {
     for (int64_t Given : Attr->getIntList()) {
@@ -272,7 +274,11 @@ static Expected<ResizeGeometry> getGeometry(const KernelArgs &A,
       unsigned Axis = Axes[I];
       G.Scale[Axis] = float(*S);
       // In f32, as onnxruntime and the shape function.
-      G.Out[Axis] = int64_t(std::floor(float(X.getDim(Axis)) * float(*S)));
+      double Size = std::floor(float(X.getDim(Axis)) * float(*S));
+      if (!(Size < double(int64_t(1) << 48)))
+        return A.error("scales give axis " + Twine(Axis) +
+                       " too many elements");
+      G.Out[Axis] = int64_t(Size);
     }
   } else {
     Expected<Shape> Sizes = A.readInts(3);
