@@ -84,8 +84,8 @@ llvm::Error runGlobalAveragePool(const KernelArgs &A);
 llvm::Error runLpPool(const KernelArgs &A);
 llvm::Error runGlobalLpPool(const KernelArgs &A);
 
-// ResizeKernels.cpp: Resize (nearest, linear, cubic; every coordinate
-// transformation; no antialias).
+// ResizeKernels.cpp: Resize (nearest on any element type, linear and cubic
+// in f32; every coordinate transformation; no antialias).
 llvm::Error runResize(const KernelArgs &A);
 
 // DropoutKernels.cpp: Dropout (inference: a copy; with a random stream:

@@ -1,6 +1,7 @@
 //===- ResizeKernels.cpp - Resize -----------------------------------------===//
 //
-// ONNX Resize (opset 19) in f32, as onnxruntime computes it. Each resized
+// ONNX Resize (opset 19) as onnxruntime computes it: linear and cubic in f32
+// (f64, f16 and bf16 run in f32), nearest on any element type. Each resized
 // axis maps output index x to a coordinate x' of the input (the
 // coordinate_transformation_mode, in float arithmetic as onnxruntime), and
 // reads a list of taps there: nearest one tap (nearest_mode; "simple" is
@@ -29,6 +30,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 using namespace autopar;
@@ -323,22 +326,96 @@ static Expected<ResizeGeometry> getGeometry(const KernelArgs &A,
   return G;
 }
 
+/// Fills Y through the taps of each axis (Taps[D][output index]): the
+/// weighted sum in f64 (T float), or the one tap's element as it is (nearest,
+/// any T); Fill where tf_crop_and_resize extrapolates.
+template <typename T>
+static void resample(const Tensor &X, const Tensor &Y,
+                     ArrayRef<std::vector<AxisTaps>> Taps, T Fill) {
+  unsigned Rank = X.getRank();
+  Shape Strides = getStrides(X.getShape());
+  const T *XD = X.data<T>();
+  T *YD = Y.data<T>();
+  int64_t Cols = Y.getDim(Rank - 1);
+  int64_t Rows = Y.getNumElements() / Cols;
+  // Rows of the output (all axes but the last) are split over the threads.
+  parallelFor(Rows, [&](int64_t Row) {
+    SmallVector<const AxisTaps *, 4> Lists(Rank);
+    for (int64_t Rest = Row, D = Rank - 1; D-- > 0;) {
+      Lists[D] = &Taps[D][Rest % Y.getDim(D)];
+      Rest /= Y.getDim(D);
+    }
+    SmallVector<size_t, 4> Pos(Rank);
+    for (int64_t Col = 0; Col != Cols; ++Col) {
+      Lists[Rank - 1] = &Taps[Rank - 1][Col];
+      T &Out = YD[Row * Cols + Col];
+      if (any_of(Lists, [](const AxisTaps *L) { return L->Outside; })) {
+        Out = Fill;
+        continue;
+      }
+      if constexpr (!std::is_same_v<T, float>) {
+        int64_t Offset = 0;
+        for (unsigned D = 0; D != Rank; ++D)
+          Offset += Lists[D]->Index[0] * Strides[D];
+        Out = XD[Offset];
+        continue;
+      } else {
+        // The sum over every combination of the axes' taps.
+        double Sum = 0;
+        std::fill(Pos.begin(), Pos.end(), 0);
+        while (true) {
+          int64_t Offset = 0;
+          double Weight = 1;
+          for (unsigned D = 0; D != Rank; ++D) {
+            Offset += Lists[D]->Index[Pos[D]] * Strides[D];
+            Weight *= Lists[D]->Weight[Pos[D]];
+          }
+          Sum += Weight * double(XD[Offset]);
+          unsigned D = Rank;
+          while (D-- > 0) {
+            if (++Pos[D] != Lists[D]->Index.size())
+              break;
+            Pos[D] = 0;
+          }
+          if (D == unsigned(-1))
+            break;
+        }
+        Out = float(Sum);
+      }
+    }
+  });
+}
+
+/// V as an integer of type T, clamped into its range.
+template <typename T> static T clampTo(double V) {
+  double Low = double(std::numeric_limits<T>::lowest()),
+         High = double(std::numeric_limits<T>::max());
+  return T(std::isnan(V) ? 0 : std::clamp(V, Low, High));
+}
+
 Error autopar::runResize(const KernelArgs &A) {
-  if (Error E = A.checkType(0, {ElementType::F32}))
+  const Tensor &X = A.In[0], &Y = A.Out[0];
+  ElementType Elem = X.getElementType();
+  if (Error E =
+          A.checkType(0, {ElementType::F32, ElementType::I64, ElementType::I32,
+                          ElementType::I8, ElementType::U8, ElementType::Bool}))
     return E;
-  if (Error E = A.checkResultType(0, {ElementType::F32}))
+  if (Error E = A.checkResultType(0, {Elem}))
     return E;
   Expected<ResizeMode> M = getResizeMode(A);
   if (!M)
     return M.takeError();
+  if (Elem != ElementType::F32 && M->Mode != Interp::Nearest)
+    return A.error("linear and cubic modes take f32 (f64, f16 and bf16 "
+                   "run in f32), got " +
+                   X.getTypeString());
   Expected<ResizeGeometry> G = getGeometry(A, *M);
   if (!G)
     return G.takeError();
   if (Error E = A.checkShape(0, G->Out))
     return E;
-  const Tensor &X = A.In[0];
   unsigned Rank = X.getRank();
-  if (A.Out[0].getNumElements() == 0)
+  if (Y.getNumElements() == 0)
     return Error::success();
   if (X.getNumElements() == 0)
     return A.error("cannot resize an empty input to a non-empty result");
@@ -348,49 +425,25 @@ Error autopar::runResize(const KernelArgs &A) {
     for (int64_t O = 0; O != G->Out[D]; ++O)
       Taps[D].push_back(axisTaps(*M, O, G->Scale[D], X.getDim(D), G->Out[D],
                                  G->RoiStart[D], G->RoiEnd[D]));
-  Shape Strides = getStrides(X.getShape());
-  const float *XD = X.data<float>();
-  float *YD = A.Out[0].data<float>();
-  int64_t Rows =
-      Rank == 1 ? 1 : getNumElements(ArrayRef<int64_t>(G->Out).drop_back());
-  int64_t Cols = G->Out[Rank - 1];
-  // Rows of the output (all axes but the last) are split over the threads.
-  parallelFor(Rows, [&](int64_t Row) {
-    SmallVector<const AxisTaps *, 4> Lists(Rank);
-    for (int64_t Rest = Row, D = Rank - 1; D-- > 0;) {
-      Lists[D] = &Taps[D][Rest % G->Out[D]];
-      Rest /= G->Out[D];
-    }
-    SmallVector<size_t, 4> Pos(Rank);
-    for (int64_t Col = 0; Col != Cols; ++Col) {
-      Lists[Rank - 1] = &Taps[Rank - 1][Col];
-      float &Y = YD[Row * Cols + Col];
-      if (any_of(Lists, [](const AxisTaps *T) { return T->Outside; })) {
-        Y = M->Extrapolation;
-        continue;
-      }
-      // The sum over every combination of the axes' taps.
-      double Sum = 0;
-      std::fill(Pos.begin(), Pos.end(), 0);
-      while (true) {
-        int64_t Offset = 0;
-        double Weight = 1;
-        for (unsigned D = 0; D != Rank; ++D) {
-          Offset += Lists[D]->Index[Pos[D]] * Strides[D];
-          Weight *= Lists[D]->Weight[Pos[D]];
-        }
-        Sum += Weight * double(XD[Offset]);
-        unsigned D = Rank;
-        while (D-- > 0) {
-          if (++Pos[D] != Lists[D]->Index.size())
-            break;
-          Pos[D] = 0;
-        }
-        if (D == unsigned(-1))
-          break;
-      }
-      Y = float(Sum);
-    }
-  });
+  double Fill = M->Extrapolation;
+  switch (Elem) {
+  case ElementType::F32:
+    resample<float>(X, Y, Taps, float(Fill));
+    break;
+  case ElementType::I64:
+    resample<int64_t>(X, Y, Taps, clampTo<int64_t>(Fill));
+    break;
+  case ElementType::I32:
+    resample<int32_t>(X, Y, Taps, clampTo<int32_t>(Fill));
+    break;
+  case ElementType::I8:
+    resample<int8_t>(X, Y, Taps, clampTo<int8_t>(Fill));
+    break;
+  default: // u8 and bool (one byte, bool 0 or 1).
+    resample<uint8_t>(X, Y, Taps,
+                      Elem == ElementType::Bool ? uint8_t(Fill != 0)
+                                                : clampTo<uint8_t>(Fill));
+    break;
+  }
   return Error::success();
 }

@@ -22,7 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_compare  # noqa: E402
 
 F, I64, F16 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.FLOAT16
-NP = {F: np.float32, I64: np.int64, F16: np.float16}
+U8, I32 = TensorProto.UINT8, TensorProto.INT32
+NP = {F: np.float32, I64: np.int64, F16: np.float16, U8: np.uint8,
+      I32: np.int32}
 
 
 def case(op, inputs, consts=(), outputs=1, opset=18, **attrs):
@@ -46,7 +48,7 @@ def cases(rng):
     seqs = normal(5, 3, 4)
 
     def resize(name, mode, scales=None, sizes=None, opset=19, x=img,
-               roi=None, **attrs):
+               roi=None, elem=F, **attrs):
         """Resize with constant scales or sizes (opset 10: X and scales
         only; opset 11: an empty roi when none is given)."""
         consts, gaps = [], []
@@ -59,8 +61,8 @@ def cases(rng):
         else:
             gaps.append(2)
             consts.append(("sizes", np.array(sizes, np.int64)))
-        spec = case("Resize", [("x", F, x)], consts, opset=opset, mode=mode,
-                    **attrs)
+        spec = case("Resize", [("x", elem, x)], consts, opset=opset,
+                    mode=mode, **attrs)
         spec["gaps"] = gaps
         return ("Resize_" + name, spec)
     logp = normal(3, 5, 2)
@@ -173,6 +175,14 @@ def cases(rng):
                exclude_outside=1),
         resize("cubic_asymmetric", "cubic", scales=[1, 1, 1.5, 3.0],
                coordinate_transformation_mode="asymmetric"),
+        resize("nearest_u8", "nearest", scales=[1, 1, 1.5, 0.5],
+               x=rng.integers(0, 256, (2, 3, 5, 7)).astype(np.uint8),
+               elem=U8, nearest_mode="ceil"),
+        resize("nearest_i32_crop", "nearest", sizes=[2, 3, 4, 9],
+               x=rng.integers(-100, 100, (2, 3, 5, 7)).astype(np.int32),
+               elem=I32, roi=[0, 0, 0.5, -0.3, 1, 1, 1.2, 0.9],
+               coordinate_transformation_mode="tf_crop_and_resize",
+               extrapolation_value=7.0),
         resize("nearest_not_larger", "nearest", sizes=[8, 8], axes=[2, 3],
                keep_aspect_ratio_policy="not_larger"),
         resize("opset10_nearest", "nearest", scales=[1, 1, 2.0, 3.0],
