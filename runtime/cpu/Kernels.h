@@ -85,7 +85,7 @@ llvm::Error runLpPool(const KernelArgs &A);
 llvm::Error runGlobalLpPool(const KernelArgs &A);
 
 // ResizeKernels.cpp: Resize (nearest on any element type, linear and cubic
-// in f32; every coordinate transformation; no antialias).
+// in f32, with or without antialias; every coordinate transformation).
 llvm::Error runResize(const KernelArgs &A);
 
 // DropoutKernels.cpp: Dropout (inference: a copy; with a random stream:

@@ -14,8 +14,14 @@
 // axis gives extrapolation_value. An output element is the sum over the
 // product of its axes' taps, weights multiplied, in f64.
 //
-// antialias is refused: the filter stretched over a shrinking axis is not
-// implemented.
+// With antialias, linear and cubic taps are onnxruntime's (Pillow's
+// resampling): the filter (triangle, or Keys' cubic) is stretched by
+// in / out along an axis that shrinks, centred on x' + 0.5, and covers the
+// input indices [floor(c - support + 0.5), floor(c + support + 0.5)) for
+// the half support 1 (linear) or 2 (cubic), times in / out when shrinking;
+// taps outside the axis add to the edge (or are dropped with
+// exclude_outside), and the weights are normalized to sum 1. An axis kept
+// at its size is copied, as onnxruntime does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +64,8 @@ struct ResizeMode {
   Rounding Nearest;
   double CubicA;
   bool ExcludeOutside;
+  /// Linear or cubic with antialias (nearest ignores it).
+  bool Antialias;
   float Extrapolation;
 };
 
@@ -108,13 +116,12 @@ static Expected<ResizeMode> getResizeMode(const KernelArgs &A) {
                    "'");
   if (!R)
     return A.error("unknown nearest_mode '" + NearestName + "'");
-  if (A.intAttr("antialias", 0) != 0 && *I != Interp::Nearest)
-    return A.error("antialias is not supported by the CPU kernel");
   M.Mode = *I;
   M.Transform = *C;
   M.Nearest = *R;
   M.CubicA = A.floatAttr("cubic_coeff_a", -0.75);
   M.ExcludeOutside = A.intAttr("exclude_outside", 0) != 0;
+  M.Antialias = A.intAttr("antialias", 0) != 0 && *I != Interp::Nearest;
   M.Extrapolation = float(A.floatAttr("extrapolation_value", 0.0));
   return M;
 }
@@ -177,11 +184,66 @@ static std::array<double, 4> cubicWeights(double S, double A) {
           ((A * (T + 1) - 5 * A) * (T + 1) + 8 * A) * (T + 1) - 4 * A};
 }
 
+/// T without its taps of weight 0 (an axis read at whole coordinates).
+static AxisTaps dropZeroTaps(AxisTaps T) {
+  for (size_t J = T.Index.size(); J-- > 0;)
+    if (T.Weight[J] == 0) {
+      T.Index.erase(T.Index.begin() + J);
+      T.Weight.erase(T.Weight.begin() + J);
+    }
+  return T;
+}
+
+/// The filter of antialiased linear (a triangle) or cubic (Keys' kernel of
+/// parameter A) interpolation at distance X.
+static float antialiasFilter(Interp Mode, float X, float A) {
+  X = std::fabs(X);
+  if (Mode == Interp::Linear)
+    return X < 1.0f ? 1.0f - X : 0.0f;
+  if (X < 1.0f)
+    return ((A + 2.0f) * X - (A + 3.0f)) * X * X + 1.0f;
+  if (X < 2.0f)
+    return (((X - 5.0f) * X + 8.0f) * X - 4.0f) * A;
+  return 0.0f;
+}
+
+/// The antialiased taps of input coordinate X along an axis of In elements
+/// resized to Out by Scale (the file comment says how).
+static void antialiasTaps(const ResizeMode &M, float X, float Scale, int64_t In,
+                          AxisTaps &T) {
+  float Shrink = 1.0f / Scale;
+  float Half = M.Mode == Interp::Cubic ? 2.0f : 1.0f;
+  float Support = Shrink >= 1.0f ? Half * Shrink : Half;
+  float Stretch = Shrink >= 1.0f ? 1.0f / Shrink : 1.0f;
+  float Center = X + 0.5f;
+  int64_t Low = int64_t(std::floor(Center - Support + 0.5f));
+  int64_t High = int64_t(std::floor(Center + Support + 0.5f));
+  float Total = 0;
+  for (int64_t I = Low; I < High; ++I) {
+    if (M.ExcludeOutside && (I < 0 || I >= In))
+      continue;
+    float W = antialiasFilter(M.Mode, (float(I) - Center + 0.5f) * Stretch,
+                              float(M.CubicA));
+    T.Index.push_back(std::clamp<int64_t>(I, 0, In - 1));
+    T.Weight.push_back(W);
+    Total += W;
+  }
+  if (Total != 0)
+    for (double &W : T.Weight)
+      W = double(float(W) / Total);
+}
+
 /// The taps of output index O along an axis of In elements resized to Out.
 static AxisTaps axisTaps(const ResizeMode &M, int64_t O, float Scale,
                          int64_t In, int64_t Out, float RoiStart,
                          float RoiEnd) {
   AxisTaps T;
+  if (M.Antialias && In == Out) {
+    // onnxruntime copies an axis kept at its size, whatever its scale.
+    T.Index.push_back(O);
+    T.Weight.push_back(1);
+    return T;
+  }
   float X = originalCoordinate(M.Transform, float(O), Scale, In, Out, RoiStart,
                                RoiEnd);
   if (M.Transform == Coord::TfCropAndResize && (X < 0 || X > float(In - 1))) {
@@ -189,6 +251,10 @@ static AxisTaps axisTaps(const ResizeMode &M, int64_t O, float Scale,
     return T;
   }
   auto Clamp = [&](int64_t I) { return std::clamp<int64_t>(I, 0, In - 1); };
+  if (M.Antialias) {
+    antialiasTaps(M, X, Scale, In, T);
+    return dropZeroTaps(T);
+  }
   switch (M.Mode) {
   case Interp::Nearest:
     T.Index.push_back(Clamp(nearestIndex(M.Nearest, X, Scale)));
@@ -220,13 +286,7 @@ static AxisTaps axisTaps(const ResizeMode &M, int64_t O, float Scale,
     break;
   }
   }
-  // Drop the taps of weight 0 (an axis read at whole coordinates).
-  for (size_t J = T.Index.size(); J-- > 0;)
-    if (T.Weight[J] == 0) {
-      T.Index.erase(T.Index.begin() + J);
-      T.Weight.erase(T.Weight.begin() + J);
-    }
-  return T;
+  return dropZeroTaps(T);
 }
 
 /// Resize's per-axis scales and output sizes (Scale 1 off `axes`), from
