@@ -84,8 +84,9 @@ llvm::Error runGlobalAveragePool(const KernelArgs &A);
 llvm::Error runLpPool(const KernelArgs &A);
 llvm::Error runGlobalLpPool(const KernelArgs &A);
 
-// ResizeKernels.cpp: Resize (nearest on any element type, linear and cubic
-// in f32, with or without antialias; every coordinate transformation).
+// ResizeKernels.cpp (the taps in ResizeTaps.cpp): Resize (nearest on any
+// element type, linear and cubic in f32, with or without antialias; every
+// coordinate transformation).
 llvm::Error runResize(const KernelArgs &A);
 
 // DropoutKernels.cpp: Dropout (inference: a copy; with a random stream:

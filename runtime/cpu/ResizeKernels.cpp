@@ -1,32 +1,20 @@
 //===- ResizeKernels.cpp - Resize -----------------------------------------===//
 //
 // ONNX Resize (opset 19) as onnxruntime computes it: linear and cubic in f32
-// (f64, f16 and bf16 run in f32), nearest on any element type. Each resized
-// axis maps output index x to a coordinate x' of the input (the
-// coordinate_transformation_mode, in float arithmetic as onnxruntime), and
-// reads a list of taps there: nearest one tap (nearest_mode; "simple" is
-// onnxruntime's rule of Resize-10 and Upsample: truncation, or ceil along an
-// axis that shrinks), the index clamped into the axis; linear two, x'
-// clamped into [0, size - 1]; cubic four at floor(x') - 1 .. floor(x') + 2
-// with Keys' weights (cubic_coeff_a), indices clamped to the edge, or with
-// exclude_outside the weights of those outside dropped and the rest
-// renormalized. Under tf_crop_and_resize an x' outside [0, size - 1] on any
-// axis gives extrapolation_value. An output element is the sum over the
-// product of its axes' taps, weights multiplied, in f64.
-//
-// With antialias, linear and cubic taps are onnxruntime's (Pillow's
-// resampling): the filter (triangle, or Keys' cubic) is stretched by
-// in / out along an axis that shrinks, centred on x' + 0.5, and covers the
-// input indices [floor(c - support + 0.5), floor(c + support + 0.5)) for
-// the half support 1 (linear) or 2 (cubic), times in / out when shrinking;
-// taps outside the axis add to the edge (or are dropped with
-// exclude_outside), and the weights are normalized to sum 1. An axis kept
-// at its size is copied, as onnxruntime does.
+// (f64, f16 and bf16 run in f32), nearest on any element type. The taps each
+// output index reads along each axis come from ResizeTaps.h; an output
+// element is the sum over the product of its axes' taps, weights
+// multiplied, in f64 (nearest copies its one tap); under
+// tf_crop_and_resize an element outside the input on any axis is
+// extrapolation_value. The output's size per axis is floor(size * scale)
+// (the product in f32, as onnxruntime), or the sizes (with
+// keep_aspect_ratio_policy, round(size * the common factor), halves up).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/ResizeTaps.h"
 
 #include "ir/Graph.h"
 
@@ -34,50 +22,14 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 using namespace autopar;
+using namespace autopar::resize;
 using namespace llvm;
-
-namespace {
-
-enum class Interp { Nearest, Linear, Cubic };
-enum class Coord {
-  HalfPixel,
-  HalfPixelSymmetric,
-  PytorchHalfPixel,
-  AlignCorners,
-  Asymmetric,
-  TfCropAndResize,
-  TfHalfPixelForNN,
-};
-enum class Rounding { PreferFloor, PreferCeil, Floor, Ceil, Simple };
-
-/// What Resize's attributes ask for.
-struct ResizeMode {
-  Interp Mode;
-  Coord Transform;
-  Rounding Nearest;
-  double CubicA;
-  bool ExcludeOutside;
-  /// Linear or cubic with antialias (nearest ignores it).
-  bool Antialias;
-  float Extrapolation;
-};
-
-/// The input taps one output index along one axis reads.
-struct AxisTaps {
-  SmallVector<int64_t, 4> Index;
-  SmallVector<double, 4> Weight;
-  /// tf_crop_and_resize's coordinate fell outside the axis.
-  bool Outside = false;
-};
-
-} // namespace
 
 static Expected<ResizeMode> getResizeMode(const KernelArgs &A) {
   ResizeMode M;
@@ -124,169 +76,6 @@ static Expected<ResizeMode> getResizeMode(const KernelArgs &A) {
   M.Antialias = A.intAttr("antialias", 0) != 0 && *I != Interp::Nearest;
   M.Extrapolation = float(A.floatAttr("extrapolation_value", 0.0));
   return M;
-}
-
-/// The input coordinate of output index X along an axis of In elements
-/// resized to Out by Scale; RoiStart and RoiEnd are tf_crop_and_resize's.
-static float originalCoordinate(Coord C, float X, float Scale, int64_t In,
-                                int64_t Out, float RoiStart, float RoiEnd) {
-  float LenIn = float(In), LenOut = float(Out);
-  switch (C) {
-  case Coord::HalfPixel:
-    return (X + 0.5f) / Scale - 0.5f;
-  case Coord::HalfPixelSymmetric: {
-    float Adjustment = LenOut / (Scale * LenIn);
-    float Offset = LenIn / 2 * (1 - Adjustment);
-    return Offset + (X + 0.5f) / Scale - 0.5f;
-  }
-  case Coord::PytorchHalfPixel:
-    return Out > 1 ? (X + 0.5f) / Scale - 0.5f : 0.0f;
-  case Coord::AlignCorners:
-    return Out == 1 ? 0.0f : X * (LenIn - 1) / (LenOut - 1);
-  case Coord::Asymmetric:
-    return X / Scale;
-  case Coord::TfCropAndResize:
-    return Out > 1 ? RoiStart * (LenIn - 1) +
-                         X * (RoiEnd - RoiStart) * (LenIn - 1) / (LenOut - 1)
-                   : 0.5f * (RoiStart + RoiEnd) * (LenIn - 1);
-  case Coord::TfHalfPixelForNN:
-    return (X + 0.5f) / Scale;
-  }
-  return X;
-}
-
-/// The nearest input index of coordinate X (not yet clamped).
-static int64_t nearestIndex(Rounding R, float X, float Scale) {
-  switch (R) {
-  case Rounding::PreferFloor:
-    if (X == std::floor(X) + 0.5f)
-      return int64_t(std::floor(X));
-    return int64_t(std::round(X));
-  case Rounding::PreferCeil:
-    return int64_t(std::round(X));
-  case Rounding::Floor:
-    return int64_t(std::floor(X));
-  case Rounding::Ceil:
-    return int64_t(std::ceil(X));
-  case Rounding::Simple:
-    return Scale < 1 ? int64_t(std::ceil(X)) : int64_t(X);
-  }
-  return 0;
-}
-
-/// Keys' cubic convolution weights of the taps at floor(x) - 1 .. floor(x)
-/// + 2 for S = x - floor(x).
-static std::array<double, 4> cubicWeights(double S, double A) {
-  double T = 1 - S;
-  return {((A * (S + 1) - 5 * A) * (S + 1) + 8 * A) * (S + 1) - 4 * A,
-          ((A + 2) * S - (A + 3)) * S * S + 1,
-          ((A + 2) * T - (A + 3)) * T * T + 1,
-          ((A * (T + 1) - 5 * A) * (T + 1) + 8 * A) * (T + 1) - 4 * A};
-}
-
-/// T without its taps of weight 0 (an axis read at whole coordinates).
-static AxisTaps dropZeroTaps(AxisTaps T) {
-  for (size_t J = T.Index.size(); J-- > 0;)
-    if (T.Weight[J] == 0) {
-      T.Index.erase(T.Index.begin() + J);
-      T.Weight.erase(T.Weight.begin() + J);
-    }
-  return T;
-}
-
-/// The filter of antialiased linear (a triangle) or cubic (Keys' kernel of
-/// parameter A) interpolation at distance X.
-static float antialiasFilter(Interp Mode, float X, float A) {
-  X = std::fabs(X);
-  if (Mode == Interp::Linear)
-    return X < 1.0f ? 1.0f - X : 0.0f;
-  if (X < 1.0f)
-    return ((A + 2.0f) * X - (A + 3.0f)) * X * X + 1.0f;
-  if (X < 2.0f)
-    return (((X - 5.0f) * X + 8.0f) * X - 4.0f) * A;
-  return 0.0f;
-}
-
-/// The antialiased taps of input coordinate X along an axis of In elements
-/// resized to Out by Scale (the file comment says how).
-static void antialiasTaps(const ResizeMode &M, float X, float Scale, int64_t In,
-                          AxisTaps &T) {
-  float Shrink = 1.0f / Scale;
-  float Half = M.Mode == Interp::Cubic ? 2.0f : 1.0f;
-  float Support = Shrink >= 1.0f ? Half * Shrink : Half;
-  float Stretch = Shrink >= 1.0f ? 1.0f / Shrink : 1.0f;
-  float Center = X + 0.5f;
-  int64_t Low = int64_t(std::floor(Center - Support + 0.5f));
-  int64_t High = int64_t(std::floor(Center + Support + 0.5f));
-  float Total = 0;
-  for (int64_t I = Low; I < High; ++I) {
-    if (M.ExcludeOutside && (I < 0 || I >= In))
-      continue;
-    float W = antialiasFilter(M.Mode, (float(I) - Center + 0.5f) * Stretch,
-                              float(M.CubicA));
-    T.Index.push_back(std::clamp<int64_t>(I, 0, In - 1));
-    T.Weight.push_back(W);
-    Total += W;
-  }
-  if (Total != 0)
-    for (double &W : T.Weight)
-      W = double(float(W) / Total);
-}
-
-/// The taps of output index O along an axis of In elements resized to Out.
-static AxisTaps axisTaps(const ResizeMode &M, int64_t O, float Scale,
-                         int64_t In, int64_t Out, float RoiStart,
-                         float RoiEnd) {
-  AxisTaps T;
-  if (M.Antialias && In == Out) {
-    // onnxruntime copies an axis kept at its size, whatever its scale.
-    T.Index.push_back(O);
-    T.Weight.push_back(1);
-    return T;
-  }
-  float X = originalCoordinate(M.Transform, float(O), Scale, In, Out, RoiStart,
-                               RoiEnd);
-  if (M.Transform == Coord::TfCropAndResize && (X < 0 || X > float(In - 1))) {
-    T.Outside = true;
-    return T;
-  }
-  auto Clamp = [&](int64_t I) { return std::clamp<int64_t>(I, 0, In - 1); };
-  if (M.Antialias) {
-    antialiasTaps(M, X, Scale, In, T);
-    return dropZeroTaps(T);
-  }
-  switch (M.Mode) {
-  case Interp::Nearest:
-    T.Index.push_back(Clamp(nearestIndex(M.Nearest, X, Scale)));
-    T.Weight.push_back(1);
-    return T;
-  case Interp::Linear: {
-    X = std::clamp(X, 0.0f, float(In - 1));
-    int64_t Low = int64_t(X), High = std::min(Low + 1, In - 1);
-    double W = double(X) - double(Low);
-    T.Index = {Low, High};
-    T.Weight = {1 - W, W};
-    break;
-  }
-  case Interp::Cubic: {
-    double Floor = std::floor(double(X));
-    std::array<double, 4> W = cubicWeights(double(X) - Floor, M.CubicA);
-    double Total = 0;
-    for (int64_t J = 0; J != 4; ++J) {
-      int64_t I = int64_t(Floor) - 1 + J;
-      if (M.ExcludeOutside && (I < 0 || I >= In))
-        continue;
-      T.Index.push_back(Clamp(I));
-      T.Weight.push_back(W[J]);
-      Total += W[J];
-    }
-    if (M.ExcludeOutside)
-      for (double &V : T.Weight)
-        V /= Total;
-    break;
-  }
-  }
-  return dropZeroTaps(T);
 }
 
 /// Resize's per-axis scales and output sizes (Scale 1 off `axes`), from
