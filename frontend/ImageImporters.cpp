@@ -132,9 +132,10 @@ template <OpId Op> LogicalResult autopar::importLpPool(NodeImporter &N) {
   if (!Attrs)
     return failure();
   if (FloatP) {
-    // Opset 1's p is a float; the kernels take whole powers.
+    // Opset 1's p is a float; the kernels take whole powers (up to 2^20,
+    // past which every |x|^p overflows or vanishes anyway).
     float V = P->f();
-    if (V < 1 || V != std::floor(V)) {
+    if (V < 1 || V > 1 << 20 || V != std::floor(V)) {
       std::ostringstream Text;
       Text << V;
       N.error("'p' must be a positive whole number, got " + Text.str());

@@ -250,8 +250,9 @@ InferResult autopar::inferResize(const ShapeContext &Ctx) {
   const Attribute *Policy = Ctx.getAttr("keep_aspect_ratio_policy");
   bool Stretch = !Policy || Policy->getString() == "stretch";
   // The common factor of not_larger (the smallest ratio) or not_smaller
-  // (the largest); nullopt when a size is not static.
-  std::optional<double> Common;
+  // (the largest), in f32 as onnxruntime; nullopt when a size is not
+  // static.
+  std::optional<float> Common;
   if (Sizes && !Stretch) {
     for (int64_t I = 0; I != Count; ++I) {
       const Dim &In = X.getDim((*Axes)[I]), &Out = (*Sizes)[I];
@@ -259,7 +260,7 @@ InferResult autopar::inferResize(const ShapeContext &Ctx) {
         Common.reset();
         break;
       }
-      double Ratio = double(Out.getSize()) / double(In.getSize());
+      float Ratio = float(Out.getSize()) / float(In.getSize());
       bool Larger = Policy->getString() == "not_smaller";
       if (!I || (Larger ? Ratio > *Common : Ratio < *Common))
         Common = Ratio;
@@ -272,7 +273,7 @@ InferResult autopar::inferResize(const ShapeContext &Ctx) {
     else if (Stretch)
       D = (*Sizes)[I];
     else if (Common)
-      D = Dim::get(int64_t(std::floor(*Common * double(D.getSize()) + 0.5)));
+      D = Dim::get(int64_t(std::floor(*Common * float(D.getSize()) + 0.5f)));
     else
       D = Dim();
   }

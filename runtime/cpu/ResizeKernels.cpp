@@ -152,11 +152,11 @@ static Expected<ResizeGeometry> getGeometry(const KernelArgs &A,
           (Policy == "not_smaller" && Ratio > *Common))
         Common = Ratio;
     }
-    if (Policy != "stretch")
+    if (Policy != "stretch" && Common)
       for (unsigned Axis : Axes) {
         G.Scale[Axis] = *Common;
         G.Out[Axis] =
-            int64_t(std::floor(double(*Common) * double(X.getDim(Axis)) + 0.5));
+            int64_t(std::floor(*Common * float(X.getDim(Axis)) + 0.5f));
       }
   }
   if (M.Transform == Coord::TfCropAndResize) {
