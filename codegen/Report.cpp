@@ -89,7 +89,7 @@ void summary(raw_ostream &OS, const ReportInput &In) {
           .str());
   if (R.OpaqueFraction > 0)
     Row("ops autopar does not know",
-        formatv("{0:f1}% of the step (Opaque, priced as memory-bound)",
+        formatv("{0:f1}% of the step (Opaque, priced by estimates)",
                 100 * R.OpaqueFraction)
             .str());
   OS << "</table></section>\n";

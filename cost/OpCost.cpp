@@ -93,14 +93,6 @@ double autopar::localElements(const Value &V, ArrayRef<int> Map,
 
 namespace {
 
-/// Nodes that run no kernel of their own in a fused step: views of their
-/// operand (the ReshapeLike family), constants and shape queries.
-bool isView(OpId Op) {
-  KernelFamily K = getKernelFamily(Op);
-  return K == KernelFamily::ReshapeLike || K == KernelFamily::Constant ||
-         K == KernelFamily::Shape || K == KernelFamily::Size;
-}
-
 /// A dense product seen through its loops: sizes on one rank of the M, N, K
 /// and batch loops (those in A and Y, B and Y, A and B, all three).
 struct GemmShape {
@@ -368,6 +360,18 @@ void costAttention(const Node &N, const OpLoops &Loops, LoopSplit Split,
 } // namespace
 
 /// The node's cost at its kernels' isolated rates.
+/// The bytes the body of an Opaque Loop, Scan or If moves over all its runs,
+/// floats at the plan's precision; 0 without a measured body.
+static double getOpaqueBodyBytes(const Node &N, const CostSettings &S) {
+  auto Int = [&](StringRef Name) -> double {
+    const Attribute *A = N.getAttr(Name);
+    return A && A->isa(Attribute::Kind::Int) ? double(A->getInt()) : 0;
+  };
+  return Int("body_runs") *
+         (Int("body_float_elements") * getPrecisionBytes(S.Compute) +
+          Int("body_other_bytes"));
+}
+
 static NodeCost getIsolatedCost(const Node &N,
                                 const std::optional<OpLoops> &Loops,
                                 LoopSplit Split, const DeviceSpec &Device,
@@ -381,7 +385,7 @@ static NodeCost getIsolatedCost(const Node &N,
     ReadsActivation |= Flow.isActivation(N.getOperand(I));
     AnyGrad |= Flow.needsGrad(N, I);
   }
-  if (isView(N.getOp()) || !ReadsActivation)
+  if (runsNoKernel(N.getOp()) || !ReadsActivation)
     return C;
 
   C.FwdFlops = double(getForwardFlops(N).value_or(0)) / Split.Degree;
@@ -400,6 +404,10 @@ static NodeCost getIsolatedCost(const Node &N,
                                   Split) *
                     trainingElementBytes(*R, Settings);
 
+  // A loop or branch not unrolled moves what its body's kernels read and
+  // write, each run (frontend/LoopImporters.cpp measured one).
+  if (N.getOp() == OpId::Opaque)
+    C.FwdBytes = std::max(C.FwdBytes, getOpaqueBodyBytes(N, Settings));
   if (Loops && N.getOp() == OpId::Attention && Loops->getNumLoops() == 6) {
     costAttention(N, *Loops, Split, Device, Settings, Flow, C);
     return C;

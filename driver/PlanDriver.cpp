@@ -95,7 +95,7 @@ static void printSummary(raw_ostream &OS, const PlanDriverOptions &O,
   OS << format("peak memory per GPU: %.1f GiB of %.1f GiB\n",
                P.PeakMemoryBytes / GiB, P.MemoryCapacityBytes / GiB);
   if (P.OpaqueFraction > 0)
-    OS << format("ops autopar does not know (Opaque, priced as memory-bound): "
+    OS << format("ops autopar does not know (Opaque, priced by estimates): "
                  "%.1f%% of the step\n",
                  100 * P.OpaqueFraction);
   OS << format("search: %llu configurations in %.2f s\n",

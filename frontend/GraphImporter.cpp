@@ -688,6 +688,44 @@ LogicalResult GraphImporter::importBody(const onnx::GraphProto &Body,
   return Result;
 }
 
+LogicalResult
+GraphImporter::measureBody(const onnx::GraphProto &Body,
+                           ArrayRef<OnnxValue> Inputs, StringRef Where,
+                           function_ref<void(ArrayRef<const Node *>)> Measure) {
+  Node *Mark = G->getNodes().empty() ? nullptr : &G->getNodes().back();
+  DimEqualities SavedEqualities = G->getDimEqualities();
+  unsigned Errors = Diag.getNumErrors();
+  bool WasQuiet = Diag.isQuiet();
+  std::vector<OpaqueOpType> SavedOpaque = OpaqueOps;
+  int64_t SavedImported = NumImportedNodes;
+  bool FirstTime = !ImportedBodies.contains(&Body);
+  Diag.setQuiet(true);
+  std::vector<OnnxValue> Outputs;
+  LogicalResult Result = importBody(Body, Inputs, Outputs, Where);
+  Outputs.clear();
+  Diag.setQuiet(WasQuiet);
+  if (Diag.getNumErrors() != Errors)
+    Result = failure();
+  Diag.dropErrorsAfter(Errors);
+  if (succeeded(Result)) {
+    std::vector<const Node *> Created;
+    auto It = Mark ? std::next(Mark->getIterator()) : G->getNodes().begin();
+    for (; It != G->getNodes().end(); ++It)
+      Created.push_back(&*It);
+    Measure(Created);
+  }
+  // Newest first, so that every result is unused when its node goes.
+  while (!G->getNodes().empty() && &G->getNodes().back() != Mark)
+    G->getNodes().back().erase();
+  SavedEqualities.setRecording(G->getDimEqualities().isRecording());
+  G->getDimEqualities() = std::move(SavedEqualities);
+  OpaqueOps = std::move(SavedOpaque);
+  NumImportedNodes = SavedImported;
+  if (FirstTime)
+    ImportedBodies.erase(&Body);
+  return Result;
+}
+
 std::optional<DenseTensor>
 GraphImporter::getSmallInitializerData(StringRef Name) {
   const onnx::TensorProto *T = Initializers.lookup(Name);
@@ -734,7 +772,8 @@ GraphImporter::getSmallInitializerData(StringRef Name) {
 }
 
 void GraphImporter::noteOpaque(const onnx::NodeProto &N, StringRef DisplayName,
-                               bool TypedByOnnx, StringRef Reason) {
+                               bool TypedByOnnx, StringRef Reason,
+                               bool HasFlops) {
   StringRef Domain = N.domain() == "ai.onnx" ? "" : StringRef(N.domain());
   auto It = find_if(OpaqueOps, [&](const OpaqueOpType &O) {
     return O.Domain == Domain && O.OpType == N.op_type();
@@ -746,6 +785,7 @@ void GraphImporter::noteOpaque(const onnx::NodeProto &N, StringRef DisplayName,
   }
   ++It->Nodes;
   It->TypedByOnnx |= TypedByOnnx;
+  It->HasFlops |= HasFlops;
 }
 
 void GraphImporter::warnOpaqueOps() {
@@ -761,7 +801,11 @@ void GraphImporter::warnOpaqueOps() {
             "): it is kept as Opaque, typed " +
             (O.TypedByOnnx ? "by ONNX's shape inference"
                            : "as the model declares") +
-            ", and priced as memory-bound at the bytes it reads and writes; "
+            (O.HasFlops
+                 ? ", and priced at an estimate of its FLOPs or the bytes it "
+                   "reads and writes, whichever takes longer; "
+                 : ", and priced as memory-bound at the bytes it reads and "
+                   "writes; ") +
             "autopar-run cannot execute it");
 }
 

@@ -84,6 +84,14 @@ public:
                            llvm::ArrayRef<OnnxValue> Inputs,
                            std::vector<OnnxValue> &Outputs,
                            llvm::StringRef Where);
+  /// Imports Body once with Inputs after the graph's last node, quietly (no
+  /// diagnostic printed, no Opaque op noted), hands the nodes it created to
+  /// Measure, then erases them: a body priced without being unrolled. Fails,
+  /// having printed nothing, when the body does not import.
+  LogicalResult
+  measureBody(const onnx::GraphProto &Body, llvm::ArrayRef<OnnxValue> Inputs,
+              llvm::StringRef Where,
+              llvm::function_ref<void(llvm::ArrayRef<const Node *>)> Measure);
   /// Whether the body being imported was imported before (its nodes'
   /// warnings were given then).
   bool isRepeatingBody() const { return RepeatingBodies != 0; }
@@ -96,7 +104,7 @@ public:
   /// Records an op kept as Opaque, for the one warning per op type that
   /// run() gives at the end.
   void noteOpaque(const onnx::NodeProto &N, llvm::StringRef DisplayName,
-                  bool TypedByOnnx, llvm::StringRef Reason = "");
+                  bool TypedByOnnx, llvm::StringRef Reason, bool HasFlops);
   /// A name used neither in the graph nor in the model.
   std::string makeFreshName(llvm::StringRef Base);
 
@@ -165,6 +173,8 @@ private:
     std::string Reason;
     unsigned Nodes = 0;
     bool TypedByOnnx = false;
+    /// Whether a node of the type has an estimate of its FLOPs.
+    bool HasFlops = false;
   };
   std::vector<OpaqueOpType> OpaqueOps;
   void warnOpaqueOps();

@@ -7,12 +7,22 @@
 // Unsqueeze and Concat. A Loop or Scan that cannot be counted, or whose
 // unrolling is over MaxUnrolledNodes, stays Opaque with a warning that says
 // why; SequenceMap has no Opaque form (its output is a sequence), so it is
-// an error then.
+// an error then. An Opaque Loop or Scan whose iterations can be counted is
+// priced as its body times the count: one iteration is imported, measured
+// and erased (GraphImporter::measureBody), and the node records what it
+// found (body_runs, body_flops, body_float_elements, body_other_bytes:
+// ir/OpFlops.h and cost/OpCost.cpp read them).
 //
 //===----------------------------------------------------------------------===//
 
 #include "frontend/GraphImporter.h"
 #include "frontend/OpImporters.h"
+#include "ir/OpFacts.h"
+#include "ir/OpFlops.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
 
 #include "onnx/onnx_pb.h"
 
@@ -93,11 +103,94 @@ static bool takeScanOutputs(NodeImporter &N, ArrayRef<OnnxValue> Outs,
   return true;
 }
 
-/// Erases the nodes created after Mark (null: all), newest first: an
-/// unrolling given up.
-static void eraseNodesAfter(Graph &G, Node *Mark) {
-  while (!G.getNodes().empty() && &G.getNodes().back() != Mark)
+/// A + B, or the largest int64 past it.
+static int64_t addCapped(int64_t A, int64_t B) {
+  int64_t R;
+  return AddOverflow(A, B, R) ? std::numeric_limits<int64_t>::max() : R;
+}
+
+BodyWork &BodyWork::operator+=(const Node &Kernel) {
+  if (runsNoKernel(Kernel.getOp()))
+    return *this;
+  Flops = addCapped(Flops, getForwardFlops(Kernel).value_or(0));
+  auto Traffic = [&](const Value *V) {
+    std::optional<int64_t> Elements =
+        V ? V->getType().getStaticNumElements() : std::nullopt;
+    if (!Elements) {
+      Static &= !V;
+      return;
+    }
+    ElementType Ty = V->getType().getElementType();
+    if (isFloatElementType(Ty))
+      FloatElements = addCapped(FloatElements, *Elements);
+    else
+      for (unsigned Byte = 0; Byte < (getElementTypeBits(Ty) + 7) / 8; ++Byte)
+        OtherBytes = addCapped(OtherBytes, *Elements);
+  };
+  for (const Value *O : Kernel.getOperands())
+    Traffic(O);
+  for (const Value *R : Kernel.getResults())
+    Traffic(R);
+  return *this;
+}
+
+bool BodyWork::operator<(const BodyWork &O) const {
+  return std::tie(Flops, FloatElements, OtherBytes) <
+         std::tie(O.Flops, O.FloatElements, O.OtherBytes);
+}
+
+std::optional<BodyWork> autopar::measureBody(NodeImporter &N,
+                                             const onnx::GraphProto &Body,
+                                             ArrayRef<OnnxValue> Inputs) {
+  BodyWork Work;
+  if (failed(N.getImporter().measureBody(Body, Inputs, N.getDisplayName(),
+                                         [&](ArrayRef<const Node *> Kernels) {
+                                           for (const Node *K : Kernels)
+                                             Work += *K;
+                                         })))
+    return std::nullopt;
+  return Work;
+}
+
+LogicalResult autopar::keepOpaqueRunning(NodeImporter &N, StringRef Why,
+                                         const std::optional<BodyWork> &Work,
+                                         int64_t Runs, StringRef How) {
+  if (!Work)
+    return keepOpaque(N, (Why + "; its body does not import on its own, so "
+                                "only its inputs and outputs are priced")
+                             .str());
+  if (!Work->Static)
+    return keepOpaque(N, (Why + "; its body's sizes are not static, so only "
+                                "its inputs and outputs are priced")
+                             .str());
+  AttrDict Attrs;
+  Attrs.set("body_runs", Attribute::getInt(Runs));
+  Attrs.set("body_flops", Attribute::getInt(Work->Flops));
+  Attrs.set("body_float_elements", Attribute::getInt(Work->FloatElements));
+  Attrs.set("body_other_bytes", Attribute::getInt(Work->OtherBytes));
+  return keepOpaque(N, (Why + "; priced " + How).str(), Attrs);
+}
+
+/// Where the graph was before an unrolling that may be given up: its last
+/// node and the dimension equalities assumed so far.
+struct GraphMark {
+  Node *Last;
+  DimEqualities Equalities;
+};
+
+static GraphMark markGraph(Graph &G) {
+  return {G.getNodes().empty() ? nullptr : &G.getNodes().back(),
+          G.getDimEqualities()};
+}
+
+/// Erases the nodes created after Mark, newest first, and forgets the
+/// equalities assumed since: an unrolling given up.
+static void eraseNodesAfter(Graph &G, const GraphMark &Mark) {
+  while (!G.getNodes().empty() && &G.getNodes().back() != Mark.Last)
     G.getNodes().back().erase();
+  bool Recording = G.getDimEqualities().isRecording();
+  G.getDimEqualities() = Mark.Equalities;
+  G.getDimEqualities().setRecording(Recording);
 }
 
 /// Loop(M?, cond?, v_initial...) with body(iter_num, cond_in, v_in...) ->
@@ -132,9 +225,6 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
     return Opaque("it has neither a trip count nor a condition");
   if (Body->initializer_size() != 0)
     return Opaque("its body has initializers of its own");
-  int64_t BodyNodes = countNodes(*Body);
-  if (Trip && *Trip > 0 && !fitsBudget(*Trip, BodyNodes))
-    return Opaque(overBudget(*Trip, BodyNodes));
   std::vector<OnnxValue> Carried;
   for (int I = 0; I != NumCarried; ++I) {
     std::optional<OnnxValue> V =
@@ -148,7 +238,31 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
   bool ReadsIter = readsName(*Body, Body->input(0).name());
   bool ReadsCond = readsName(*Body, Body->input(1).name());
   Graph &G = Importer.getGraph();
-  Node *Mark = G.getNodes().empty() ? nullptr : &G.getNodes().back();
+  // Not unrolled, a Loop whose trip count is known is priced as its first
+  // iteration times the count (an upper bound where its condition can end
+  // it earlier).
+  std::vector<OnnxValue> Initial = Carried;
+  auto OpaqueByBody = [&](const Twine &Why) {
+    std::string Reason = Why.str();
+    if (!Trip || *Trip <= 0)
+      return keepOpaque(N, Reason);
+    GraphMark Before = markGraph(G);
+    std::vector<OnnxValue> Inputs(2);
+    if (ReadsIter)
+      Inputs[0].Tensor = N.createI64Constant({0}, /*Scalar=*/true);
+    if (ReadsCond)
+      Inputs[1].Tensor = Cond ? Cond : N.createBoolScalar(true);
+    Inputs.insert(Inputs.end(), Initial.begin(), Initial.end());
+    std::optional<BodyWork> Work = measureBody(N, *Body, Inputs);
+    eraseNodesAfter(G, Before);
+    return keepOpaqueRunning(N, Reason, Work, *Trip,
+                             "as its body times " + std::to_string(*Trip) +
+                                 " iterations");
+  };
+  int64_t BodyNodes = countNodes(*Body);
+  if (Trip && *Trip > 0 && !fitsBudget(*Trip, BodyNodes))
+    return OpaqueByBody(overBudget(*Trip, BodyNodes));
+  GraphMark Mark = markGraph(G);
   std::vector<std::vector<Value *>> Scans(NumScan);
   int64_t Before = Importer.getNumImportedNodes();
   int64_t Iter = 0;
@@ -177,9 +291,9 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
     // Loops in the body unroll too: what was imported counts.
     if (Importer.getNumImportedNodes() - Before > MaxUnrolledNodes) {
       eraseNodesAfter(G, Mark);
-      return Opaque("with the loops in its body unrolled, it imports more "
-                    "than the unroll budget of " +
-                    Twine(MaxUnrolledNodes) + " nodes");
+      return OpaqueByBody("with the loops in its body unrolled, it imports "
+                          "more than the unroll budget of " +
+                          Twine(MaxUnrolledNodes) + " nodes");
     }
     Cond = Outs[0].Tensor;
     Carried.assign(Outs.begin() + 1, Outs.begin() + 1 + NumCarried);
@@ -187,7 +301,8 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
     // Past the last iteration the condition does not matter.
     if (!Running && !(Trip && Iter + 1 == *Trip)) {
       eraseNodesAfter(G, Mark);
-      return Opaque("the condition its body computes is unknown at import");
+      return OpaqueByBody(
+          "the condition its body computes is unknown at import");
     }
     Running = Running.value_or(0);
   }
@@ -293,15 +408,13 @@ LogicalResult autopar::importScan(NodeImporter &N) {
     return Opaque("it scans no element");
   if (Body->initializer_size() != 0)
     return Opaque("its body has initializers of its own");
-  int64_t BodyNodes = countNodes(*Body);
-  if (!fitsBudget(*Length, BodyNodes))
-    return Opaque(overBudget(*Length, BodyNodes));
   GraphImporter &Importer = N.getImporter();
   std::vector<OnnxValue> State;
   for (int I = 0; I != NumState; ++I)
     State.push_back({Inputs[I], std::nullopt});
-  std::vector<std::vector<Value *>> Scans(NumScanOut);
-  for (int64_t T = 0; T != *Length; ++T) {
+  // The body's inputs of step T: the state, and one element of each scanned
+  // input.
+  auto StepInputs = [&](int64_t T) -> std::optional<std::vector<OnnxValue>> {
     std::vector<OnnxValue> BodyInputs = State;
     for (int I = 0; I != *NumScanIn; ++I) {
       int64_t Index = (*InDirs)[I] ? *Length - 1 - T : T;
@@ -312,12 +425,34 @@ LogicalResult autopar::importScan(NodeImporter &N) {
           {Inputs[NumState + I], N.createI64Constant({Index}, true)},
           std::move(Attrs), {N.makeName(Body->input(NumState + I).name())});
       if (!Elem)
-        return failure();
+        return std::nullopt;
       BodyInputs.push_back({Elem->getResult(0), std::nullopt});
     }
+    return BodyInputs;
+  };
+  int64_t BodyNodes = countNodes(*Body);
+  if (!fitsBudget(*Length, BodyNodes)) {
+    // Priced as its first step times the length.
+    std::string Why = overBudget(*Length, BodyNodes);
+    Graph &G = Importer.getGraph();
+    GraphMark Before = markGraph(G);
+    std::optional<std::vector<OnnxValue>> First = StepInputs(0);
+    if (!First)
+      return failure();
+    std::optional<BodyWork> Work = measureBody(N, *Body, *First);
+    eraseNodesAfter(G, Before);
+    return keepOpaqueRunning(N, Why, Work, *Length,
+                             "as its body times " + std::to_string(*Length) +
+                                 " iterations");
+  }
+  std::vector<std::vector<Value *>> Scans(NumScanOut);
+  for (int64_t T = 0; T != *Length; ++T) {
+    std::optional<std::vector<OnnxValue>> BodyInputs = StepInputs(T);
+    if (!BodyInputs)
+      return failure();
     std::vector<OnnxValue> Outs;
-    if (failed(
-            Importer.importBody(*Body, BodyInputs, Outs, N.getDisplayName())) ||
+    if (failed(Importer.importBody(*Body, *BodyInputs, Outs,
+                                   N.getDisplayName())) ||
         !takeScanOutputs(N, Outs, Scans))
       return failure();
     State.assign(Outs.begin(), Outs.begin() + NumState);

@@ -305,6 +305,7 @@ LogicalResult NodeImporter::inlineGraphAttr(StringRef Name) {
   return Parent.importInlineGraph(A->g(), Results, getDisplayName());
 }
 
-void NodeImporter::noteOpaque(bool TypedByOnnx, StringRef Reason) {
-  Parent.noteOpaque(Proto, getDisplayName(), TypedByOnnx, Reason);
+void NodeImporter::noteOpaque(bool TypedByOnnx, StringRef Reason,
+                              bool HasFlops) {
+  Parent.noteOpaque(Proto, getDisplayName(), TypedByOnnx, Reason, HasFlops);
 }

@@ -94,8 +94,8 @@ public:
   /// Records that the node is kept as Opaque (the import warns once per op
   /// type); TypedByOnnx when ONNX's inference typed it.
   /// Reason says why an op autopar knows is Opaque (empty: it does not
-  /// know the op).
-  void noteOpaque(bool TypedByOnnx, llvm::StringRef Reason = "");
+  /// know the op). HasFlops when its FLOPs are estimated (ir/OpFlops.h).
+  void noteOpaque(bool TypedByOnnx, llvm::StringRef Reason, bool HasFlops);
   /// An i64 constant, 1-D or scalar, named after the node.
   Value *createI64Constant(llvm::ArrayRef<int64_t> Values, bool Scalar = false);
   /// A bool scalar constant, named after the node.

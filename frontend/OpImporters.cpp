@@ -12,6 +12,7 @@
 #include "frontend/OnnxTypes.h"
 
 #include "ir/Folders.h"
+#include "ir/OpFlops.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -47,7 +48,8 @@ template <OpId Op> static LogicalResult importDirect(NodeImporter &N) {
 
 /// An op autopar does not know keeps the output types the model declares;
 /// without them the shapes after it cannot be known.
-LogicalResult autopar::keepOpaque(NodeImporter &N, StringRef Reason) {
+LogicalResult autopar::keepOpaque(NodeImporter &N, StringRef Reason,
+                                  const AttrDict &Extra) {
   // It (or its body) may read a sequence, which has no IR value to give.
   std::vector<std::string> Reads(N.getProto().input().begin(),
                                  N.getProto().input().end());
@@ -120,11 +122,14 @@ LogicalResult autopar::keepOpaque(NodeImporter &N, StringRef Reason) {
     }
   if (OuterReads)
     Attrs->set("outer_reads", Attribute::getInt(OuterReads));
-  if (!N.createNodeForOutputs(OpId::Opaque, Operands, std::move(*Attrs),
-                              Inferred))
+  for (const auto &[Name, Value] : Extra)
+    Attrs->set(Name, Value);
+  Node *Created = N.createNodeForOutputs(OpId::Opaque, Operands,
+                                         std::move(*Attrs), Inferred);
+  if (!Created)
     return failure();
   N.noteOpaque(any_of(Inferred, [](const auto &T) { return T.has_value(); }),
-               Reason);
+               Reason, getForwardFlops(*Created).has_value());
   return success();
 }
 
@@ -135,9 +140,22 @@ static LogicalResult importOpaque(NodeImporter &N) { return keepOpaque(N, ""); }
 /// inlined; otherwise it stays Opaque, typed by ONNX's inference.
 static LogicalResult importIf(NodeImporter &N) {
   std::optional<int64_t> Known = getKnownScalar(N.getInput(0));
-  if (!Known)
-    return keepOpaque(N, "its condition is not known at import; a --dim "
-                         "binding may make it known");
+  if (!Known) {
+    // Priced as its costlier branch (an upper bound).
+    std::string Why = "its condition is not known at import; a --dim "
+                      "binding may make it known";
+    std::optional<BodyWork> Work;
+    for (StringRef Branch : {"then_branch", "else_branch"}) {
+      const onnx::AttributeProto *A = N.getAttr(Branch);
+      std::optional<BodyWork> W =
+          A && A->has_g() ? measureBody(N, A->g(), {}) : std::nullopt;
+      if (!W || !W->Static)
+        return keepOpaqueRunning(N, Why, W, 1, "");
+      if (!Work || *Work < *W)
+        Work = W;
+    }
+    return keepOpaqueRunning(N, Why, Work, 1, "as its costlier branch");
+  }
   return N.inlineGraphAttr(*Known ? "then_branch" : "else_branch");
 }
 
@@ -754,11 +772,48 @@ Value *autopar::createValue(NodeImporter &N, OpId Op,
   return R ? R->getResult(0) : nullptr;
 }
 
+/// The first `batch` entries of a 1-D key_padding_mask whose length is not
+/// K's batch: ONNX Runtime's [3 * batch + 2] form (MASK_1D_KEY_SEQ_LEN_START:
+/// the key lengths, then batch + 1 query and batch + 1 key start offsets),
+/// shaped [batch]. Null on error.
+static Value *sliceKeyLengths(NodeImporter &N, Value *Mask, Value *K) {
+  const Dim &Batch = K->getType().getDim(0);
+  const Dim &Length = Mask->getType().getDim(0);
+  if (Batch.isStatic() && Length.isStatic() &&
+      Length.getSize() != 3 * Batch.getSize() + 2) {
+    N.error("key_padding_mask has " + Twine(Length.getSize()) +
+            " entries; a 1-D mask must have batch (" + Twine(Batch.getSize()) +
+            ") or 3 * batch + 2 (" + Twine(3 * Batch.getSize() + 2) +
+            ") entries");
+    return nullptr;
+  }
+  // [batch] as a 1-D i64 value: a constant, or Slice(Shape(K), 0, 1).
+  Value *End = nullptr;
+  if (Batch.isStatic()) {
+    End = N.createI64Constant({Batch.getSize()});
+  } else {
+    Value *Shape = createValue(N, OpId::Shape, {K}, "key_shape");
+    End = Shape ? createValue(N, OpId::Slice,
+                              {Shape, N.createI64Constant({0}),
+                               N.createI64Constant({1})},
+                              "batch")
+                : nullptr;
+  }
+  Value *Lengths =
+      End ? createValue(N, OpId::Slice, {Mask, N.createI64Constant({0}), End},
+                        "key_lengths")
+          : nullptr;
+  // A slice to a computed end has an unknown length: reshaped to [batch].
+  if (Lengths && !(Lengths->getType().getDim(0) == Batch))
+    Lengths = createValue(N, OpId::Reshape, {Lengths, End}, "key_lengths");
+  return Lengths;
+}
+
 /// MultiHeadAttention's key_padding_mask as a bool mask over [batch, 1,
 /// q_seq or 1, kv_seq] (keep where true): [batch, kv_seq] (1 keeps, 0 pads)
 /// and [batch, q_seq, kv_seq] as they are, [batch] as the valid lengths of
-/// right-padded keys. Null for other forms (ONNX Runtime's [3 * batch + 2]
-/// start and end positions) or on error.
+/// right-padded keys, [3 * batch + 2] as its first batch entries (the key
+/// lengths; see importMultiHeadAttention). Null on error (diagnosed).
 static Value *convertKeyPaddingMask(NodeImporter &N, Value *Mask, Value *K) {
   const TensorType &T = Mask->getType();
   auto ToBool = [&](Value *V) -> Value * {
@@ -777,13 +832,17 @@ static Value *convertKeyPaddingMask(NodeImporter &N, Value *Mask, Value *K) {
     if (Keep)
       Keep = createValue(N, OpId::Unsqueeze, {Keep, N.createI64Constant({1})},
                          "keep4d");
-  } else if (T.getRank() == 1 && K->getType().getRank() == 3 &&
-             T.getDim(0) == K->getType().getDim(0)) {
+  } else if (T.getRank() == 1 && K->getType().getRank() == 3) {
     // keep[b, t] = t < length[b].
+    Value *Lengths = T.getDim(0) == K->getType().getDim(0)
+                         ? Mask
+                         : sliceKeyLengths(N, Mask, K);
+    if (!Lengths)
+      return nullptr;
     AttrDict ToI64;
     ToI64.set("to", Attribute::getString("i64"));
     Value *Len =
-        createValue(N, OpId::Cast, {Mask}, "lengths", std::move(ToI64));
+        createValue(N, OpId::Cast, {Lengths}, "lengths", std::move(ToI64));
     Value *Shape =
         Len ? createValue(N, OpId::Shape, {K}, "key_shape") : nullptr;
     AttrDict Axis0;
@@ -805,22 +864,62 @@ static Value *convertKeyPaddingMask(NodeImporter &N, Value *Mask, Value *K) {
     if (Keep)
       Keep = createValue(N, OpId::Unsqueeze,
                          {Keep, N.createI64Constant({1, 2})}, "keep4d");
+  } else {
+    N.error("key_padding_mask must be 1-D, 2-D or 3-D, got " +
+            Twine(T.getRank()) + "-D");
   }
   return Keep;
 }
 
-/// MultiHeadAttention is ONNX's Attention on 3-D inputs: Q, K and V
-/// separate or packed in the query ([batch, seq, heads, 3, head_size], split
-/// and merged), a packed [3 * hidden] bias added first, the key padding mask
-/// as a bool mask, the attention bias as a float mask (both: the bool one
-/// becomes 0/-inf and they add), past key and value as Attention's; K and V
-/// already split into heads ([batch, heads, kv_seq, head_size]) merged back
-/// to 3-D. ONNX Runtime's [3 * batch + 2] mask, and split K and V with a
-/// bias or a past, are kept Opaque.
+/// Splits a packed [batch, seq, heads, Parts, head_size] tensor on axis 3
+/// into Parts tensors of [batch, seq, heads * head_size], named by Names.
+static bool splitPacked(NodeImporter &N, Value *Packed,
+                        ArrayRef<StringRef> Names,
+                        MutableArrayRef<Value *> Out) {
+  AttrDict SplitAttrs;
+  SplitAttrs.set("axis", Attribute::getInt(3));
+  SmallVector<std::string, 3> SplitNames;
+  for (StringRef Name : Names)
+    SplitNames.push_back(N.makeName(Name));
+  Node *Split =
+      N.createNode(OpId::Split, {Packed}, std::move(SplitAttrs), SplitNames);
+  if (!Split)
+    return false;
+  for (unsigned I = 0, E = Names.size(); I != E; ++I) {
+    Out[I] = createValue(N, OpId::Reshape,
+                         {Split->getResult(I), N.createI64Constant({0, 0, -1})},
+                         (Names[I] + "3d").str());
+    if (!Out[I])
+      return false;
+  }
+  return true;
+}
+
+/// MultiHeadAttention is ONNX's Attention on 3-D inputs ([batch, seq,
+/// hidden]), as ONNX Runtime's CPU kernel computes it:
+/// - Q, K and V 3-D; or packed in the query ([batch, seq, heads, 3,
+///   head_size]) or K and V packed in the key ([batch, kv_seq, heads, 2,
+///   head_size], no value): split on axis 3 and each merged to 3-D;
+/// - K and V already split into heads ([batch, heads, kv_seq, head_size],
+///   cross-attention over a projected encoder output): transposed and merged
+///   to 3-D. ONNX Runtime takes them as the projections, bias included: of a
+///   bias only the query's third is added. A past is concatenated before
+///   them, as ONNX Runtime does when the present outputs are asked for;
+/// - the [3 * hidden] bias added to Q, K and V (a third each);
+/// - key_padding_mask as a bool mask: [batch, kv_seq], [batch, q_seq,
+///   kv_seq], [batch] key lengths, or ONNX Runtime's [3 * batch + 2] (key
+///   lengths, then query and key start offsets for its fused kernels on
+///   unpadded tokens), of which the lengths are all its CPU kernel reads;
+/// - the attention bias as a float mask (with a padding mask, the padding
+///   becomes 0/-inf and adds to it); past key and value as Attention's.
+/// Kept Opaque: a bias or a past with packed K and V (ONNX Runtime refuses
+/// both), and past_sequence_length or cache_indirection (a shared past and
+/// present buffer, and beam search's data-dependent reordering of it).
 static LogicalResult importMultiHeadAttention(NodeImporter &N) {
   std::optional<int64_t> Heads = N.getIntAttr("num_heads");
   Value *Q = N.getInput(0), *K = N.getInput(1), *V = N.getInput(2);
   Value *Bias = N.getInput(3);
+  Value *PastK = N.getInput(6), *PastV = N.getInput(7);
   auto KeepOpaque = [&](StringRef Why) {
     N.warning("this form of MultiHeadAttention (" + Why +
               ") is kept as Opaque");
@@ -828,42 +927,41 @@ static LogicalResult importMultiHeadAttention(NodeImporter &N) {
   };
   if (!Heads || *Heads <= 0 || !Q)
     return KeepOpaque("no positive num_heads or no query");
-  if (N.getNumInputs() > 8)
+  if (N.getInput(8) || N.getInput(9))
     return KeepOpaque("past_sequence_length or cache_indirection");
   bool Packed = Q->getType().getRank() == 5 && !K && !V;
   if (Packed) {
     // [batch, seq, heads, 3, head_size]: three [batch, seq, hidden].
-    const TensorType &P = Q->getType();
-    if (!(P.getDim(3) == Dim::get(3)))
+    if (!(Q->getType().getDim(3) == Dim::get(3)))
       return KeepOpaque("a packed query whose fourth dimension is not 3");
-    AttrDict SplitAttrs;
-    SplitAttrs.set("axis", Attribute::getInt(3));
-    Node *Split =
-        N.createNode(OpId::Split, {Q}, std::move(SplitAttrs),
-                     {N.makeName("q"), N.makeName("k"), N.makeName("v")});
-    if (!Split)
+    Value *Parts[3] = {nullptr, nullptr, nullptr};
+    if (!splitPacked(N, Q, {"q", "k", "v"}, Parts))
       return failure();
-    Value *Parts[3];
-    for (unsigned I = 0; I != 3; ++I) {
-      Parts[I] =
-          createValue(N, OpId::Reshape,
-                      {Split->getResult(I), N.createI64Constant({0, 0, -1})},
-                      I == 0   ? "q3d"
-                      : I == 1 ? "k3d"
-                               : "v3d");
-      if (!Parts[I])
-        return failure();
-    }
     Q = Parts[0], K = Parts[1], V = Parts[2];
   }
+  if (K && !V && K->getType().getRank() == 5) {
+    // Packed K and V, [batch, kv_seq, heads, 2, head_size]: two [batch,
+    // kv_seq, hidden].
+    const TensorType &P = K->getType();
+    if (!(P.getDim(3) == Dim::get(2)) ||
+        (P.getDim(2).isStatic() && P.getDim(2).getSize() != *Heads))
+      return KeepOpaque("a packed key that is not [batch, kv_seq, num_heads, "
+                        "2, head_size]");
+    if (Bias || PastK || PastV)
+      return KeepOpaque("packed key and value with a bias or a past, which "
+                        "ONNX Runtime refuses");
+    Value *Parts[2] = {nullptr, nullptr};
+    if (!splitPacked(N, K, {"k", "v"}, Parts))
+      return failure();
+    K = Parts[0], V = Parts[1];
+  }
+  bool SplitKV = false;
   if (K && V && Q->getType().getRank() == 3 && K->getType().getRank() == 4 &&
       V->getType().getRank() == 4) {
     // K and V already split into heads, [batch, heads, kv_seq, head_size]
     // (cross-attention over a projected encoder output): merged back into
-    // [batch, kv_seq, hidden]. The bias and a past apply to projections
-    // this form has not made here.
-    if (Bias || N.getInput(6) || N.getInput(7))
-      return KeepOpaque("K and V split into heads with a bias or a past");
+    // [batch, kv_seq, hidden].
+    SplitKV = true;
     for (Value **KV : {&K, &V}) {
       AttrDict Perm;
       Perm.set("perm", Attribute::getIntList({0, 2, 1, 3}));
@@ -879,27 +977,29 @@ static LogicalResult importMultiHeadAttention(NodeImporter &N) {
   }
   if (!K || !V || Q->getType().getRank() != 3 || K->getType().getRank() != 3 ||
       V->getType().getRank() != 3)
-    return KeepOpaque("packed key and value");
+    return KeepOpaque("query, key and value of these ranks");
   bool BiasOk = !Bias || (Bias->getType().getRank() == 1 &&
                           Bias->getType().getDim(0).isStatic() &&
                           Bias->getType().getDim(0).getSize() % 3 == 0);
   if (!BiasOk)
     return KeepOpaque("a bias that is not [3 * hidden]");
   if (Bias) {
+    // ONNX Runtime adds no bias to K and V split into heads (its CPU kernel
+    // takes them as they are).
     int64_t H = Bias->getType().getDim(0).getSize() / 3;
     Q = addBiasPart(N, Q, Bias, H, 0);
-    K = Q ? addBiasPart(N, K, Bias, H, 1) : nullptr;
-    V = K ? addBiasPart(N, V, Bias, H, 2) : nullptr;
-    if (!V)
+    if (Q && !SplitKV) {
+      K = addBiasPart(N, K, Bias, H, 1);
+      V = K ? addBiasPart(N, V, Bias, H, 2) : nullptr;
+    }
+    if (!Q || !K || !V)
       return failure();
   }
   Value *Mask = N.getInput(5);
   if (Value *Padding = N.getInput(4)) {
     Value *Keep = convertKeyPaddingMask(N, Padding, K);
     if (!Keep)
-      return N.getNumOutputs() && Padding->getType().getRank() == 1
-                 ? KeepOpaque("a [3 * batch + 2] key padding mask")
-                 : failure();
+      return failure();
     if (Mask) {
       // keep ? 0 : -inf, added to the attention bias.
       ElementType Ty = Mask->getType().getElementType();
@@ -923,8 +1023,7 @@ static LogicalResult importMultiHeadAttention(NodeImporter &N) {
     Attrs.set("is_causal", Attribute::getInt(1));
   copyFloatAttr(N, "scale", Attrs);
   return success(N.createNodeForOutputs(
-      OpId::Attention, {Q, K, V, Mask, N.getInput(6), N.getInput(7)},
-      std::move(Attrs)));
+      OpId::Attention, {Q, K, V, Mask, PastK, PastV}, std::move(Attrs)));
 }
 
 //===----------------------------------------------------------------------===//

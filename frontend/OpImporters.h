@@ -10,6 +10,7 @@
 #ifndef AUTOPAR_FRONTEND_OPIMPORTERS_H
 #define AUTOPAR_FRONTEND_OPIMPORTERS_H
 
+#include "frontend/GraphImporter.h"
 #include "frontend/NodeImporter.h"
 
 namespace autopar {
@@ -39,10 +40,41 @@ bool readsSequences(llvm::StringRef OpType);
 /// at import (a constant, or shape arithmetic: ir/ShapeValues.h).
 std::optional<int64_t> getKnownScalar(const Value *V);
 
+/// What one run of a graph attribute (a loop's body, a branch) costs: the
+/// forward FLOPs of its nodes (ir/OpFlops.h; none for a node whose FLOPs are
+/// unknown) and what the kernels among them read and write, float elements
+/// (priced at the plan's precision) apart from other bytes.
+struct BodyWork {
+  int64_t Flops = 0, FloatElements = 0, OtherBytes = 0;
+  /// Whether every size the body's kernels read or write is static (the
+  /// counts are a floor otherwise, and not recorded).
+  bool Static = true;
+  BodyWork &operator+=(const Node &Kernel);
+  bool operator<(const BodyWork &O) const;
+};
+
+/// The work of one run of Body given Inputs, imported quietly and erased
+/// (GraphImporter::measureBody); nullopt when the body does not import.
+std::optional<BodyWork> measureBody(NodeImporter &N,
+                                    const onnx::GraphProto &Body,
+                                    llvm::ArrayRef<OnnxValue> Inputs);
+
+/// Keeps N as Opaque (keepOpaque) for Why, running a body Runs times: with
+/// Work measured and static, the node records body_runs, body_flops,
+/// body_float_elements and body_other_bytes, which price it (ir/OpFlops.h,
+/// cost/OpCost.cpp), and the warning says it is priced How; otherwise the
+/// warning says why only its inputs and outputs are priced.
+LogicalResult keepOpaqueRunning(NodeImporter &N, llvm::StringRef Why,
+                                const std::optional<BodyWork> &Work,
+                                int64_t Runs, llvm::StringRef How);
+
 /// Keeps the node as Opaque, typed by ONNX's inference or the model's
 /// declarations. Reason says why an op autopar knows is kept so (the import
-/// warns with it); empty for ops autopar does not know.
-LogicalResult keepOpaque(NodeImporter &N, llvm::StringRef Reason);
+/// warns with it); empty for ops autopar does not know. Extra attributes
+/// (what a body not unrolled costs: frontend/LoopImporters.cpp) are added to
+/// the node's.
+LogicalResult keepOpaque(NodeImporter &N, llvm::StringRef Reason,
+                         const AttrDict &Extra = AttrDict());
 
 // Sequences and optionals (SequenceImporters.cpp).
 LogicalResult importSequenceEmpty(NodeImporter &N);

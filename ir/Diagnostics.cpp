@@ -12,6 +12,8 @@ void DiagnosticEngine::emit(SMLoc Loc, SourceMgr::DiagKind Kind,
                             const Twine &Message) {
   if (Kind == SourceMgr::DK_Error)
     ++NumErrors;
+  if (Quiet)
+    return;
   if (SM && Loc.isValid()) {
     SM->PrintMessage(OS, Loc, Kind, Message);
     return;
@@ -48,6 +50,8 @@ void DiagnosticEngine::error(const Node &N, const Twine &Message) {
 
 void DiagnosticEngine::emitNode(StringRef NodeName, StringRef OpType,
                                 StringRef Kind, const Twine &Message) {
+  if (Quiet)
+    return;
   OS << FileName << ": node '" << NodeName << "' (" << OpType << "): " << Kind
      << ": " << Message << '\n';
 }

@@ -18,6 +18,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <string>
 
 namespace autopar {
@@ -67,6 +68,14 @@ public:
                    const llvm::Twine &Message);
 
   unsigned getNumErrors() const { return NumErrors; }
+  /// While quiet, nothing is printed (a trial that may be given up: a loop
+  /// body imported only to be measured); errors are still counted.
+  void setQuiet(bool Q) { Quiet = Q; }
+  bool isQuiet() const { return Quiet; }
+  /// Forgets the errors counted after the first Count (those of a trial).
+  void dropErrorsAfter(unsigned Count) {
+    NumErrors = std::min(NumErrors, Count);
+  }
   llvm::raw_ostream &getStream() const { return OS; }
   llvm::StringRef getFileName() const { return FileName; }
 
@@ -80,6 +89,7 @@ private:
   std::string FileName;
   llvm::raw_ostream &OS;
   unsigned NumErrors = 0;
+  bool Quiet = false;
 };
 
 /// Why a tool stops: the exit code it returns and the message it prints

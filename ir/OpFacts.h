@@ -325,6 +325,14 @@ const OpFacts &getOpFacts(OpId Op);
 
 inline KernelFamily getKernelFamily(OpId Op) { return getOpFacts(Op).Kernel; }
 
+/// Whether Op runs no kernel of its own in a fused step: a view of its
+/// operand (the ReshapeLike family), a constant or a shape query.
+inline bool runsNoKernel(OpId Op) {
+  KernelFamily K = getKernelFamily(Op);
+  return K == KernelFamily::ReshapeLike || K == KernelFamily::Constant ||
+         K == KernelFamily::Shape || K == KernelFamily::Size;
+}
+
 /// Fn on two integers as ONNX defines it for them (Add, Sub and Mul
 /// checked for overflow, Div truncating toward zero, Mod with the divisor's
 /// sign (fmod = 0); Equal, Less, Greater, GreaterOrEqual and LessOrEqual 0

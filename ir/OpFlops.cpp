@@ -40,7 +40,9 @@
 //                         trigonometric and rounding functions 1
 //   data movement         0: layouts, gathers, constants, shape ops, Cast;
 //                         communication (its cost is the collective model's)
-//   unknown               Opaque, contrib ops without a formula, and the
+//   Opaque                estimated from its ONNX op type, or from the body
+//                         it runs (ir/OpaqueFlops.cpp)
+//   unknown               contrib ops without a formula, and the
 //                         backward-only ops (priced from the forward)
 //
 //===----------------------------------------------------------------------===//
@@ -62,13 +64,12 @@ namespace {
 /// or the product overflows.
 class Count {
 public:
-  Count(std::optional<int64_t> V = 1) : V(V) {}
+  Count(std::optional<int64_t> V = 1)
+      : Known(V.has_value()), V(V.value_or(0)) {}
   Count &operator*=(std::optional<int64_t> F) {
-    int64_t R;
-    if (!V || !F || MulOverflow(*V, *F, R))
-      V = std::nullopt;
-    else
-      V = R;
+    int64_t R = 0;
+    Known = Known && F && !MulOverflow(V, *F, R);
+    V = Known ? R : 0;
     return *this;
   }
   Count operator*(std::optional<int64_t> F) const {
@@ -77,15 +78,21 @@ public:
     return C;
   }
   Count operator+(Count O) const {
-    int64_t R;
-    if (!V || !O.V || AddOverflow(*V, *O.V, R))
+    int64_t R = 0;
+    if (!Known || !O.Known || AddOverflow(V, O.V, R))
       return Count(std::nullopt);
     return Count(R);
   }
-  std::optional<int64_t> get() const { return V; }
+  std::optional<int64_t> get() const {
+    return Known ? std::optional<int64_t>(V) : std::nullopt;
+  }
 
 private:
-  std::optional<int64_t> V;
+  // A flag and a value rather than std::optional: GCC 12 at -O3 warns that
+  // an optional's payload may be used uninitialized (a false positive that
+  // -Werror turns into a failed Release build).
+  bool Known;
+  int64_t V;
 };
 
 } // namespace
@@ -272,7 +279,7 @@ std::optional<int64_t> autopar::getForwardFlops(const Node &N) {
   const OpFacts &Facts = getOpFacts(N.getOp());
   switch (Facts.Flops) {
   case FlopRule::Unknown:
-    return std::nullopt;
+    return N.getOp() == OpId::Opaque ? getOpaqueFlops(N) : std::nullopt;
   case FlopRule::Free:
     return 0;
   case FlopRule::PerOutput:

@@ -22,9 +22,15 @@ namespace autopar {
 class Node;
 
 /// Forward FLOPs of N, or nullopt when a shape it needs is not static (or
-/// the op's cost is unknown, as for Opaque). Data movement is 0 whatever the
+/// the op's cost is unknown: an Opaque node of an op type without an
+/// estimate). Data movement is 0 whatever the
 /// shapes.
 std::optional<int64_t> getForwardFlops(const Node &N);
+
+/// Forward FLOPs of an Opaque node, estimated from its ONNX op type and its
+/// types, or from the body it runs (ir/OpaqueFlops.cpp lists the formulas);
+/// nullopt when there is no estimate.
+std::optional<int64_t> getOpaqueFlops(const Node &N);
 
 /// The static sizes of an LSTM, GRU or RNN node.
 struct RecurrentShape {

@@ -56,7 +56,7 @@ struct UnitCost {
   /// runs again.
   double AttentionCoreSeconds = 0;
   /// Forward and backward time of the ops autopar does not know (Opaque:
-  /// priced as memory-bound at their bytes), on this rank.
+  /// priced by estimates of their FLOPs and bytes), on this rank.
   double OpaqueSeconds = 0;
   /// Bytes kept for the backward, by Recompute mode, and how far the
   /// unit's backward rises above them (cost/ActivationMemory.h).

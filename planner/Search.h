@@ -88,8 +88,8 @@ struct PlanPrediction {
   double Mfu = 0, Hfu = 0;
   double PeakMemoryBytes = 0, MemoryCapacityBytes = 0;
   /// Of the step, the most that one pipeline rank spends in ops autopar
-  /// does not know (Opaque), priced as memory-bound: how far the
-  /// prediction rests on a guess.
+  /// does not know (Opaque), priced by estimates of their FLOPs and bytes
+  /// (ir/OpaqueFlops.cpp): how far the prediction rests on a guess.
   double OpaqueFraction = 0;
   std::vector<RankPrediction> Ranks; // per pipeline rank
   /// One micro-batch's forward and backward seconds per virtual stage, and

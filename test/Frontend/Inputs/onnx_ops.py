@@ -469,6 +469,8 @@ NEWER = {"BitwiseAnd": 18, "BitwiseNot": 18, "BitwiseOr": 18,
          "Swish": 24, "TensorScatter": 24}
 # How autopar takes what it has no importer for.
 CONTROL = "Opaque, typed by ONNX's inference (bodies not imported)"
+# Opaque op types ir/OpaqueFlops.cpp has no FLOP estimate for.
+UNESTIMATED = {"ImageDecoder"}
 REFUSED_STR = "refused: string tensors (no IR type)"
 
 
@@ -485,15 +487,19 @@ def importers():
 # Importers that do more than adapt older forms.
 DESCRIBE = {
     "importIf": "the branch taken, inlined, when the condition is known; "
-                "else Opaque typed by ONNX's inference",
+                "else Opaque typed by ONNX's inference, priced as its "
+                "costlier branch",
     "importConstant": "`Constant` (integer and scalar data) or a parameter",
     "importIdentity": "`Identity`, or the parameter (or sequence) it copies",
     "importLoop": "unrolled when its trip count and conditions are known "
                   "(at most 4096 nodes); else Opaque typed by ONNX's "
-                  "inference",
+                  "inference, priced as its body times the trip count "
+                  "when that is known",
     "importScan": "unrolled when its scanned axes are static (opset 9 on, "
                   "at most 4096 nodes): `Gather` per step, `Unsqueeze` + "
-                  "`Concat`; else Opaque typed by ONNX's inference",
+                  "`Concat`; else Opaque typed by ONNX's inference, "
+                  "priced as its body times the steps when over the "
+                  "budget",
     "importSequenceEmpty": "an empty sequence (sequences are held as their "
                            "tensors)",
     "importSequenceConstruct": "the sequence of its inputs",
@@ -546,7 +552,9 @@ def how(name, spec, table):
             return REFUSED_STR
         if name in NEWER:
             return "Opaque; the model must declare its types"
-        return "Opaque, typed by ONNX's inference, priced memory-bound"
+        return ("Opaque, typed by ONNX's inference, priced by %s"
+                % ("its bytes (memory-bound)" if name in UNESTIMATED
+                   else "estimated FLOPs and its bytes"))
     m = re.match(r"importDirect<OpId::(\w+)>", imp)
     if m:
         return "`%s`" % m.group(1)
