@@ -168,6 +168,7 @@ bool isProduct(const Node &N) {
   case FlopRule::SumOperands:
   case FlopRule::PerInput:
   case FlopRule::Window:
+  case FlopRule::Resize:
   case FlopRule::LRN:
   case FlopRule::Attention:
   case FlopRule::MsAttention:

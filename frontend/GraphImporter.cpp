@@ -729,12 +729,39 @@ GraphImporter::measureBody(const onnx::GraphProto &Body,
 std::optional<DenseTensor>
 GraphImporter::getSmallInitializerData(StringRef Name) {
   const onnx::TensorProto *T = Initializers.lookup(Name);
-  if (!T || T->data_location() == onnx::TensorProto::EXTERNAL)
+  if (!T)
     return std::nullopt;
   Expected<TensorType> Type = getInitializerType(*T);
   if (!Type) {
     consumeError(Type.takeError());
     return std::nullopt;
+  }
+  if (T->data_location() == onnx::TensorProto::EXTERNAL) {
+    // Read from its file when that is there (a model saved with every
+    // initializer external keeps Resize's scales there too).
+    std::optional<int64_t> Count = Type->getStaticNumElements();
+    std::optional<int64_t> Bytes = Type->getStaticSizeInBytes();
+    if (!Count || *Count > 4096 || !Bytes)
+      return std::nullopt;
+    Expected<ExternalDataRef> Ref = checkExternalData(*T, ModelDir, *Bytes);
+    if (!Ref) {
+      consumeError(Ref.takeError());
+      return std::nullopt;
+    }
+    if (!Ref->FileExists)
+      return std::nullopt;
+    Expected<std::vector<uint8_t>> Raw =
+        readWeightBytes(T->name(), Ref->Source, ModelDir);
+    if (!Raw) {
+      consumeError(Raw.takeError());
+      return std::nullopt;
+    }
+    Expected<DenseTensor> Data = decodeTensorBytes(*Raw, *Type);
+    if (!Data) {
+      consumeError(Data.takeError());
+      return std::nullopt;
+    }
+    return std::move(*Data);
   }
   Expected<DenseTensor> Data = readInlineTensor(*T, *Type, 4096);
   if (!Data) {

@@ -63,9 +63,10 @@ public:
                      bool Rename = true);
   /// The type the model declares for a name (value_info, graph outputs).
   const TensorType *getDeclaredType(llvm::StringRef OnnxName) const;
-  /// The values of a small initializer held inline in the model (at most
-  /// 4096 elements), read on demand: what ONNX's inference needs of a
-  /// parameter such as Resize's scales. Nullopt otherwise.
+  /// The values of a small initializer (at most 4096 elements) held inline
+  /// in the model or in an external file that is there, read on demand:
+  /// what ONNX's inference and Resize's importer need of a parameter such
+  /// as Resize's scales. Nullopt otherwise.
   std::optional<DenseTensor> getSmallInitializerData(llvm::StringRef Name);
   /// Imports the nodes of Body (an If branch) into the graph, in order,
   /// reading the enclosing graph's values, and binds its outputs to

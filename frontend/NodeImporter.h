@@ -116,10 +116,10 @@ public:
   void error(const llvm::Twine &Message);
   void warning(const llvm::Twine &Message);
 
-private:
   /// A Constant node of Data, named after the node.
   Value *createConstant(DenseTensor Data);
 
+private:
   GraphImporter &Parent;
   const onnx::NodeProto &Proto;
   int64_t OpsetVersion;

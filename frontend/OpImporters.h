@@ -106,6 +106,15 @@ LogicalResult importQLinearMatMul(NodeImporter &N);
 /// weights' per output channel) applied, and QuantizeLinear.
 LogicalResult importQLinearConv(NodeImporter &N);
 
+// Resampling and Lp pools (ImageImporters.cpp).
+/// Resize's older forms brought to opset 19's: Resize-10 and Upsample
+/// asymmetric with onnxruntime's "simple" nearest rounding, opset 11's
+/// empty roi and scales dropped.
+LogicalResult importResize(NodeImporter &N);
+LogicalResult importUpsample(NodeImporter &N);
+/// LpPool and GlobalLpPool (Op): opset 1's float p as an integer.
+template <OpId Op> LogicalResult importLpPool(NodeImporter &N);
+
 } // namespace autopar
 
 #endif // AUTOPAR_FRONTEND_OPIMPORTERS_H

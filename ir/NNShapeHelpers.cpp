@@ -3,6 +3,8 @@
 #include "ir/NNShapeHelpers.h"
 #include "ir/Graph.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 using namespace llvm;
 
 namespace autopar {
@@ -103,6 +105,27 @@ Error checkFlag(const ShapeContext &Ctx, StringRef Name) {
   if (V == 0 || V == 1)
     return Error::success();
   return Ctx.error("'" + Name + "' must be 0 or 1, got " + Twine(V));
+}
+
+Error checkVector(const ShapeContext &Ctx, unsigned I) {
+  if (Ctx.getOperandType(I).getRank() != 1)
+    return Ctx.error(describe(Ctx, I) + " must be 1-D");
+  return Error::success();
+}
+
+Expected<StringRef> getChoice(const ShapeContext &Ctx, StringRef Name,
+                              ArrayRef<StringRef> Allowed) {
+  const Attribute *A = Ctx.getAttr(Name);
+  if (!A)
+    return Allowed.front();
+  StringRef V = A->getString();
+  if (is_contained(Allowed, V))
+    return V;
+  std::string List;
+  for (StringRef S : Allowed)
+    List += (List.empty() ? "" : ", ") + S.str();
+  return Ctx.error("'" + Name + "' must be one of " + List + ", got '" + V +
+                   "'");
 }
 
 /// An optional int attribute that must be positive when given.

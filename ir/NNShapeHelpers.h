@@ -47,6 +47,13 @@ llvm::Error mergeDim(const ShapeContext &Ctx, Dim &Known, const Dim &D,
 /// ceil(In / Divisor) (SAME padding's output size, a count of blocks): static
 /// for a static In, the quotient of a symbolic one it divides, else unknown.
 Dim ceilDivDim(const Dim &In, int64_t Divisor);
+/// An error unless operand I is 1-D.
+llvm::Error checkVector(const ShapeContext &Ctx, unsigned I);
+/// The string attribute Name, which must be one of Allowed when present;
+/// Allowed's first entry when absent.
+llvm::Expected<llvm::StringRef>
+getChoice(const ShapeContext &Ctx, llvm::StringRef Name,
+          llvm::ArrayRef<llvm::StringRef> Allowed);
 /// An int attribute that must be 0 or 1.
 llvm::Error checkFlag(const ShapeContext &Ctx, llvm::StringRef Name);
 /// An optional int attribute that must be positive when given.

@@ -49,7 +49,7 @@ enum class LoopRule : uint8_t {
   Transpose,
   Concat,
   Split,
-  Resizing, // Rank kept, resized axes fixed (Slice, Tile).
+  Resizing, // Rank kept, resized axes fixed (Slice, Tile, Pad, Resize).
   Gather,
 };
 
@@ -67,7 +67,8 @@ enum class FlopRule : uint8_t {
   Einsum,
   Conv,
   ConvTranspose,
-  Window, // Pools: one per window element per result element.
+  Window, // Pools: FlopsPerElement per window element per result element.
+  Resize, // 3 per interpolation tap per result element (OpFlops.cpp).
   LRN,
   Attention,
   MsAttention,
@@ -174,6 +175,9 @@ enum class KernelFamily : uint8_t {
   MaxPool,
   AveragePool,
   GlobalAveragePool,
+  LpPool,
+  GlobalLpPool,
+  Resize,
   Attention,
   AttentionWithProbs,
   AttentionGrad,
@@ -195,6 +199,7 @@ enum class KernelFamily : uint8_t {
   ScatterND,
   Pad,
   DepthSpace, // SpaceToDepth, DepthToSpace.
+  ReverseSequence,
   // Reductions, data, the loss, optimizers.
   Reduce,    // ReduceSum .. ReduceSumSquare.
   ArgReduce, // ArgMax, ArgMin.

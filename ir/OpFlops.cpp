@@ -13,7 +13,16 @@
 //   per output element    FlopsPerElement of the op's row in OpFacts.def:
 //                         the scalar operations of its formula (1 for
 //                         arithmetic); Sum, Min, Max: operands - 1; Mean:
-//                         operands; pools: kernel size; LRN 2*size+3
+//                         operands; LRN 2*size+3
+//   pools                 FlopsPerElement per window tap per output element:
+//                         MaxPool, AveragePool 1 (compare or add); LpPool
+//                         2 (|x|^p, add), GlobalLpPool 2 per input element;
+//                         the per-result division or root not counted
+//   Resize                3 per interpolation tap per output element (the
+//                         weight, the multiply, the add): nearest 0, linear
+//                         2^r taps, cubic 4^r taps, r the axes whose size
+//                         changes (unknown sizes count as changed); the
+//                         weights' own arithmetic not counted
 //   per input element     FlopsPerElement: 1 for reductions that combine
 //                         elements as they are (sum, product, extremum,
 //                         ArgMax), TopK, GlobalAveragePool; 2 for ReduceL1,
@@ -234,6 +243,25 @@ static std::optional<int64_t> einsumFlops(const Node &N) {
   return C.get();
 }
 
+/// Resize: 3 per tap, 2^r (linear) or 4^r (cubic) taps over the r axes
+/// whose size changes; nearest copies.
+static std::optional<int64_t> resizeFlops(const Node &N) {
+  const Attribute *Mode = N.getAttr("mode");
+  StringRef Name = Mode ? StringRef(Mode->getString()) : "nearest";
+  if (Name == "nearest")
+    return 0;
+  int64_t TapsPerAxis = Name == "cubic" ? 4 : 2;
+  const Value *In = N.getOperand(0), *Out = N.getResult(0);
+  Count C(numElements(Out));
+  C *= 3;
+  for (unsigned I = 0, E = Out->getType().getRank(); I != E; ++I) {
+    std::optional<int64_t> From = dimSize(In, I), To = dimSize(Out, I);
+    if (!From || !To || *From != *To)
+      C *= TapsPerAxis;
+  }
+  return C.get();
+}
+
 std::optional<int64_t> autopar::getForwardFlops(const Node &N) {
   const Value *Out = N.getNumResults() ? N.getResult(0) : nullptr;
   auto PerOutput = [&](int64_t PerElement) {
@@ -283,8 +311,11 @@ std::optional<int64_t> autopar::getForwardFlops(const Node &N) {
     if (const Attribute *A = N.getAttr("kernel_shape"))
       for (int64_t K : A->getIntList())
         Kernel *= K;
-    return (Count(numElements(Out)) * Kernel.get()).get();
+    return (Count(numElements(Out)) * Kernel.get() * Facts.FlopsPerElement)
+        .get();
   }
+  case FlopRule::Resize:
+    return resizeFlops(N);
   case FlopRule::LRN: {
     std::optional<int64_t> Size = intAttr(N, "size");
     if (!Size)

@@ -667,6 +667,39 @@ SmallVector<unsigned, 4> paddedAxes(const Node &N) {
   return Padded;
 }
 
+/// The axes a Resize resamples, or may once split: all but those it reads
+/// at their own index with a relative factor. An axis outside `axes`, or of
+/// constant scale 1, is read at its own index by every coordinate
+/// transformation except tf_crop_and_resize (its roi) and
+/// tf_half_pixel_for_nn (x + 0.5, which some roundings move): under those,
+/// and where the scales are not known, every axis. An axis that `sizes`
+/// names is fixed even where its size stays: a rank's block would be
+/// resized to the whole size.
+SmallVector<unsigned, 4> resampledAxes(const Node &N) {
+  unsigned Rank = rankOf(N.getOperand(0));
+  SmallVector<unsigned, 4> All(Rank);
+  std::iota(All.begin(), All.end(), 0);
+  const Attribute *Coord = N.getAttr("coordinate_transformation_mode");
+  if (Coord && (Coord->getString() == "tf_crop_and_resize" ||
+                Coord->getString() == "tf_half_pixel_for_nn"))
+    return All;
+  SmallVector<unsigned, 4> Axes = All;
+  if (const Attribute *A = N.getAttr("axes")) {
+    Axes.clear();
+    for (int64_t Axis : A->getIntList())
+      Axes.push_back(unsigned(Axis < 0 ? Axis + Rank : Axis));
+  }
+  const DenseTensor *Scales = N.getNumOperands() > 2 && N.getOperand(2)
+                                  ? getConstantValue(N.getOperand(2))
+                                  : nullptr;
+  SmallVector<unsigned, 4> Resampled;
+  for (size_t I = 0, E = Axes.size(); I != E; ++I)
+    if (!Scales || !Scales->isFloat() || I >= Scales->size() ||
+        Scales->getFloats()[I] != 1.0)
+      Resampled.push_back(Axes[I]);
+  return Resampled;
+}
+
 /// The axes a Slice steps through by other than 1 (a reversal keeps the
 /// size but moves every element): every axis when the steps or axes are
 /// unknown.
@@ -697,6 +730,8 @@ std::optional<OpLoops> resizingLoops(const Node &N) {
     Moved = paddedAxes(N);
   else if (N.getOp() == OpId::Slice)
     Moved = steppedAxes(N);
+  else if (N.getOp() == OpId::Resize)
+    Moved = resampledAxes(N);
   for (unsigned Axis : Moved)
     if (!is_contained(Fixed, Axis))
       Fixed.push_back(Axis);

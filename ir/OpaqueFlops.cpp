@@ -42,10 +42,9 @@
 //                          division): an upper bound, as the boxes kept
 //                          depend on the data
 //   TfIdfVectorizer        max_gram_length lookups per input element
-//   LpPool, GlobalLpPool   3 per window element (|x|^p and the sum)
-//   Resize, Upsample       per output element, 2 per interpolation tap over
-//                          the axes whose size changes (as GridSample)
-//   data movement          0: MaxUnpool, ReverseSequence
+//   data movement          0: MaxUnpool
+// (LpPool, GlobalLpPool, Resize, Upsample and ReverseSequence are imported
+// as IR ops, priced by OpFlops.cpp.)
 // Other op types, and those whose shapes are not static, have no estimate
 // (nullopt): the node is priced by its bytes alone.
 //
@@ -204,30 +203,6 @@ static std::optional<double> estimate(const Node &N) {
   }
   if (Op == "TfIdfVectorizer")
     return PerInput(double(intAttr(N, "max_gram_length").value_or(1)));
-  if (Op == "LpPool") {
-    const Attribute *Kernel = N.getAttr("kernel_shape");
-    if (!Kernel || !Kernel->isa(Attribute::Kind::IntList))
-      return std::nullopt;
-    double Window = 1;
-    for (int64_t K : Kernel->getIntList())
-      Window *= double(K);
-    return PerOutput(3 * Window);
-  }
-  if (Op == "GlobalLpPool")
-    return PerInput(3);
-  if (Op == "Resize" || Op == "Upsample") {
-    if (!In || !Out || In->getType().getRank() != Out->getType().getRank())
-      return std::nullopt;
-    unsigned Axes = 0;
-    for (unsigned I = 0, E = Out->getType().getRank(); I != E; ++I) {
-      std::optional<double> A = dimSize(In, I), B = dimSize(Out, I);
-      if (!A || !B)
-        return std::nullopt;
-      Axes += *A != *B;
-    }
-    StringRef Mode = stringAttr(N, "mode");
-    return PerOutput(interpolationFlops(Mode.empty() ? "nearest" : Mode, Axes));
-  }
   std::optional<double> PerElement =
       StringSwitch<std::optional<double>>(Op)
           .Cases("HannWindow", "HammingWindow", 3.0)
@@ -235,7 +210,7 @@ static std::optional<double> estimate(const Node &N) {
           .Case("MelWeightMatrix", 4.0)
           .Cases("RandomUniform", "RandomUniformLike", "Bernoulli", 2.0)
           .Cases("RandomNormal", "RandomNormalLike", 6.0)
-          .Cases("MaxUnpool", "ReverseSequence", 0.0)
+          .Case("MaxUnpool", 0.0)
           .Default(std::nullopt);
   if (PerElement)
     return PerOutput(*PerElement);

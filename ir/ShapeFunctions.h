@@ -89,11 +89,12 @@ InferResult inferConv(const ShapeContext &Ctx);
 InferResult inferConvTranspose(const ShapeContext &Ctx);
 InferResult inferDeformConv(const ShapeContext &Ctx);
 InferResult inferCol2Im(const ShapeContext &Ctx);
-// ShapeFunctionsImage.cpp: ops ONNX added after opset 17.
+// ShapeFunctionsImage.cpp: ops ONNX added after opset 17, and Resize.
 InferResult inferCenterCropPad(const ShapeContext &Ctx);
 InferResult inferGroupNorm(const ShapeContext &Ctx);
 InferResult inferAffineGrid(const ShapeContext &Ctx);
 InferResult inferTensorScatter(const ShapeContext &Ctx);
+InferResult inferResize(const ShapeContext &Ctx);
 // ShapeFunctionsRecurrent.cpp: LSTM, GRU, RNN.
 InferResult inferRecurrent(const ShapeContext &Ctx);
 
@@ -145,7 +146,7 @@ InferResult inferTile(const ShapeContext &Ctx);
 InferResult inferTopK(const ShapeContext &Ctx);
 
 // ShapeFunctionsIndexing.cpp: Pad, GatherND, ScatterND, SpaceToDepth,
-// DepthToSpace, EyeLike, OneHot.
+// DepthToSpace, EyeLike, OneHot, ReverseSequence.
 InferResult inferPad(const ShapeContext &Ctx);
 InferResult inferGatherND(const ShapeContext &Ctx);
 InferResult inferScatterND(const ShapeContext &Ctx);
@@ -153,6 +154,7 @@ InferResult inferSpaceToDepth(const ShapeContext &Ctx);
 InferResult inferDepthToSpace(const ShapeContext &Ctx);
 InferResult inferEyeLike(const ShapeContext &Ctx);
 InferResult inferOneHot(const ShapeContext &Ctx);
+InferResult inferReverseSequence(const ShapeContext &Ctx);
 
 /// The [start, end) range of dimensions a Shape node returns for an operand
 /// of rank Rank, after ONNX's clamping of negative and out-of-range bounds.

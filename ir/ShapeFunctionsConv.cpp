@@ -1,7 +1,8 @@
 //===- ShapeFunctionsConv.cpp - Convolution and pooling ------------------===//
 //
 // Shape functions of the NCHW convolution and pooling ops (ONNX Conv,
-// ConvTranspose, MaxPool, AveragePool, GlobalAveragePool). None of these ops
+// ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, LpPool,
+// GlobalLpPool). None of these ops
 // has a verifier, so the shape functions also check the attribute values
 // they depend on.
 //
@@ -436,8 +437,19 @@ InferResult autopar::inferConvTranspose(const ShapeContext &Ctx) {
   return Types{TensorType(elementTypeOf(Ctx, 0), Shape)};
 }
 
-// ONNX MaxPool and AveragePool; MaxPool's optional Indices are i64 of Y's
-// shape.
+/// LpPool's and GlobalLpPool's p: a positive integer (2 when absent).
+static Error checkLpPoolP(const ShapeContext &Ctx) {
+  OpId Op = Ctx.getNode().getOp();
+  if (Op != OpId::LpPool && Op != OpId::GlobalLpPool)
+    return Error::success();
+  int64_t P = Ctx.getIntAttr("p", 2);
+  if (P < 1)
+    return Ctx.error("'p' must be positive, got " + Twine(P));
+  return Error::success();
+}
+
+// ONNX MaxPool, AveragePool and LpPool; MaxPool's optional Indices are i64
+// of Y's shape.
 InferResult autopar::inferPool(const ShapeContext &Ctx) {
   // MaxPool also takes 8-bit integers.
   bool IsMaxPool = Ctx.getNode().getOp() == OpId::MaxPool;
@@ -456,6 +468,8 @@ InferResult autopar::inferPool(const ShapeContext &Ctx) {
   for (StringRef Flag : {"ceil_mode", "count_include_pad", "storage_order"})
     if (Error E = checkFlag(Ctx, Flag))
       return E;
+  if (Error E = checkLpPoolP(Ctx))
+    return E;
   Expected<Window> W = getWindow(Ctx, *NumSpatial, std::nullopt);
   if (!W)
     return W.takeError();
@@ -473,9 +487,12 @@ InferResult autopar::inferPool(const ShapeContext &Ctx) {
   return Results;
 }
 
-// ONNX GlobalAveragePool: [N, C, D1..Dn] -> [N, C, 1, ..., 1].
+// ONNX GlobalAveragePool and GlobalLpPool: [N, C, D1..Dn] -> [N, C, 1, ...,
+// 1].
 InferResult autopar::inferGlobalPool(const ShapeContext &Ctx) {
   if (Error E = checkFloat(Ctx, 0))
+    return E;
+  if (Error E = checkLpPoolP(Ctx))
     return E;
   Expected<unsigned> NumSpatial = getNumSpatial(Ctx);
   if (!NumSpatial)

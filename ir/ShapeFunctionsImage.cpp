@@ -2,13 +2,18 @@
 //
 // Shape functions of the image and cache ops ONNX added after opset 17:
 // CenterCropPad and GroupNormalization (18), AffineGrid (20) and
-// TensorScatter (24).
+// TensorScatter (24); and of Resize (opset 19's form).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/Graph.h"
 #include "ir/NNShapeHelpers.h"
 #include "ir/ShapeFunctions.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+#include <sstream>
 
 using namespace autopar;
 using namespace autopar::nn;
@@ -109,4 +114,168 @@ InferResult autopar::inferTensorScatter(const ShapeContext &Ctx) {
       return Ctx.error("'mode' must be linear or circular, got '" +
                        Mode->getString() + "'");
   return Types{Cache};
+}
+
+/// Resize's axes, normalized: the `axes` attribute, else every axis.
+static Expected<SmallVector<unsigned, 4>> getResizeAxes(const ShapeContext &Ctx,
+                                                        unsigned Rank) {
+  SmallVector<unsigned, 4> Axes;
+  const Attribute *A = Ctx.getAttr("axes");
+  if (!A) {
+    for (unsigned I = 0; I != Rank; ++I)
+      Axes.push_back(I);
+    return Axes;
+  }
+  for (int64_t Given : A->getIntList()) {
+    Expected<unsigned> Axis = normalizeAxis(Ctx, Given, Rank);
+    if (!Axis)
+      return Axis.takeError();
+    if (is_contained(Axes, *Axis))
+      return Ctx.error("axis " + Twine(Given) + " is given twice");
+    Axes.push_back(*Axis);
+  }
+  return Axes;
+}
+
+/// An error unless 1-D operand I, when its length is static, has Count
+/// entries; What says what they are.
+static Error checkLength(const ShapeContext &Ctx, unsigned I, int64_t Count,
+                         const Twine &What) {
+  if (Error E = checkVector(Ctx, I))
+    return E;
+  const Dim &Length = dimOf(Ctx, I, 0);
+  if (Length.isStatic() && Length.getSize() != Count)
+    return Ctx.error(describe(Ctx, I) + " must have " + Twine(Count) + " " +
+                     What);
+  return Error::success();
+}
+
+/// The resized dimension of D scaled by Scale: floor(D * Scale) when D is
+/// static, the product taken in f32 as onnxruntime does (5 * 2.6f is 13,
+/// not 12.99..); D * Scale for a whole Scale, else unknown; nullopt when
+/// the size would not fit in 2^48 elements (an infinite scale).
+static std::optional<Dim> scaleDim(const Dim &D, double Scale) {
+  constexpr double Limit = double(int64_t(1) << 48);
+  if (D.isStatic()) {
+    double Size = std::floor(float(D.getSize()) * float(Scale));
+    if (!(Size < Limit))
+      return std::nullopt;
+    return Dim::get(int64_t(Size));
+  }
+  if (Scale == std::floor(Scale))
+    return Scale < Limit ? std::optional(D * Dim::get(int64_t(Scale)))
+                         : std::nullopt;
+  return Dim();
+}
+
+// X with the axes of `axes` (all when absent) resized by the constant
+// scales, or set to the constant sizes (scaled by one common factor under
+// keep_aspect_ratio_policy not_larger or not_smaller: round(size * factor),
+// halves up); unknown where they are not constant.
+InferResult autopar::inferResize(const ShapeContext &Ctx) {
+  for (auto [Name, Allowed] :
+       {std::pair<StringRef, SmallVector<StringRef, 7>>{
+            "mode", {"nearest", "linear", "cubic"}},
+        {"coordinate_transformation_mode",
+         {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+          "align_corners", "asymmetric", "tf_crop_and_resize",
+          "tf_half_pixel_for_nn"}},
+        {"nearest_mode",
+         {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil",
+          "simple"}},
+        {"keep_aspect_ratio_policy", {"stretch", "not_larger", "not_smaller"}}})
+    if (Expected<StringRef> V = getChoice(Ctx, Name, Allowed); !V)
+      return V.takeError();
+  for (StringRef Flag : {"antialias", "exclude_outside"})
+    if (Error E = checkFlag(Ctx, Flag))
+      return E;
+  const TensorType &X = Ctx.getOperandType(0);
+  unsigned Rank = X.getRank();
+  if (Rank == 0)
+    return Ctx.error(describe(Ctx, 0) + " must have a dimension");
+  Expected<SmallVector<unsigned, 4>> Axes = getResizeAxes(Ctx, Rank);
+  if (!Axes)
+    return Axes.takeError();
+  int64_t Count = Axes->size();
+  bool HasScales = Ctx.hasOperand(2), HasSizes = Ctx.hasOperand(3);
+  if (HasScales == HasSizes)
+    return Ctx.error("exactly one of scales and sizes must be given");
+  const Attribute *Coord = Ctx.getAttr("coordinate_transformation_mode");
+  if (Coord && Coord->getString() == "tf_crop_and_resize") {
+    if (!Ctx.hasOperand(1))
+      return Ctx.error("roi is required by tf_crop_and_resize");
+    if (Error E = checkFloat(Ctx, 1))
+      return E;
+    if (Error E = checkLength(Ctx, 1, 2 * Count,
+                              "entries, a start and an end per resized axis"))
+      return E;
+  }
+  SmallVector<Dim, 4> Shape(X.getShape().begin(), X.getShape().end());
+  if (HasScales) {
+    if (Error E = checkElementType(Ctx, 2, ElementType::F32))
+      return E;
+    if (Error E = checkLength(Ctx, 2, Count, "entries, one per resized axis"))
+      return E;
+    const DenseTensor *Scales = Ctx.getConstantOperand(2);
+    for (int64_t I = 0; I != Count; ++I) {
+      Dim &D = Shape[(*Axes)[I]];
+      if (!Scales) {
+        D = Dim();
+        continue;
+      }
+      double Scale = Scales->getFloats()[I];
+      if (!(Scale > 0)) {
+        std::ostringstream Text;
+        Text << Scale;
+        return Ctx.error("scales must be positive, got " + Text.str() +
+                         " for axis " + Twine((*Axes)[I]));
+      }
+      std::optional<Dim> Scaled = scaleDim(D, Scale);
+      if (!Scaled) {
+        std::ostringstream Text;
+        Text << Scale;
+        return Ctx.error("scale " + Text.str() + " gives axis " +
+                         Twine((*Axes)[I]) + " of " + describe(Ctx, 0) +
+                         " too many elements");
+      }
+      D = *Scaled;
+    }
+    return Types{TensorType(X.getElementType(), Shape)};
+  }
+  if (Error E = checkElementType(Ctx, 3, ElementType::I64))
+    return E;
+  if (Error E = checkLength(Ctx, 3, Count, "entries, one per resized axis"))
+    return E;
+  std::optional<SmallVector<Dim, 4>> Sizes = Ctx.getShapeOperand(3);
+  const Attribute *Policy = Ctx.getAttr("keep_aspect_ratio_policy");
+  bool Stretch = !Policy || Policy->getString() == "stretch";
+  // The common factor of not_larger (the smallest ratio) or not_smaller
+  // (the largest), in f32 as onnxruntime; nullopt when a size is not
+  // static.
+  std::optional<float> Common;
+  if (Sizes && !Stretch) {
+    for (int64_t I = 0; I != Count; ++I) {
+      const Dim &In = X.getDim((*Axes)[I]), &Out = (*Sizes)[I];
+      if (!In.isStatic() || !Out.isStatic() || In.getSize() == 0) {
+        Common.reset();
+        break;
+      }
+      float Ratio = float(Out.getSize()) / float(In.getSize());
+      bool Larger = Policy->getString() == "not_smaller";
+      if (!I || (Larger ? Ratio > *Common : Ratio < *Common))
+        Common = Ratio;
+    }
+  }
+  for (int64_t I = 0; I != Count; ++I) {
+    Dim &D = Shape[(*Axes)[I]];
+    if (!Sizes)
+      D = Dim();
+    else if (Stretch)
+      D = (*Sizes)[I];
+    else if (Common)
+      D = Dim::get(int64_t(std::floor(*Common * float(D.getSize()) + 0.5f)));
+    else
+      D = Dim();
+  }
+  return Types{TensorType(X.getElementType(), Shape)};
 }

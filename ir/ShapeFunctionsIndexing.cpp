@@ -1,8 +1,8 @@
 //===- ShapeFunctionsIndexing.cpp - Padding, indexing, rearranging --------===//
 //
 // Shape functions of ONNX's Pad, GatherND, ScatterND, SpaceToDepth,
-// DepthToSpace, EyeLike and OneHot, at their newest opsets (Ops.def says
-// what each operand is).
+// DepthToSpace, EyeLike, OneHot and ReverseSequence, at their newest opsets
+// (Ops.def says what each operand is).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,36 +16,12 @@ using namespace autopar;
 using namespace autopar::nn;
 using namespace llvm;
 
-/// An error unless operand I is 1-D.
-static Error checkVector(const ShapeContext &Ctx, unsigned I) {
-  if (Ctx.getOperandType(I).getRank() != 1)
-    return Ctx.error(describe(Ctx, I) + " must be 1-D");
-  return Error::success();
-}
-
 /// An error unless operand I is a scalar or has shape [1].
 static Error checkScalarLike(const ShapeContext &Ctx, unsigned I) {
   const TensorType &T = Ctx.getOperandType(I);
   if (T.getRank() == 0 || (T.getRank() == 1 && T.getDim(0) == Dim::get(1)))
     return Error::success();
   return Ctx.error(describe(Ctx, I) + " must be a scalar");
-}
-
-/// An error unless the string attribute Name, when present, is one of
-/// Allowed (Default when absent).
-static Expected<StringRef> getChoice(const ShapeContext &Ctx, StringRef Name,
-                                     ArrayRef<StringRef> Allowed) {
-  const Attribute *A = Ctx.getAttr(Name);
-  if (!A)
-    return Allowed.front();
-  StringRef V = A->getString();
-  if (is_contained(Allowed, V))
-    return V;
-  std::string List;
-  for (StringRef S : Allowed)
-    List += (List.empty() ? "" : ", ") + S.str();
-  return Ctx.error("'" + Name + "' must be one of " + List + ", got '" + V +
-                   "'");
 }
 
 /// The axes of Pad, normalized: operand 3 when given (nullopt when its value
@@ -325,4 +301,27 @@ InferResult autopar::inferOneHot(const ShapeContext &Ctx) {
                             Indices.getShape().end());
   Shape.insert(Shape.begin() + *Axis, Depth);
   return Types{TensorType(Values.getElementType(), Shape)};
+}
+
+// input [.., batch, .., time, ..] with batch_axis and time_axis 0 and 1 in
+// either order, sequence_lens [batch] i64: a result like input.
+InferResult autopar::inferReverseSequence(const ShapeContext &Ctx) {
+  const TensorType &In = Ctx.getOperandType(0);
+  if (In.getRank() < 2)
+    return Ctx.error(describe(Ctx, 0) +
+                     " must have a batch and a time dimension");
+  int64_t Batch = Ctx.getIntAttr("batch_axis", 1),
+          Time = Ctx.getIntAttr("time_axis", 0);
+  if (!((Batch == 0 && Time == 1) || (Batch == 1 && Time == 0)))
+    return Ctx.error("'batch_axis' and 'time_axis' must be 0 and 1 in either "
+                     "order, got " +
+                     Twine(Batch) + " and " + Twine(Time));
+  if (Error E = checkElementType(Ctx, 1, ElementType::I64))
+    return E;
+  if (Error E = checkVector(Ctx, 1))
+    return E;
+  if (!mayEqual(dimOf(Ctx, 1, 0), In.getDim(Batch)))
+    return Ctx.error(describe(Ctx, 1) + " must have one entry per batch " +
+                     "entry, " + dimStr(In.getDim(Batch)));
+  return Types{In};
 }

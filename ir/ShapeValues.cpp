@@ -369,6 +369,8 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::MaxPool:
   case OpId::AveragePool:
   case OpId::GlobalAveragePool:
+  case OpId::LpPool:
+  case OpId::GlobalLpPool:
   case OpId::LRN:
   case OpId::Attention:
   case OpId::RotaryEmbedding:
@@ -393,6 +395,8 @@ static std::optional<ShapeValue> evaluateNode(const Node &N, unsigned Depth) {
   case OpId::EyeLike:
   case OpId::OneHot:
   case OpId::NegativeLogLikelihoodLoss:
+  case OpId::ReverseSequence:
+  case OpId::Resize:
   case OpId::DeformConv:
   case OpId::Col2Im:
   case OpId::CenterCropPad:

@@ -19,6 +19,7 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::GatherND:
   case KernelFamily::Pad:
   case KernelFamily::DepthSpace:
+  case KernelFamily::ReverseSequence:
   case KernelFamily::OneHot:
   case KernelFamily::Constant:
   case KernelFamily::ConstantOfShape:
@@ -68,6 +69,9 @@ bool autopar::onlyMovesElements(KernelFamily F) {
   case KernelFamily::ScatterElements:
   case KernelFamily::ScatterND:
   case KernelFamily::EyeLike:
+  case KernelFamily::LpPool:
+  case KernelFamily::GlobalLpPool:
+  case KernelFamily::Resize:
   case KernelFamily::NllLoss:
   case KernelFamily::Reduce:
   case KernelFamily::ArgReduce:

@@ -86,6 +86,12 @@ static KernelFn lookupKernel(OpId Op) {
     return runAveragePool;
   case KernelFamily::GlobalAveragePool:
     return runGlobalAveragePool;
+  case KernelFamily::LpPool:
+    return runLpPool;
+  case KernelFamily::GlobalLpPool:
+    return runGlobalLpPool;
+  case KernelFamily::Resize:
+    return runResize;
   case KernelFamily::Attention:
     return runAttention;
   case KernelFamily::AttentionWithProbs:
@@ -126,6 +132,8 @@ static KernelFn lookupKernel(OpId Op) {
     return runPad;
   case KernelFamily::DepthSpace:
     return runDepthSpace;
+  case KernelFamily::ReverseSequence:
+    return runReverseSequence;
   case KernelFamily::Reduce:
     return runReduce;
   case KernelFamily::ArgReduce:

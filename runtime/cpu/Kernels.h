@@ -76,10 +76,18 @@ llvm::Error runLRN(const KernelArgs &A);
 // ConvKernels.cpp: Conv (im2col and one GEMM per image and group).
 llvm::Error runConv(const KernelArgs &A);
 
-// PoolKernels.cpp: MaxPool (with Indices), AveragePool, GlobalAveragePool.
+// PoolKernels.cpp: MaxPool (with Indices), AveragePool, GlobalAveragePool,
+// LpPool, GlobalLpPool.
 llvm::Error runMaxPool(const KernelArgs &A);
 llvm::Error runAveragePool(const KernelArgs &A);
 llvm::Error runGlobalAveragePool(const KernelArgs &A);
+llvm::Error runLpPool(const KernelArgs &A);
+llvm::Error runGlobalLpPool(const KernelArgs &A);
+
+// ResizeKernels.cpp (the taps in ResizeTaps.cpp): Resize (nearest on any
+// element type, linear and cubic in f32, with or without antialias; every
+// coordinate transformation).
+llvm::Error runResize(const KernelArgs &A);
 
 // DropoutKernels.cpp: Dropout (inference: a copy; with a random stream:
 // the mask drawn for A.Dropout) and DropoutGrad.
@@ -114,9 +122,10 @@ llvm::Error runOneHot(const KernelArgs &A);
 llvm::Error runEyeLike(const KernelArgs &A);
 
 // PadKernels.cpp: Pad (constant, reflect, edge, wrap); SpaceToDepth and
-// DepthToSpace (DCR, CRD).
+// DepthToSpace (DCR, CRD); ReverseSequence.
 llvm::Error runPad(const KernelArgs &A);
 llvm::Error runDepthSpace(const KernelArgs &A);
+llvm::Error runReverseSequence(const KernelArgs &A);
 
 // ReduceKernels.cpp: ReduceSum, ReduceMean, ReduceMax, ReduceMin,
 // ReduceProd, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp,

@@ -1,6 +1,6 @@
-//===- PadKernels.cpp - Pad, SpaceToDepth and DepthToSpace ----------------===//
+//===- PadKernels.cpp - Pad, the depth shuffles, ReverseSequence ---------===//
 //
-// Both move elements of any type. Pad maps each result index to a source
+// All move elements of any type. Pad maps each result index to a source
 // index per axis: the constant where it falls outside (constant mode), the
 // nearest edge (edge), the mirror image without repeating the edge
 // (reflect, periodic for pads longer than the axis, as numpy.pad), or the
@@ -164,5 +164,47 @@ Error autopar::runDepthSpace(const KernelArgs &A) {
           char *Dst = Y.data<char>() + (ToDepth ? Depth : Space) * Size;
           std::memcpy(Dst, Src, Size);
         }
+  return Error::success();
+}
+
+// ReverseSequence: batch and time are axes 0 and 1 (either order) and the
+// rest, [2, rank), one block of Inner elements. Entry b's first
+// sequence_lens[b] steps are reversed, the rest copied; a length outside
+// [0, time] is an error (as in onnxruntime).
+Error autopar::runReverseSequence(const KernelArgs &A) {
+  const Tensor &X = A.In[0], &Y = A.Out[0];
+  int64_t BatchAxis = A.intAttr("batch_axis", 1);
+  if (X.getRank() < 2 || (BatchAxis != 0 && BatchAxis != 1) ||
+      A.intAttr("time_axis", 0) != 1 - BatchAxis)
+    return A.error("input " + X.getTypeString() +
+                   " must have batch and time axes 0 and 1");
+  if (Error E = A.checkShape(0, X.getShape()))
+    return E;
+  if (Error E = A.checkResultType(0, {X.getElementType()}))
+    return E;
+  Expected<Shape> Lens = A.readInts(1);
+  if (!Lens)
+    return Lens.takeError();
+  int64_t Batch = X.getDim(BatchAxis), Time = X.getDim(1 - BatchAxis);
+  if (int64_t(Lens->size()) != Batch)
+    return A.error("sequence_lens has " + Twine(Lens->size()) +
+                   " entries for a batch of " + Twine(Batch));
+  size_t Block = getElementSize(X.getElementType()) *
+                 getNumElements(X.getShape().drop_front(2));
+  // Offset of (b, t) in blocks.
+  auto At = [&](int64_t B, int64_t T) {
+    return BatchAxis == 0 ? B * Time + T : T * Batch + B;
+  };
+  for (int64_t B = 0; B != Batch; ++B) {
+    int64_t Len = (*Lens)[B];
+    if (Len < 0 || Len > Time)
+      return A.error("sequence length " + Twine(Len) + " of batch entry " +
+                     Twine(B) + " is outside [0, " + Twine(Time) + "]");
+    for (int64_t T = 0; T != Time; ++T) {
+      int64_t From = T < Len ? Len - 1 - T : T;
+      std::memcpy(Y.data<char>() + At(B, T) * Block,
+                  X.data<char>() + At(B, From) * Block, Block);
+    }
+  }
   return Error::success();
 }

@@ -1,4 +1,4 @@
-//===- PoolKernels.cpp - MaxPool, AveragePool and GlobalAveragePool -------===//
+//===- PoolKernels.cpp - MaxPool, AveragePool, LpPool and global pools ----===//
 //
 // ONNX pooling over X [N, C, D1, ..., Dn] in f32, windows as in
 // WindowSupport.h (strides, dilations, pads, auto_pad, ceil_mode). A window
@@ -15,6 +15,9 @@
 // positions past the end padding); NaN when, without count_include_pad, a
 // window has no taps inside X.
 // GlobalAveragePool: the f64 mean of each [D1, ..., Dn] plane.
+// LpPool: (the f64 sum of |tap|^p over the taps inside X)^(1/p), the
+// padding adding nothing (0 for a window entirely in it), as onnxruntime;
+// GlobalLpPool the same over each whole plane.
 //
 // Planes (n, c) are split over the kernel threads; each output is reduced in
 // tap order, so results do not depend on the thread count.
@@ -259,6 +262,94 @@ Error autopar::runGlobalAveragePool(const KernelArgs &A) {
       Sum += In[J];
     YD[Plane] = InSize ? float(Sum / double(InSize))
                        : std::numeric_limits<float>::quiet_NaN();
+  });
+  return Error::success();
+}
+
+/// LpPool's and GlobalLpPool's p, a positive integer (2 when absent).
+static Expected<int64_t> getLpPoolP(const KernelArgs &A) {
+  int64_t P = A.intAttr("p", 2);
+  if (P < 1)
+    return A.error("'p' must be positive, got " + Twine(P));
+  return P;
+}
+
+/// |V|^P, by multiplication for the usual P.
+static double absPow(double V, int64_t P) {
+  double Abs = std::fabs(V);
+  switch (P) {
+  case 1:
+    return Abs;
+  case 2:
+    return Abs * Abs;
+  default:
+    return std::pow(Abs, double(P));
+  }
+}
+
+/// Sum^(1/P), the inverse of absPow.
+static float lpRoot(double Sum, int64_t P) {
+  switch (P) {
+  case 1:
+    return float(Sum);
+  case 2:
+    return float(std::sqrt(Sum));
+  default:
+    return float(std::pow(Sum, 1.0 / double(P)));
+  }
+}
+
+Error autopar::runLpPool(const KernelArgs &A) {
+  Expected<SlidingWindow> W = getPoolWindow(A);
+  if (!W)
+    return W.takeError();
+  Expected<int64_t> P = getLpPoolP(A);
+  if (!P)
+    return P.takeError();
+  const Tensor &X = A.In[0];
+  int64_t InSize = getNumElements(W->In), OutSize = W->getOutSize();
+  int64_t Planes = X.getShape()[0] * X.getShape()[1];
+  Shape RowMajor = getStrides(W->In);
+  const float *XD = X.data<float>();
+  float *YD = A.Out[0].data<float>();
+  WindowTaps Taps(*W);
+  forEachWindow(*W, Taps, Planes,
+                [&](int64_t Plane, int64_t O, ArrayRef<ArrayRef<int64_t>> Lists,
+                    ArrayRef<int64_t>) {
+                  const float *In = XD + Plane * InSize;
+                  double Sum = 0;
+                  forEachTap(Lists, RowMajor,
+                             [&](int64_t Offset, ArrayRef<size_t>) {
+                               Sum += absPow(In[Offset], *P);
+                             });
+                  YD[Plane * OutSize + O] = lpRoot(Sum, *P);
+                });
+  return Error::success();
+}
+
+Error autopar::runGlobalLpPool(const KernelArgs &A) {
+  if (Error E = checkF32Operands(A))
+    return E;
+  Expected<int64_t> P = getLpPoolP(A);
+  if (!P)
+    return P.takeError();
+  const Tensor &X = A.In[0];
+  if (X.getRank() < 3)
+    return A.error("operand 0 " + X.getTypeString() +
+                   " must have a batch, a channel and a spatial dimension");
+  Shape YShape = toShape(X.getShape().take_front(2));
+  YShape.resize(X.getRank(), 1);
+  if (Error E = A.checkShape(0, YShape))
+    return E;
+  int64_t InSize = getNumElements(X.getShape().drop_front(2));
+  const float *XD = X.data<float>();
+  float *YD = A.Out[0].data<float>();
+  parallelFor(X.getShape()[0] * X.getShape()[1], [&](int64_t Plane) {
+    const float *In = XD + Plane * InSize;
+    double Sum = 0;
+    for (int64_t J = 0; J != InSize; ++J)
+      Sum += absPow(In[J], *P);
+    YD[Plane] = lpRoot(Sum, *P);
   });
   return Error::success();
 }

@@ -120,6 +120,10 @@ static CudaKernelFn lookup(OpId Op) {
   case KernelFamily::ScatterND:
   case KernelFamily::Pad:
   case KernelFamily::DepthSpace:
+  case KernelFamily::ReverseSequence:
+  case KernelFamily::LpPool:
+  case KernelFamily::GlobalLpPool:
+  case KernelFamily::Resize:
   case KernelFamily::EyeLike:
   case KernelFamily::OneHot:
   case KernelFamily::NllLoss:

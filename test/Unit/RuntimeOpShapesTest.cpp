@@ -568,13 +568,18 @@ TEST(RuntimeOpShapes, KernelFamilies) {
   EXPECT_TRUE(onlyMovesElements(KernelFamily::Cast));
   EXPECT_FALSE(onlyMovesElements(KernelFamily::Binary));
   EXPECT_FALSE(onlyMovesElements(KernelFamily::MatMul));
+  EXPECT_EQ(getKernelFamily(OpId::Resize), KernelFamily::Resize);
+  EXPECT_EQ(getKernelFamily(OpId::LpPool), KernelFamily::LpPool);
+  EXPECT_TRUE(onlyMovesElements(KernelFamily::ReverseSequence));
+  EXPECT_FALSE(onlyMovesElements(KernelFamily::Resize));
 }
 
 // The table's columns agree with each other and with the CPU backend: every
 // op that OpFacts.def gives a kernel family has a CPU kernel (or runs with
 // the communicator), every op of the Binary and Unary families names a
 // scalar function and only they and Min and Max (of the Sum family) do,
-// and only the rules that count per element take a count.
+// and only the rules that count per element (or per window tap) take a
+// count.
 TEST(RuntimeOpShapes, OpFactsAgreeWithTheCpuBackend) {
   for (unsigned I = 0; I != NumOps; ++I) {
     OpId Op = OpId(I);
@@ -588,7 +593,8 @@ TEST(RuntimeOpShapes, OpFactsAgreeWithTheCpuBackend) {
         F.Kernel == KernelFamily::Binary || F.Kernel == KernelFamily::Unary;
     bool MinMax = Op == OpId::Min || Op == OpId::Max;
     EXPECT_EQ(Elementwise || MinMax, F.Element != ElementFn::None);
-    if (F.Flops == FlopRule::PerOutput || F.Flops == FlopRule::PerInput) {
+    if (F.Flops == FlopRule::PerOutput || F.Flops == FlopRule::PerInput ||
+        F.Flops == FlopRule::Window) {
       EXPECT_NE(F.FlopsPerElement, 0);
     } else if (F.Flops != FlopRule::SumOperands) {
       EXPECT_EQ(F.FlopsPerElement, 0);

@@ -529,6 +529,11 @@ DESCRIBE = {
                                      "`NegativeLogLikelihoodLoss`",
     "importGlobalMaxPool": "`ReduceMax` over the spatial axes",
     "importLpNormalization": "`ReduceL1` or `ReduceL2`, and `Div`",
+    "importResize": "`Resize`; opset 10 asymmetric with onnxruntime's "
+                    "opset-10 rounding, opset 11's empty roi and scales "
+                    "dropped (ImageImporters.cpp)",
+    "importUpsample": "`Resize`, asymmetric with onnxruntime's opset-10 "
+                      "rounding; opset 7's scales attribute as a constant",
     "importMeanVarianceNormalization": "`ReduceMean`, `Sub`, `Mul`, `Sqrt`, "
                                        "`Add` and `Div`",
 }

@@ -22,14 +22,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_compare  # noqa: E402
 
 F, I64, F16 = TensorProto.FLOAT, TensorProto.INT64, TensorProto.FLOAT16
-NP = {F: np.float32, I64: np.int64, F16: np.float16}
+U8, I32 = TensorProto.UINT8, TensorProto.INT32
+NP = {F: np.float32, I64: np.int64, F16: np.float16, U8: np.uint8,
+      I32: np.int32}
 
 
 def case(op, inputs, consts=(), outputs=1, opset=18, **attrs):
     """inputs: (name, elem, array) graph inputs; consts: (name, array)
-    initializers; the op's inputs are both, in order, "" for absent."""
+    initializers; the op's inputs are both, in order; gaps: positions of
+    the op's inputs left absent ("")."""
     return dict(op=op, inputs=list(inputs), consts=list(consts),
-                outputs=outputs, opset=opset, attrs=attrs)
+                outputs=outputs, opset=opset, attrs=attrs, gaps=[])
 
 
 def cases(rng):
@@ -41,6 +44,27 @@ def cases(rng):
 
     x3 = normal(2, 3, 5)
     x4 = normal(2, 8, 4, 6)
+    img = normal(2, 3, 5, 7)
+    seqs = normal(5, 3, 4)
+
+    def resize(name, mode, scales=None, sizes=None, opset=19, x=img,
+               roi=None, elem=F, **attrs):
+        """Resize with constant scales or sizes (opset 10: X and scales
+        only; opset 11: an empty roi when none is given)."""
+        consts, gaps = [], []
+        if roi is not None or opset == 11:
+            consts.append(("roi", np.array(roi or [], np.float32)))
+        elif opset > 10:
+            gaps.append(1)
+        if scales is not None:
+            consts.append(("scales", np.array(scales, np.float32)))
+        else:
+            gaps.append(2)
+            consts.append(("sizes", np.array(sizes, np.int64)))
+        spec = case("Resize", [("x", elem, x)], consts, opset=opset,
+                    mode=mode, **attrs)
+        spec["gaps"] = gaps
+        return ("Resize_" + name, spec)
     logp = normal(3, 5, 2)
     target = ids(5, 3, 2)
     target[0, 1] = 1  # ignored below
@@ -105,6 +129,112 @@ def cases(rng):
          case("MeanVarianceNormalization", [("x", F, x4)])),
         ("CastLike", case("CastLike", [("x", F, 10 * normal(2, 3)),
                                        ("like", I64, np.array([0]))])),
+        resize("nearest_half_pixel", "nearest", scales=[1, 1, 2.0, 1.5]),
+        resize("nearest_floor_asymmetric", "nearest", sizes=[2, 3, 9, 4],
+               coordinate_transformation_mode="asymmetric",
+               nearest_mode="floor"),
+        resize("nearest_ceil_align", "nearest", sizes=[2, 3, 8, 11],
+               coordinate_transformation_mode="align_corners",
+               nearest_mode="ceil"),
+        resize("nearest_prefer_ceil", "nearest", scales=[1, 1, 0.6, 2.0],
+               nearest_mode="round_prefer_ceil"),
+        resize("nearest_3d", "nearest", scales=[1, 1.5, 2.6], x=x3,
+               coordinate_transformation_mode="pytorch_half_pixel"),
+        resize("linear_half_pixel", "linear", scales=[1, 1, 2.0, 0.5]),
+        resize("linear_align_corners", "linear", sizes=[2, 3, 8, 10],
+               coordinate_transformation_mode="align_corners"),
+        resize("linear_pytorch", "linear", sizes=[2, 3, 1, 13],
+               coordinate_transformation_mode="pytorch_half_pixel"),
+        resize("linear_symmetric", "linear", scales=[1, 1, 1.7, 0.8],
+               coordinate_transformation_mode="half_pixel_symmetric"),
+        resize("linear_asymmetric_axes", "linear", scales=[2.5, 1.5],
+               axes=[3, 2], coordinate_transformation_mode="asymmetric"),
+        resize("linear_3d", "linear", sizes=[2, 5, 9], x=x3),
+        resize("linear_crop", "linear", sizes=[2, 3, 6, 6],
+               roi=[0, 0, 0.2, 0.1, 1, 1, 0.9, 1.3],
+               coordinate_transformation_mode="tf_crop_and_resize",
+               extrapolation_value=-3.0),
+        resize("nearest_crop", "nearest", scales=[1, 1, 1.4, 0.6],
+               roi=[0, 0, -0.2, 0.3, 1, 1, 0.7, 1.2],
+               coordinate_transformation_mode="tf_crop_and_resize",
+               extrapolation_value=5.0),
+        resize("nearest_symmetric_down", "nearest", scales=[1, 1, 0.5, 0.5],
+               coordinate_transformation_mode="half_pixel_symmetric"),
+        resize("nearest_tf_half_pixel_for_nn", "nearest",
+               scales=[1, 1, 1.5, 0.75], opset=11,
+               coordinate_transformation_mode="tf_half_pixel_for_nn"),
+        resize("cubic_crop_axes", "cubic", sizes=[7, 4], axes=[2, 3],
+               roi=[0.1, -0.1, 0.8, 0.9],
+               coordinate_transformation_mode="tf_crop_and_resize"),
+        resize("linear_2d", "linear", scales=[0.5, 2.2], x=normal(6, 5)),
+        resize("cubic_half_pixel", "cubic", scales=[1, 1, 2.0, 2.0]),
+        resize("cubic_align_a", "cubic", sizes=[2, 3, 7, 5],
+               coordinate_transformation_mode="align_corners",
+               cubic_coeff_a=-0.5),
+        resize("cubic_exclude_outside", "cubic", scales=[1, 1, 1.6, 0.7],
+               exclude_outside=1),
+        resize("cubic_asymmetric", "cubic", scales=[1, 1, 1.5, 3.0],
+               coordinate_transformation_mode="asymmetric"),
+        resize("nearest_u8", "nearest", scales=[1, 1, 1.5, 0.5],
+               x=rng.integers(0, 256, (2, 3, 5, 7)).astype(np.uint8),
+               elem=U8, nearest_mode="ceil"),
+        resize("nearest_i32_crop", "nearest", sizes=[2, 3, 4, 9],
+               x=rng.integers(-100, 100, (2, 3, 5, 7)).astype(np.int32),
+               elem=I32, roi=[0, 0, 0.5, -0.3, 1, 1, 1.2, 0.9],
+               coordinate_transformation_mode="tf_crop_and_resize",
+               extrapolation_value=7.0),
+        resize("linear_antialias_down", "linear", scales=[1, 1, 0.6, 0.4],
+               antialias=1),
+        resize("linear_antialias_up_down", "linear", sizes=[2, 3, 9, 3],
+               antialias=1, coordinate_transformation_mode="align_corners"),
+        resize("cubic_antialias_down", "cubic", scales=[1, 1, 0.5, 0.3],
+               antialias=1),
+        resize("cubic_antialias_exclude", "cubic", sizes=[2, 3, 3, 4],
+               antialias=1, exclude_outside=1, cubic_coeff_a=-0.5),
+        resize("linear_antialias_asymmetric", "linear",
+               x=normal(2, 3, 9, 11), scales=[1, 1, 0.45, 0.7], antialias=1,
+               coordinate_transformation_mode="asymmetric"),
+        resize("linear_antialias_crop", "linear", sizes=[2, 3, 3, 3],
+               antialias=1, roi=[0, 0, 0.2, -0.1, 1, 1, 0.8, 1.1],
+               coordinate_transformation_mode="tf_crop_and_resize",
+               extrapolation_value=2.0),
+        resize("linear_antialias_3d", "linear", scales=[1, 0.5, 0.6], x=x3,
+               antialias=1),
+        resize("nearest_not_larger", "nearest", sizes=[8, 8], axes=[2, 3],
+               keep_aspect_ratio_policy="not_larger"),
+        resize("opset10_nearest", "nearest", scales=[1, 1, 2.0, 3.0],
+               opset=10),
+        resize("opset10_linear_down", "linear", scales=[1, 1, 0.5, 0.75],
+               opset=10),
+        resize("opset11_cubic", "cubic", scales=[1, 1, 1.4, 2.0], opset=11),
+        ("Upsample_nearest", case("Upsample", [("x", F, img)],
+                                  [("scales", np.array([1, 1, 2, 3],
+                                                       np.float32))],
+                                  opset=9)),
+        ("Upsample_linear_opset7", case("Upsample", [("x", F, img)], opset=7,
+                                        mode="linear",
+                                        scales=[1.0, 1.0, 2.0, 1.5])),
+        ("LpPool_p1", case("LpPool", [("x", F, img)], kernel_shape=[2, 3],
+                           strides=[1, 2], p=1)),
+        ("LpPool_p2_pads", case("LpPool", [("x", F, img)],
+                                kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                                strides=[2, 2])),
+        ("LpPool_p3_dilated", case("LpPool", [("x", F, img)],
+                                   kernel_shape=[2, 2], dilations=[2, 1],
+                                   p=3, ceil_mode=1, strides=[2, 2])),
+        ("LpPool_opset11", case("LpPool", [("x", F, img)], opset=11,
+                                kernel_shape=[3, 2], p=2,
+                                auto_pad="SAME_UPPER")),
+        ("GlobalLpPool", case("GlobalLpPool", [("x", F, img)], p=3)),
+        ("GlobalLpPool_p2", case("GlobalLpPool", [("x", F, x4)])),
+        ("ReverseSequence_time_major",
+         case("ReverseSequence", [("x", F, seqs),
+                                  ("lens", I64, np.array([5, 0, 2]))],
+              batch_axis=1, time_axis=0)),
+        ("ReverseSequence_batch_major",
+         case("ReverseSequence", [("x", F, seqs),
+                                  ("lens", I64, np.array([1, 3, 2, 3, 0]))],
+              batch_axis=0, time_axis=1)),
     ]
 
 
@@ -118,6 +248,8 @@ def build(name, spec):
     for n, value in spec["consts"]:
         inits.append(numpy_helper.from_array(value, n))
         names.append(n)
+    for gap in sorted(spec["gaps"]):
+        names.insert(gap, "")
     outs = ["y%d" % i for i in range(spec["outputs"])]
     node = helper.make_node(spec["op"], names, outs, name="op",
                             **spec["attrs"])
