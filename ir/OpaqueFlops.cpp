@@ -15,11 +15,13 @@
 //                          products
 //   Det                    2/3 n^3 per n x n matrix: its LU factorization
 //                          (Golub and Van Loan, Matrix Computations, 3.2)
-//   GridSample             per output element, 2 per interpolation tap
+//   GridSample             per output element, 3 per interpolation tap
 //                          (2^r linear, 4^r cubic, 0 nearest, r spatial
-//                          axes) and 2 per axis to unnormalize the grid
+//                          axes: a multiply-add and the product of the
+//                          axes' weights, as Resize in OpFlops.cpp) and 2
+//                          per axis to unnormalize the grid
 //   RoiAlign               per output element, sampling_ratio^2 samples
-//                          (2 x 2 when adaptive) of 4 bilinear taps, 2 each,
+//                          (2 x 2 when adaptive) of 4 bilinear taps, 3 each,
 //                          and the average or maximum
 //   MaxRoiPool             per output element, a comparison per element of
 //                          a bin of an ROI that covers the whole map (an
@@ -101,7 +103,7 @@ static double interpolationFlops(StringRef Mode, unsigned Axes) {
   double Taps = Mode.contains("cubic")    ? std::pow(4.0, Axes)
                 : Mode.contains("linear") ? std::pow(2.0, Axes)
                                           : 0;
-  return 2 * Taps;
+  return 3 * Taps;
 }
 
 /// The estimate as a double; nullopt when a shape it needs is not static.

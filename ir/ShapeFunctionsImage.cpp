@@ -252,17 +252,20 @@ InferResult autopar::inferResize(const ShapeContext &Ctx) {
   // The common factor of not_larger (the smallest ratio) or not_smaller
   // (the largest), in f32 as onnxruntime; nullopt when a size is not
   // static.
-  std::optional<float> Common;
-  if (Sizes && !Stretch) {
+  // The common scale of keep_aspect_ratio_policy (a flag and a value: GCC
+  // 12 warns that an optional's payload may be used uninitialized).
+  bool HasCommon = Sizes && !Stretch;
+  float Common = 0;
+  if (HasCommon) {
     for (int64_t I = 0; I != Count; ++I) {
       const Dim &In = X.getDim((*Axes)[I]), &Out = (*Sizes)[I];
       if (!In.isStatic() || !Out.isStatic() || In.getSize() == 0) {
-        Common.reset();
+        HasCommon = false;
         break;
       }
       float Ratio = float(Out.getSize()) / float(In.getSize());
       bool Larger = Policy->getString() == "not_smaller";
-      if (!I || (Larger ? Ratio > *Common : Ratio < *Common))
+      if (!I || (Larger ? Ratio > Common : Ratio < Common))
         Common = Ratio;
     }
   }
@@ -272,8 +275,8 @@ InferResult autopar::inferResize(const ShapeContext &Ctx) {
       D = Dim();
     else if (Stretch)
       D = (*Sizes)[I];
-    else if (Common)
-      D = Dim::get(int64_t(std::floor(*Common * float(D.getSize()) + 0.5f)));
+    else if (HasCommon)
+      D = Dim::get(int64_t(std::floor(Common * float(D.getSize()) + 0.5f)));
     else
       D = Dim();
   }
