@@ -40,9 +40,10 @@ using namespace llvm;
 
 GradientFlow::GradientFlow(const Graph &G) {
   // Float parameters that some node reads where a gradient flows (not the
-  // frozen scales of a quantized weight).
+  // frozen scales of a quantized weight, nor a parameter `--freeze` marks
+  // `frozen`).
   for (const std::unique_ptr<Value> &P : G.getParams()) {
-    if (!isFloatElementType(P->getType().getElementType()))
+    if (!isFloatElementType(P->getType().getElementType()) || P->isFrozen())
       continue;
     bool Trained = P->getUsers().empty();
     for (const Node *U : P->getUsers())

@@ -375,6 +375,11 @@ static int optionsFromPlan(StringRef ModelFile, StringRef PlanDir,
   O.GlobalBatch = Inputs.GlobalBatch;
   O.Fix = Inputs.Fix;
   O.Import.BatchDim = Inputs.BatchDim;
+  for (const std::string &Pattern : Inputs.Freeze)
+    if (Error E = O.Import.addFreeze(Pattern)) {
+      error() << JsonPath << ": " << toString(std::move(E)) << "\n";
+      return ExitInvalidInput;
+    }
   O.TpAcrossNodes = Inputs.TpAcrossNodes;
   O.TopK = Inputs.Top;
   for (const std::string &D : Inputs.Dims)

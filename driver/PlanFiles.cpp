@@ -90,6 +90,7 @@ static PlanRecord makeRecord(const PlanFilesInput &In) {
   for (const auto &[Name, Size] : O.Import.DimBindings)
     Inputs.Dims.push_back(Name + "=" + std::to_string(Size));
   Inputs.BatchDim = O.Import.BatchDim;
+  Inputs.Freeze = O.Import.Freeze;
   Inputs.TpAcrossNodes = O.TpAcrossNodes;
   Inputs.Top = O.TopK;
   R.Inputs = std::move(Inputs);

@@ -22,6 +22,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
 
 #include <limits>
 #include <map>
@@ -838,7 +839,29 @@ Error ImportOptions::addDimBinding(StringRef Text) {
   return Error::success();
 }
 
+Error ImportOptions::addFreeze(StringRef Pattern) {
+  std::string Why;
+  if (Pattern.empty())
+    Why = "empty";
+  else if (!Regex(Pattern).isValid(Why))
+    Why = "not a valid regular expression: " + Why;
+  if (!Why.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "--freeze '" + Pattern.str() + "': " + Why);
+  Freeze.push_back(Pattern.str());
+  return Error::success();
+}
+
 Error ImportOptions::validate() const {
+  for (const std::string &Pattern : Freeze) {
+    std::string Why;
+    if (Pattern.empty() || !Regex(Pattern).isValid(Why))
+      return createStringError(
+          inconvertibleErrorCode(),
+          "--freeze '" + Pattern + "': " +
+              (Pattern.empty() ? "empty"
+                               : "not a valid regular expression: " + Why));
+  }
   for (size_t I = 0; I != DimBindings.size(); ++I)
     for (size_t J = 0; J != I; ++J)
       if (DimBindings[I].first == DimBindings[J].first)
@@ -935,6 +958,27 @@ checkDimBindings(const onnx::ModelProto &Model, StringRef ModelPath,
   return Extended;
 }
 
+/// `--freeze`: marks the parameters whose names the patterns match (a
+/// search, as grep's) `frozen = true`; warns of a pattern that matches none
+/// (a mistyped name). The patterns were validated (ImportOptions).
+static void markFrozenParams(Module &M, ArrayRef<std::string> Patterns,
+                             DiagnosticEngine &Diag) {
+  for (const std::string &Pattern : Patterns) {
+    Regex R(Pattern);
+    bool Matched = false;
+    for (const std::unique_ptr<Graph> &G : M.getGraphs())
+      for (const std::unique_ptr<Value> &P : G->getParams())
+        if (R.match(P->getName())) {
+          P->getAttrs().set("frozen", Attribute::getBool(true));
+          Matched = true;
+        }
+    if (!Matched)
+      Diag.warning(SMLoc(), "--freeze '" + Pattern +
+                                "' matches no parameter; nothing is frozen "
+                                "by it");
+  }
+}
+
 std::unique_ptr<Module> autopar::importModelProto(const onnx::ModelProto &Model,
                                                   StringRef ModelPath,
                                                   const ImportOptions &Options,
@@ -945,6 +989,8 @@ std::unique_ptr<Module> autopar::importModelProto(const onnx::ModelProto &Model,
     return nullptr;
   std::unique_ptr<Module> M =
       GraphImporter(Model, ModelPath, *Checked, Diag).run();
+  if (M)
+    markFrozenParams(*M, Options.Freeze, Diag);
   // The importer types every node through the shape functions; the verifier
   // checks the whole graph once more (and catches importer bugs).
   if (M && failed(verifyModule(*M, Diag)))

@@ -43,8 +43,16 @@ struct ImportOptions {
   /// (weights/WeightFile.h).
   bool LoadInlineWeights = false;
 
+  /// `--freeze REGEX` patterns (llvm::Regex, POSIX extended): a parameter
+  /// whose initializer name contains a match of one (a search: anchor with
+  /// ^ and $ for the whole name) is marked `frozen = true` and not trained.
+  std::vector<std::string> Freeze;
+
   /// Parses `NAME=SIZE` into DimBindings.
   llvm::Error addDimBinding(llvm::StringRef Text);
+  /// Adds a `--freeze` pattern; an error naming the option when it is not a
+  /// valid regular expression.
+  llvm::Error addFreeze(llvm::StringRef Pattern);
   llvm::Error validate() const;
 };
 

@@ -98,6 +98,11 @@ int64_t Mesh::getNumDevices() const {
   return N;
 }
 
+bool Value::isFrozen() const {
+  const Attribute *A = Attrs.get("frozen");
+  return isParam() && A && A->isa(Attribute::Kind::Bool) && A->getBool();
+}
+
 TensorType Value::getLogicalType() const {
   const Attribute *Local = Attrs.get("local");
   const Attribute *S = Attrs.get("sharding");

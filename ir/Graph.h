@@ -85,6 +85,10 @@ public:
   AttrDict &getAttrs() { return Attrs; }
   const AttrDict &getAttrs() const { return Attrs; }
 
+  /// A parameter marked `frozen = true` (the frontend's `--freeze`): it is
+  /// not trained, so no gradient flows into it, whatever reads it.
+  bool isFrozen() const;
+
   /// A parameter's initial data, if it has any.
   const std::optional<WeightSource> &getWeightSource() const { return Source; }
   void setWeightSource(std::optional<WeightSource> S) { Source = std::move(S); }

@@ -472,6 +472,8 @@ AttrDict autopar::encodePlan(const PlanRecord &R) {
     In.set("fix", Attribute::getString(I.Fix));
     In.set("dims", stringList(I.Dims));
     In.set("batch_dim", Attribute::getString(I.BatchDim));
+    if (!I.Freeze.empty())
+      In.set("freeze", stringList(I.Freeze));
     In.set("tp_across_nodes", Attribute::getBool(I.TpAcrossNodes));
     In.set("top", Attribute::getInt(I.Top));
     D.set("inputs", Attribute::getDict(std::move(In)));
@@ -661,14 +663,17 @@ static Error decodeInputs(const AttrDict &Dict, PlanInputs &I) {
     return E;
   if (Error E = Rd.boolean("tp_across_nodes", I.TpAcrossNodes))
     return E;
+  if (Rd.has("freeze"))
+    if (Error E = Rd.strings("freeze", I.Freeze))
+      return E;
   if (Rd.has("top")) {
     int64_t Top;
     if (Error E = Rd.integer("top", 1, Top))
       return E;
     I.Top = unsigned(Top);
   }
-  return Rd.onlyKeys(
-      {"global_batch", "fix", "dims", "batch_dim", "tp_across_nodes", "top"});
+  return Rd.onlyKeys({"global_batch", "fix", "dims", "batch_dim", "freeze",
+                      "tp_across_nodes", "top"});
 }
 
 static Error decodeMemory(const Attribute &A, std::vector<StageMemory> &Out) {

@@ -164,6 +164,8 @@ struct PlanInputs {
   bool TpAcrossNodes = false;
   /// `--top K`: the report shows K plans.
   unsigned Top = 1;
+  /// `--freeze` patterns (recorded only when there are some).
+  std::vector<std::string> Freeze;
 };
 
 /// What launch files need to know of the model: transformer blocks (the

@@ -331,10 +331,11 @@ LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
           isDifferentiableType(In->getType().getElementType()))
         DiffInputs.push_back(In.get());
 
-  // Values that depend on a float parameter: only they need gradients.
+  // Values that depend on a float parameter: only they need gradients. A
+  // frozen parameter (`frozen = true`) is not trained: it gets no gradient.
   DenseSet<const Value *> Varies;
   for (const std::unique_ptr<Value> &P : G.getParams())
-    if (isDifferentiableType(P->getType().getElementType()))
+    if (isDifferentiableType(P->getType().getElementType()) && !P->isFrozen())
       Varies.insert(P.get());
   Varies.insert(DiffInputs.begin(), DiffInputs.end());
   for (Node &N : G.getNodes()) {

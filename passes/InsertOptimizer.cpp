@@ -99,8 +99,13 @@ Error InsertOptimizerPass::runOnGraph(Graph &G) {
       return Fail("output %" + Out->getName() + " names no parameter");
     Pairs.push_back({P, Out});
   }
-  if (Pairs.empty())
+  if (Pairs.empty()) {
+    // Every parameter frozen (`frozen = true`, --freeze): nothing to step.
+    if (any_of(G.getParams(),
+               [](const std::unique_ptr<Value> &P) { return P->isFrozen(); }))
+      return Error::success();
     return Fail("has no gradient outputs (grad.<param>); run autodiff first");
+  }
 
   bool Adam = Opts.Optimizer == "adamw";
   SmallVector<Value *, 6> Hyper;

@@ -150,8 +150,9 @@ static std::string getExtractStage(const PlanConfig &C, unsigned S) {
          (C.VPP > 1 ? " vpp=" + std::to_string(C.VPP) : "") + "}";
 }
 
-/// Parameters that several stages hold (tied embeddings, rotary tables),
-/// as schedule-pipeline's `tied` option: `name@0+3;...`.
+/// Trained parameters that several stages hold (tied embeddings, rotary
+/// tables), as schedule-pipeline's `tied` option: `name@0+3;...`. A frozen
+/// one has no gradient to exchange.
 static Expected<std::string> getTiedParameters(StringRef PlanText,
                                                const PlanConfig &C) {
   StringMap<SmallVector<unsigned, 2>> Holders;
@@ -163,6 +164,8 @@ static Expected<std::string> getTiedParameters(StringRef PlanText,
       return Stage.takeError();
     for (const std::unique_ptr<Value> &P :
          (*Stage)->getGraphs().front()->getParams()) {
+      if (P->isFrozen())
+        continue;
       auto &H = Holders[P->getName()];
       if (H.empty())
         Order.push_back(P->getName().str());

@@ -43,6 +43,12 @@ static cl::list<std::string>
                 cl::desc("Size of a symbolic dimension of an ONNX model's "
                          "inputs, e.g. --dim batch=8 (repeatable)"),
                 cl::value_desc("name=size"), cl::cat(Category));
+static cl::list<std::string> FreezePatterns(
+    "freeze",
+    cl::desc("Do not train the parameters whose ONNX initializer names "
+             "contain a match of this regular expression (anchor with ^ "
+             "and $ for whole names), e.g. --freeze rotary_emb (repeatable)"),
+    cl::value_desc("regex"), cl::cat(Category));
 static cl::opt<std::string>
     BatchDim("batch-dim",
              cl::desc("The symbol that is the batch dimension, or INPUT:AXIS "
@@ -83,6 +89,11 @@ int main(int argc, char **argv) {
   Options.SplitInputFile = SplitInputFile;
   for (const std::string &Binding : DimBindings)
     if (Error E = Options.Import.addDimBinding(Binding)) {
+      WithColor::error(errs(), "autopar-opt") << toString(std::move(E)) << '\n';
+      return autopar::ExitBadOptions;
+    }
+  for (const std::string &Pattern : FreezePatterns)
+    if (Error E = Options.Import.addFreeze(Pattern)) {
       WithColor::error(errs(), "autopar-opt") << toString(std::move(E)) << '\n';
       return autopar::ExitBadOptions;
     }

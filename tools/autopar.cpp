@@ -101,6 +101,12 @@ static cl::list<std::string>
                 cl::desc("Size of a symbolic dimension other than the batch, "
                          "e.g. --dim sequence=2048 (repeatable)"),
                 cl::value_desc("name=size"), cl::cat(Category));
+static cl::list<std::string> FreezePatterns(
+    "freeze",
+    cl::desc("Do not train the parameters whose ONNX initializer names "
+             "contain a match of this regular expression (anchor with ^ "
+             "and $ for whole names), e.g. --freeze rotary_emb (repeatable)"),
+    cl::value_desc("regex"), cl::cat(Category));
 static cl::opt<std::string>
     BatchDim("batch-dim",
              cl::desc("The symbol that is the batch dimension, or INPUT:AXIS "
@@ -156,6 +162,11 @@ int main(int argc, char **argv) {
   Options.ScaleDp = ScaleDp;
   for (const std::string &Binding : DimBindings)
     if (Error E = Options.Import.addDimBinding(Binding)) {
+      WithColor::error(errs(), "autopar") << toString(std::move(E)) << '\n';
+      return autopar::ExitBadOptions;
+    }
+  for (const std::string &Pattern : FreezePatterns)
+    if (Error E = Options.Import.addFreeze(Pattern)) {
       WithColor::error(errs(), "autopar") << toString(std::move(E)) << '\n';
       return autopar::ExitBadOptions;
     }

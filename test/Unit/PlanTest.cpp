@@ -17,7 +17,7 @@ PlanRecord makeRecord() {
   R.Model = "m.onnx";
   R.ModelSha256 = "ab";
   R.GlobalBatch = 16;
-  R.Inputs = PlanInputs{16, "tp=2", {"sequence=16"}, "", false, 3};
+  R.Inputs = PlanInputs{16, "tp=2", {"sequence=16"}, "", false, 3, {}};
   AttrDict Cluster;
   Cluster.set("name", Attribute::getString("h100"));
   Cluster.set("num_gpus", Attribute::getInt(8));
@@ -61,6 +61,20 @@ TEST(PlanTest, AttributesRoundTrip) {
   EXPECT_EQ(Back->ClusterName, "h100");
   EXPECT_TRUE(encodePlan(*Back) == encodePlan(R));
   EXPECT_FALSE(bool(checkPlanInvariants(*Back, "")));
+}
+
+// `--freeze` patterns are recorded when there are some (absent otherwise,
+// so that plans without them keep their bytes).
+TEST(PlanTest, FreezeRoundTrip) {
+  PlanRecord R = makeRecord();
+  EXPECT_EQ(planToJSON(R).find("\"freeze\""), std::string::npos);
+  R.Inputs->Freeze = {"rotary_emb", "^model\\.layers\\.0\\."};
+  std::string Json = planToJSON(R);
+  EXPECT_NE(Json.find("\"freeze\": ["), std::string::npos);
+  Expected<PlanRecord> Back = parsePlanJSON(Json, "plan.json");
+  ASSERT_TRUE(bool(Back)) << toString(Back.takeError());
+  EXPECT_EQ(Back->Inputs->Freeze, R.Inputs->Freeze);
+  EXPECT_EQ(planToJSON(*Back), Json);
 }
 
 // plan.json is the same attributes: written, read and written again, the
