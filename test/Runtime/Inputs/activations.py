@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Compares the measured saved activations of two runs' --memory-report.
+"""Compares the measured saved activations of runs' --memory-report.
 
   activations.py compare BASE.txt RUN.txt [--within TOL]
+  activations.py check RUN.txt --within TOL
 
 Reads each rank's `memory rank R (stage S): measured peak ... activations A);
 plan predicts ... activations P)` line and prints, per rank, the measured and
@@ -9,6 +10,11 @@ predicted activations of both runs, how much each fell and the ratio of the
 falls: `rank R: measured A0 -> A1 MiB (-X%), predicted P0 -> P1 MiB (-Y%),
 fall measured / predicted F`. With --within, exits 1 unless every ratio is
 within TOL of 1, and prints `falls match` when they are.
+
+`check` prints each rank's measured and predicted activations and their
+ratio (`rank R: activations measured A MiB, predicted P MiB, measured /
+predicted F`), exits 1 unless every ratio is within TOL of 1, and prints
+`activations match within TOL` when they are.
 """
 
 import re
@@ -28,8 +34,28 @@ def read(path):
     return ranks
 
 
+def check(path, within):
+    ranks = read(path)
+    if not ranks:
+        print("no memory report in %s" % path)
+        return 1
+    ok = True
+    for r in sorted(ranks):
+        measured, predicted = ranks[r]
+        ratio = measured / predicted if predicted else float("inf")
+        ok = ok and abs(ratio - 1) <= within
+        print("rank %d: activations measured %.3f MiB, predicted %.3f MiB, "
+              "measured / predicted %.2f" % (r, measured, predicted, ratio))
+    if not ok:
+        return 1
+    print("activations match within %g" % within)
+    return 0
+
+
 def main():
     args = sys.argv[1:]
+    if len(args) == 4 and args[0] == "check" and args[2] == "--within":
+        return check(args[1], float(args[3]))
     within = None
     if len(args) == 5 and args[3] == "--within":
         within = float(args[4])
