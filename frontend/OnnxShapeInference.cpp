@@ -146,11 +146,29 @@ static Error checkWindowAttrs(const onnx::NodeProto &N) {
   return Error::success();
 }
 
+/// libonnx 1.12's STFT inference reads the signal's dimensions 0 and 1
+/// unchecked (a SIGSEGV for a scalar or 1-D signal, found by the importer's
+/// fuzzer): the spec's [batch, length, 1 or 2] is checked first.
+static Error checkSignalRank(const onnx::NodeProto &N,
+                             ArrayRef<OnnxInferenceInput> Inputs) {
+  if (N.op_type() != "STFT" || N.input_size() == 0)
+    return Error::success();
+  for (const OnnxInferenceInput &In : Inputs)
+    if (In.Name == N.input(0) && In.Type.getRank() != 3)
+      return createStringError(inconvertibleErrorCode(),
+                               "the signal must be [batch, length, 1 or 2], "
+                               "got " +
+                                   In.Type.str());
+  return Error::success();
+}
+
 Expected<std::vector<std::optional<TensorType>>>
 autopar::inferTypesWithOnnx(const onnx::NodeProto &N,
                             ArrayRef<OnnxInferenceInput> Inputs,
                             ArrayRef<std::pair<std::string, int64_t>> Opsets) {
   if (Error E = checkWindowAttrs(N))
+    return E;
+  if (Error E = checkSignalRank(N, Inputs))
     return E;
   DimTranslator Dims;
   onnx::GraphProto G;
