@@ -151,6 +151,15 @@ def pinned_runs(tmp, fraction=None):
 # counted).
 KORTHIKANTI_2022 = ("recompute=selective,sp=on,attention=materialized,zero=0,"
                     "dp-overlap=off")
+# Model shapes that several held-out runs share (see build_model).
+MT_NLG_530B = ("gpt", 105, 20480, 128)
+MEGASCALE_175B = ("gpt", 96, 12288, 128, 64000, 2048, False)
+LLAMA3_405B = ("llama", 126, 16384, 128, 8, 53248, 128256, 8192)
+# Nemotron-4's squared-ReLU MLP of 4h as a SwiGLU of the same FLOPs.
+NEMOTRON4_15B = ("llama", 32, 6144, 48, 8, 16384, 256000, 4096)
+GPT3_175B_H100 = ("gpt", 96, 12288, 96, 131072, 4096, False)
+LLAMA2_7B = ("llama", 32, 4096, 32, 32, 11008, 32000, 4096)
+LLAMA2_70B = ("llama", 80, 8192, 64, 8, 28672, 32000, 4096)
 HELD_OUT = [
     # Korthikanti et al. 2022, Tables 3 and 5: no data parallelism, the
     # interleaved schedule with m = 3 for 175B and 530B.
@@ -159,17 +168,17 @@ HELD_OUT = [
     ("K22 175B", "R7", "a100-80gb", 64, ("gpt", 96, 12288, 96), 64,
      "tp=8,pp=8,mbs=1,schedule=interleaved,vpp=3," + KORTHIKANTI_2022, 51.4,
      "mfu"),
-    ("K22 530B", "R7", "a100-80gb", 280, ("gpt", 105, 20480, 128), 280,
+    ("K22 530B", "R7", "a100-80gb", 280, MT_NLG_530B, 280,
      "tp=8,pp=35,mbs=1,schedule=interleaved,vpp=3," + KORTHIKANTI_2022, 56.0,
      "mfu"),
     ("K22 1T", "R7", "a100-80gb", 512, ("gpt", 128, 25600, 160), 512,
      "tp=8,pp=64,mbs=1," + KORTHIKANTI_2022, 56.3, "mfu"),
     # Section 6.3: the 530B on 8-way data parallelism (2240 GPUs, no overlap
     # of the gradient all-reduce); the abstract's full-recomputation figure.
-    ("K22 530B dp8", "R7", "a100-80gb", 2240, ("gpt", 105, 20480, 128),
+    ("K22 530B dp8", "R7", "a100-80gb", 2240, MT_NLG_530B,
      2240, "tp=8,pp=35,mbs=1,schedule=interleaved,vpp=3," + KORTHIKANTI_2022,
      54.2, "mfu"),
-    ("K22 530B full", "R7", "a100-80gb", 2240, ("gpt", 105, 20480, 128),
+    ("K22 530B full", "R7", "a100-80gb", 2240, MT_NLG_530B,
      2240, "tp=8,pp=35,mbs=1,schedule=interleaved,vpp=3,recompute=full,"
      "sp=off,attention=materialized,zero=0,dp-overlap=off", 42.1, "mfu"),
     # BLOOM-176B (BigScience 2022): Megatron-DeepSpeed, ZeRO-1, full
@@ -190,27 +199,27 @@ HELD_OUT = [
     # schedule with 6 stages; micro-batch, recomputation and sharding not
     # given (searched).
     ("MegaScale 256", "R14", "a100-80gb", 256,
-     ("gpt", 96, 12288, 128, 64000, 2048, False), 768,
+     MEGASCALE_175B, 768,
      "tp=8,pp=8,schedule=interleaved,vpp=6", 53.0, "mfu"),
     ("MegaScale 1024", "R14", "a100-80gb", 1024,
-     ("gpt", 96, 12288, 128, 64000, 2048, False), 768,
+     MEGASCALE_175B, 768,
      "tp=8,pp=8,schedule=interleaved,vpp=6", 44.7, "mfu"),
     ("MegaScale 3072", "R14", "a100-80gb", 3072,
-     ("gpt", 96, 12288, 128, 64000, 2048, False), 6144,
+     MEGASCALE_175B, 6144,
      "tp=8,pp=8,schedule=interleaved,vpp=6", 48.7, "mfu"),
     ("MegaScale 12288", "R14", "a100-80gb", 12288,
-     ("gpt", 96, 12288, 128, 64000, 2048, False), 6144,
+     MEGASCALE_175B, 6144,
      "tp=8,pp=8,schedule=interleaved,vpp=6", 41.2, "mfu"),
     # Llama 3 405B (Meta 2024), Table 4, the 8K-sequence stages: tp 8,
     # pp 16, FSDP sharding optimizer state and gradients (ZeRO-2), no
     # activation checkpointing, the interleaved schedule (depth not given),
     # 16M tokens per batch.
     ("Llama3 405B 8K", "R1", "h100", 8192,
-     ("llama", 126, 16384, 128, 8, 53248, 128256, 8192), 2048,
+     LLAMA3_405B, 2048,
      "tp=8,pp=16,zero=2,recompute=none,schedule=interleaved,attention=flash",
      43, "mfu"),
     ("Llama3 405B 16K", "R1", "h100", 16384,
-     ("llama", 126, 16384, 128, 8, 53248, 128256, 8192), 2048,
+     LLAMA3_405B, 2048,
      "tp=8,pp=16,zero=2,recompute=none,schedule=interleaved,attention=flash",
      41, "mfu"),
     # Nemotron-4 15B (NVIDIA 2024), Table 2: tp 8, data parallelism with
@@ -218,13 +227,13 @@ HELD_OUT = [
     # flash attention). Its squared-ReLU MLP of 4h is priced as a SwiGLU of
     # the same FLOPs (inner size 2/3 x 4h).
     ("Nemotron4 15B 768", "R10", "h100", 768,
-     ("llama", 32, 6144, 48, 8, 16384, 256000, 4096), 384,
+     NEMOTRON4_15B, 384,
      "tp=8,pp=1,zero=1,attention=flash", 34.3, "mfu"),
     ("Nemotron4 15B 1536", "R10", "h100", 1536,
-     ("llama", 32, 6144, 48, 8, 16384, 256000, 4096), 768,
+     NEMOTRON4_15B, 768,
      "tp=8,pp=1,zero=1,attention=flash", 33.3, "mfu"),
     ("Nemotron4 15B 2304", "R10", "h100", 2304,
-     ("llama", 32, 6144, 48, 8, 16384, 256000, 4096), 1152,
+     NEMOTRON4_15B, 1152,
      "tp=8,pp=1,zero=1,attention=flash", 30.5, "mfu"),
     # Megatron-LM's README (2024): GPT-3 175B, vocabulary 131072, sequence
     # 4096, batch 1152 on H100, flash attention (Megatron-Core through
@@ -233,25 +242,25 @@ HELD_OUT = [
     # is slower than priced (ir/BackendCapabilities.def), so runs of 2023 on
     # that used FlashAttention pin it.
     ("MLM 175B 96", "R4", "h100", 96,
-     ("gpt", 96, 12288, 96, 131072, 4096, False), 1152,
+     GPT3_175B_H100, 1152,
      "tp=8,attention=flash", 47, "mfu"),
     ("MLM 175B 4608", "R4", "h100", 4608,
-     ("gpt", 96, 12288, 96, 131072, 4096, False), 1152,
+     GPT3_175B_H100, 1152,
      "tp=8,attention=flash", 42, "mfu"),
     # IBM and Meta's FSDP blog (2024): Llama 2 shapes, FSDP full sharding
     # (ZeRO-3), 2 sequences of 4096 per GPU, FlashAttention-2; 7B without
     # activation checkpointing, 70B with full checkpointing.
     ("FSDP 7B A100", "R15", "a100-80gb", 128,
-     ("llama", 32, 4096, 32, 32, 11008, 32000, 4096), 256,
+     LLAMA2_7B, 256,
      "tp=1,pp=1,zero=3,mbs=2,recompute=none,attention=flash", 57, "mfu"),
     ("FSDP 7B H100", "R15", "h100", 96,
-     ("llama", 32, 4096, 32, 32, 11008, 32000, 4096), 192,
+     LLAMA2_7B, 192,
      "tp=1,pp=1,zero=3,mbs=2,recompute=none,attention=flash", 37, "mfu"),
     ("FSDP 70B A100", "R15", "a100-80gb", 128,
-     ("llama", 80, 8192, 64, 8, 28672, 32000, 4096), 256,
+     LLAMA2_70B, 256,
      "tp=1,pp=1,zero=3,mbs=2,recompute=full,attention=flash", 50, "mfu"),
     ("FSDP 70B H100", "R15", "h100", 96,
-     ("llama", 80, 8192, 64, 8, 28672, 32000, 4096), 192,
+     LLAMA2_70B, 192,
      "tp=1,pp=1,zero=3,mbs=2,recompute=full,attention=flash", 34, "mfu"),
 ]
 

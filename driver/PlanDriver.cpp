@@ -233,6 +233,7 @@ static std::string suggestGpus(ModelProfile &Profile, const Cluster &Cl,
     SearchOptions More = SO;
     More.TopK = 1;
     More.GlobalBatch = SO.GlobalBatch * Factor;
+    More.WarnUnpricedPins = false;
     Expected<SearchResult> R = searchPlans(Profile, Bigger, More);
     if (!R) {
       consumeError(R.takeError());
@@ -261,6 +262,7 @@ static std::string suggestLayers(ModelProfile &Profile, const Cluster &Cl,
     Fewer.TopK = 1;
     Fewer.KeepBlocks = Keep;
     Fewer.Progress = nullptr;
+    Fewer.WarnUnpricedPins = false;
     Expected<SearchResult> R = searchPlans(Profile, Cl, Fewer);
     if (!R) {
       consumeError(R.takeError());

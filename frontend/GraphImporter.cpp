@@ -689,12 +689,25 @@ LogicalResult GraphImporter::importBody(const onnx::GraphProto &Body,
   return Result;
 }
 
+GraphImporter::Checkpoint GraphImporter::checkpoint() const {
+  return {G->getNodes().empty() ? nullptr : &G->getNodes().back(),
+          G->getDimEqualities()};
+}
+
+void GraphImporter::rollBack(const Checkpoint &C) {
+  // Newest first, so that every result is unused when its node goes.
+  while (!G->getNodes().empty() && &G->getNodes().back() != C.Last)
+    G->getNodes().back().erase();
+  bool Recording = G->getDimEqualities().isRecording();
+  G->getDimEqualities() = C.Equalities;
+  G->getDimEqualities().setRecording(Recording);
+}
+
 LogicalResult
 GraphImporter::measureBody(const onnx::GraphProto &Body,
                            ArrayRef<OnnxValue> Inputs, StringRef Where,
                            function_ref<void(ArrayRef<const Node *>)> Measure) {
-  Node *Mark = G->getNodes().empty() ? nullptr : &G->getNodes().back();
-  DimEqualities SavedEqualities = G->getDimEqualities();
+  Checkpoint Mark = checkpoint();
   unsigned Errors = Diag.getNumErrors();
   bool WasQuiet = Diag.isQuiet();
   std::vector<OpaqueOpType> SavedOpaque = OpaqueOps;
@@ -710,16 +723,13 @@ GraphImporter::measureBody(const onnx::GraphProto &Body,
   Diag.dropErrorsAfter(Errors);
   if (succeeded(Result)) {
     std::vector<const Node *> Created;
-    auto It = Mark ? std::next(Mark->getIterator()) : G->getNodes().begin();
+    auto It =
+        Mark.Last ? std::next(Mark.Last->getIterator()) : G->getNodes().begin();
     for (; It != G->getNodes().end(); ++It)
       Created.push_back(&*It);
     Measure(Created);
   }
-  // Newest first, so that every result is unused when its node goes.
-  while (!G->getNodes().empty() && &G->getNodes().back() != Mark)
-    G->getNodes().back().erase();
-  SavedEqualities.setRecording(G->getDimEqualities().isRecording());
-  G->getDimEqualities() = std::move(SavedEqualities);
+  rollBack(Mark);
   OpaqueOps = std::move(SavedOpaque);
   NumImportedNodes = SavedImported;
   if (FirstTime)

@@ -84,6 +84,17 @@ public:
                            llvm::ArrayRef<OnnxValue> Inputs,
                            std::vector<OnnxValue> &Outputs,
                            llvm::StringRef Where);
+  /// Where the graph was before an import that may be given up (an
+  /// unrolling, a body measured): its last node and the dimension
+  /// equalities assumed so far.
+  struct Checkpoint {
+    Node *Last;
+    DimEqualities Equalities;
+  };
+  Checkpoint checkpoint() const;
+  /// Erases the nodes created since C, newest first, and forgets the
+  /// equalities assumed since.
+  void rollBack(const Checkpoint &C);
   /// Imports Body once with Inputs after the graph's last node, quietly (no
   /// diagnostic printed, no Opaque op noted), hands the nodes it created to
   /// Measure, then erases them: a body priced without being unrolled. Fails,

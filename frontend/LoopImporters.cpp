@@ -120,12 +120,12 @@ BodyWork &BodyWork::operator+=(const Node &Kernel) {
       Static &= !V;
       return;
     }
-    ElementType Ty = V->getType().getElementType();
-    if (isFloatElementType(Ty))
+    if (isFloatElementType(V->getType().getElementType()))
       FloatElements = addCapped(FloatElements, *Elements);
     else
-      for (unsigned Byte = 0; Byte < (getElementTypeBits(Ty) + 7) / 8; ++Byte)
-        OtherBytes = addCapped(OtherBytes, *Elements);
+      OtherBytes =
+          addCapped(OtherBytes, V->getType().getStaticSizeInBytes().value_or(
+                                    std::numeric_limits<int64_t>::max()));
   };
   for (const Value *O : Kernel.getOperands())
     Traffic(O);
@@ -169,28 +169,6 @@ LogicalResult autopar::keepOpaqueRunning(NodeImporter &N, StringRef Why,
   Attrs.set("body_float_elements", Attribute::getInt(Work->FloatElements));
   Attrs.set("body_other_bytes", Attribute::getInt(Work->OtherBytes));
   return keepOpaque(N, (Why + "; priced " + How).str(), Attrs);
-}
-
-/// Where the graph was before an unrolling that may be given up: its last
-/// node and the dimension equalities assumed so far.
-struct GraphMark {
-  Node *Last;
-  DimEqualities Equalities;
-};
-
-static GraphMark markGraph(Graph &G) {
-  return {G.getNodes().empty() ? nullptr : &G.getNodes().back(),
-          G.getDimEqualities()};
-}
-
-/// Erases the nodes created after Mark, newest first, and forgets the
-/// equalities assumed since: an unrolling given up.
-static void eraseNodesAfter(Graph &G, const GraphMark &Mark) {
-  while (!G.getNodes().empty() && &G.getNodes().back() != Mark.Last)
-    G.getNodes().back().erase();
-  bool Recording = G.getDimEqualities().isRecording();
-  G.getDimEqualities() = Mark.Equalities;
-  G.getDimEqualities().setRecording(Recording);
 }
 
 /// Loop(M?, cond?, v_initial...) with body(iter_num, cond_in, v_in...) ->
@@ -237,7 +215,6 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
   }
   bool ReadsIter = readsName(*Body, Body->input(0).name());
   bool ReadsCond = readsName(*Body, Body->input(1).name());
-  Graph &G = Importer.getGraph();
   // Not unrolled, a Loop whose trip count is known is priced as its first
   // iteration times the count (an upper bound where its condition can end
   // it earlier).
@@ -246,7 +223,7 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
     std::string Reason = Why.str();
     if (!Trip || *Trip <= 0)
       return keepOpaque(N, Reason);
-    GraphMark Before = markGraph(G);
+    GraphImporter::Checkpoint Before = Importer.checkpoint();
     std::vector<OnnxValue> Inputs(2);
     if (ReadsIter)
       Inputs[0].Tensor = N.createI64Constant({0}, /*Scalar=*/true);
@@ -254,7 +231,7 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
       Inputs[1].Tensor = Cond ? Cond : N.createBoolScalar(true);
     Inputs.insert(Inputs.end(), Initial.begin(), Initial.end());
     std::optional<BodyWork> Work = measureBody(N, *Body, Inputs);
-    eraseNodesAfter(G, Before);
+    Importer.rollBack(Before);
     return keepOpaqueRunning(N, Reason, Work, *Trip,
                              "as its body times " + std::to_string(*Trip) +
                                  " iterations");
@@ -262,13 +239,13 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
   int64_t BodyNodes = countNodes(*Body);
   if (Trip && *Trip > 0 && !fitsBudget(*Trip, BodyNodes))
     return OpaqueByBody(overBudget(*Trip, BodyNodes));
-  GraphMark Mark = markGraph(G);
+  GraphImporter::Checkpoint Mark = Importer.checkpoint();
   std::vector<std::vector<Value *>> Scans(NumScan);
   int64_t Before = Importer.getNumImportedNodes();
   int64_t Iter = 0;
   for (; (!Trip || Iter < *Trip) && *Running; ++Iter) {
     if (!fitsBudget(Iter + 1, BodyNodes)) {
-      eraseNodesAfter(G, Mark);
+      Importer.rollBack(Mark);
       return Opaque("its condition does not end it within " + Twine(Iter) +
                     " iterations: " + overBudget(Iter + 1, BodyNodes));
     }
@@ -290,7 +267,7 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
     }
     // Loops in the body unroll too: what was imported counts.
     if (Importer.getNumImportedNodes() - Before > MaxUnrolledNodes) {
-      eraseNodesAfter(G, Mark);
+      Importer.rollBack(Mark);
       return OpaqueByBody("with the loops in its body unrolled, it imports "
                           "more than the unroll budget of " +
                           Twine(MaxUnrolledNodes) + " nodes");
@@ -300,14 +277,14 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
     Running = getKnownScalar(Cond);
     // Past the last iteration the condition does not matter.
     if (!Running && !(Trip && Iter + 1 == *Trip)) {
-      eraseNodesAfter(G, Mark);
+      Importer.rollBack(Mark);
       return OpaqueByBody(
           "the condition its body computes is unknown at import");
     }
     Running = Running.value_or(0);
   }
   if (Iter == 0 && NumScan != 0) {
-    eraseNodesAfter(G, Mark);
+    Importer.rollBack(Mark);
     return Opaque("it runs no iteration, so its scan outputs have no shape "
                   "autopar knows");
   }
@@ -434,13 +411,12 @@ LogicalResult autopar::importScan(NodeImporter &N) {
   if (!fitsBudget(*Length, BodyNodes)) {
     // Priced as its first step times the length.
     std::string Why = overBudget(*Length, BodyNodes);
-    Graph &G = Importer.getGraph();
-    GraphMark Before = markGraph(G);
+    GraphImporter::Checkpoint Before = Importer.checkpoint();
     std::optional<std::vector<OnnxValue>> First = StepInputs(0);
     if (!First)
       return failure();
     std::optional<BodyWork> Work = measureBody(N, *Body, *First);
-    eraseNodesAfter(G, Before);
+    Importer.rollBack(Before);
     return keepOpaqueRunning(N, Why, Work, *Length,
                              "as its body times " + std::to_string(*Length) +
                                  " iterations");

@@ -677,8 +677,7 @@ SmallVector<unsigned, 4> paddedAxes(const Node &N) {
 /// resized to the whole size.
 SmallVector<unsigned, 4> resampledAxes(const Node &N) {
   unsigned Rank = rankOf(N.getOperand(0));
-  SmallVector<unsigned, 4> All(Rank);
-  std::iota(All.begin(), All.end(), 0);
+  SmallVector<unsigned, 4> All = allAxes(N);
   const Attribute *Coord = N.getAttr("coordinate_transformation_mode");
   if (Coord && (Coord->getString() == "tf_crop_and_resize" ||
                 Coord->getString() == "tf_half_pixel_for_nn"))

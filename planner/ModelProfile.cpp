@@ -349,32 +349,40 @@ std::vector<unsigned> ModelProfile::getRepeatedUnits() const {
   return Repeated;
 }
 
+/// What a rank holding units Ranges keeps: each unit's Total, less Size of
+/// a parameter that Shared lists again after the first unit holding it.
+static double
+heldOnce(ArrayRef<UnitCost> Costs,
+         ArrayRef<std::pair<unsigned, unsigned>> Ranges,
+         function_ref<double(const UnitCost &)> Total,
+         function_ref<ArrayRef<HeldParam>(const UnitCost &)> Shared,
+         function_ref<double(const HeldParam &)> Size) {
+  double Held = 0;
+  SmallPtrSet<const Value *, 4> Seen;
+  for (auto [Begin, End] : Ranges)
+    for (unsigned U = Begin; U != End; ++U) {
+      Held += Total(Costs[U]);
+      for (const HeldParam &H : Shared(Costs[U]))
+        if (!Seen.insert(H.Param).second)
+          Held -= Size(H);
+    }
+  return Held;
+}
+
 double
 autopar::heldParamElements(ArrayRef<UnitCost> Costs,
                            ArrayRef<std::pair<unsigned, unsigned>> Ranges) {
-  double Elements = 0;
-  SmallPtrSet<const Value *, 4> Shared;
-  for (auto [Begin, End] : Ranges)
-    for (unsigned U = Begin; U != End; ++U) {
-      Elements += Costs[U].ParamElements;
-      for (const HeldParam &H : Costs[U].SharedParams)
-        if (!Shared.insert(H.Param).second)
-          Elements -= H.Elements;
-    }
-  return Elements;
+  return heldOnce(
+      Costs, Ranges, [](const UnitCost &C) { return C.ParamElements; },
+      [](const UnitCost &C) { return ArrayRef<HeldParam>(C.SharedParams); },
+      [](const HeldParam &H) { return H.Elements; });
 }
 
 double
 autopar::heldFrozenBytes(ArrayRef<UnitCost> Costs,
                          ArrayRef<std::pair<unsigned, unsigned>> Ranges) {
-  double Bytes = 0;
-  SmallPtrSet<const Value *, 4> Shared;
-  for (auto [Begin, End] : Ranges)
-    for (unsigned U = Begin; U != End; ++U) {
-      Bytes += Costs[U].FrozenBytes;
-      for (const HeldParam &H : Costs[U].SharedFrozen)
-        if (!Shared.insert(H.Param).second)
-          Bytes -= getFrozenBytes(H);
-    }
-  return Bytes;
+  return heldOnce(
+      Costs, Ranges, [](const UnitCost &C) { return C.FrozenBytes; },
+      [](const UnitCost &C) { return ArrayRef<HeldParam>(C.SharedFrozen); },
+      [](const HeldParam &H) { return getFrozenBytes(H); });
 }

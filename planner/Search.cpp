@@ -31,7 +31,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <iterator>
 #include <limits>
@@ -66,17 +65,14 @@ AttentionKernel autopar::defaultAttentionKernel(const DeviceSpec &Device,
 }
 
 Error autopar::checkCapabilities(const Cluster &Cl, const PlanConfig &C,
-                                 StringRef Given) {
+                                 StringRef Given, bool WarnUnpriced) {
   RuntimeBackend B = getPlanBackend(Cl.Device.Name);
   std::optional<Capability> Missing =
       findCapability(B, C, CapabilitySupport::None);
   if (!Missing) {
-    // Said once per process: a search that finds no fit searches again
-    // (smaller models, more GPUs) with the same pins.
-    static std::atomic<bool> Warned(false);
     if (std::optional<Capability> Slow =
             findCapability(B, C, CapabilitySupport::Unpriced);
-        Slow && !Warned.exchange(true))
+        Slow && WarnUnpriced)
       WithColor::warning(errs(), "autopar")
           << Given << " " << getCapabilityChoice(*Slow) << ": the "
           << getBackendName(B) << " backend's " << getCapabilityWhat(*Slow)
@@ -803,7 +799,8 @@ static Error checkPins(const ModelProfile &Profile, const Cluster &Cl,
   // Overlap matters once there are replicas: pinned, or free to be.
   Pinned.DpOverlap = O.DpOverlap;
   Pinned.DP = F.DP ? *F.DP : 2;
-  if (Error E = checkCapabilities(Cl, Pinned, "--fix"))
+  if (Error E = checkCapabilities(Cl, Pinned, "--fix",
+                                  O.WarnUnpricedPins && O.ShardIndex == 0))
     return E;
   if (F.MicroBatch && Profile.getFixedBatch() &&
       *F.MicroBatch != *Profile.getFixedBatch())

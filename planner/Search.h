@@ -61,6 +61,10 @@ struct SearchOptions {
   /// mergeSearchResults joins their results into what one search would
   /// give.
   unsigned ShardIndex = 0, ShardCount = 1;
+  /// Warn about a pinned choice the backend runs slower than priced: the
+  /// first shard of the search the user asked for does; the other shards
+  /// and the searches for what would fit (driver/PlanDriver.cpp) do not.
+  bool WarnUnpricedPins = true;
   /// Plan a smaller model of the same shape: only the first KeepBlocks of
   /// the model's repeated units (ModelProfile::getRepeatedUnits), the other
   /// units as they are. What "the largest model that fits" searches over.
@@ -139,9 +143,10 @@ Precision defaultTrainingPrecision(const DeviceSpec &Device);
 /// An error unless the backend that runs the device's plans executes every
 /// choice of C (ir/BackendCapabilities.def): what a plan that is written
 /// must pass. Given names what chose it (`--fix`, `the given plan's`).
-/// What-if pricing (autopar explain) does not need it.
+/// What-if pricing (autopar explain) does not need it. With WarnUnpriced, a
+/// choice the backend runs slower than priced is warned about.
 llvm::Error checkCapabilities(const Cluster &Cl, const PlanConfig &C,
-                              llvm::StringRef Given);
+                              llvm::StringRef Given, bool WarnUnpriced = true);
 /// Flash attention where it exists: GPUs training in bf16 or fp16
 /// (FlashAttention's kernels take 16-bit inputs only) whose backend runs a
 /// flash kernel at its price (ir/BackendCapabilities.def); materialized

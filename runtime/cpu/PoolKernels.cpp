@@ -29,6 +29,8 @@
 
 #include "ir/Graph.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -241,7 +243,11 @@ Error autopar::runAveragePool(const KernelArgs &A) {
   return Error::success();
 }
 
-Error autopar::runGlobalAveragePool(const KernelArgs &A) {
+/// A global pool: each [batch, channel] plane of X (f32, rank >= 3) reduced
+/// to one value by Reduce(plane, its size), the result [batch, channel, 1,
+/// ...].
+static Error runGlobalPool(const KernelArgs &A,
+                           function_ref<float(const float *, int64_t)> Reduce) {
   if (Error E = checkF32Operands(A))
     return E;
   const Tensor &X = A.In[0];
@@ -256,14 +262,19 @@ Error autopar::runGlobalAveragePool(const KernelArgs &A) {
   const float *XD = X.data<float>();
   float *YD = A.Out[0].data<float>();
   parallelFor(X.getShape()[0] * X.getShape()[1], [&](int64_t Plane) {
-    const float *In = XD + Plane * InSize;
-    double Sum = 0;
-    for (int64_t J = 0; J != InSize; ++J)
-      Sum += In[J];
-    YD[Plane] = InSize ? float(Sum / double(InSize))
-                       : std::numeric_limits<float>::quiet_NaN();
+    YD[Plane] = Reduce(XD + Plane * InSize, InSize);
   });
   return Error::success();
+}
+
+Error autopar::runGlobalAveragePool(const KernelArgs &A) {
+  return runGlobalPool(A, [](const float *In, int64_t Size) {
+    double Sum = 0;
+    for (int64_t J = 0; J != Size; ++J)
+      Sum += In[J];
+    return Size ? float(Sum / double(Size))
+                : std::numeric_limits<float>::quiet_NaN();
+  });
 }
 
 /// LpPool's and GlobalLpPool's p, a positive integer (2 when absent).
@@ -328,28 +339,13 @@ Error autopar::runLpPool(const KernelArgs &A) {
 }
 
 Error autopar::runGlobalLpPool(const KernelArgs &A) {
-  if (Error E = checkF32Operands(A))
-    return E;
   Expected<int64_t> P = getLpPoolP(A);
   if (!P)
     return P.takeError();
-  const Tensor &X = A.In[0];
-  if (X.getRank() < 3)
-    return A.error("operand 0 " + X.getTypeString() +
-                   " must have a batch, a channel and a spatial dimension");
-  Shape YShape = toShape(X.getShape().take_front(2));
-  YShape.resize(X.getRank(), 1);
-  if (Error E = A.checkShape(0, YShape))
-    return E;
-  int64_t InSize = getNumElements(X.getShape().drop_front(2));
-  const float *XD = X.data<float>();
-  float *YD = A.Out[0].data<float>();
-  parallelFor(X.getShape()[0] * X.getShape()[1], [&](int64_t Plane) {
-    const float *In = XD + Plane * InSize;
+  return runGlobalPool(A, [&](const float *In, int64_t Size) {
     double Sum = 0;
-    for (int64_t J = 0; J != InSize; ++J)
+    for (int64_t J = 0; J != Size; ++J)
       Sum += absPow(In[J], *P);
-    YD[Plane] = lpRoot(Sum, *P);
+    return lpRoot(Sum, *P);
   });
-  return Error::success();
 }
