@@ -96,6 +96,12 @@ std::optional<AttrDict> NodeImporter::convertAttrs(OpId Op,
     if (Spec && Spec->Kind == Attribute::Kind::Float &&
         Converted->isa(Attribute::Kind::Int))
       *Converted = Attribute::getFloat(double(Converted->getInt()));
+    if (Spec && !Spec->accepts(*Converted)) {
+      error("attribute '" + A.name() + "' must be " +
+            getAttributeKindName(Spec->Kind) + ", got " +
+            getAttributeKindName(Converted->getKind()));
+      return std::nullopt;
+    }
     Attrs.set(A.name(), std::move(*Converted));
   }
   return Attrs;

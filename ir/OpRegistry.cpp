@@ -157,6 +157,13 @@ bool OpInfo::allowsOtherAttrs() const {
   return getParsedSpecs(this).AllowsOtherAttrs;
 }
 
+bool AttrSpec::accepts(const Attribute &A) const {
+  // `[]` reads back as an empty int list; it is also an empty float list.
+  if (Kind == Attribute::Kind::FloatList && A.isa(Attribute::Kind::IntList))
+    return A.getIntList().empty();
+  return A.isa(Kind);
+}
+
 const AttrSpec *OpInfo::lookupAttr(StringRef AttrName) const {
   for (const AttrSpec &Spec : getAttrSchema())
     if (Spec.Name == AttrName)

@@ -90,6 +90,10 @@ struct AttrSpec {
   std::string Name;
   Attribute::Kind Kind;
   bool Required;
+
+  /// Whether A has this attribute's kind (`[]`, an empty int list, is also
+  /// an empty float list).
+  bool accepts(const Attribute &A) const;
 };
 
 struct OpInfo {

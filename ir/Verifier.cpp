@@ -35,13 +35,6 @@ static void verifyAttrs(const Graph &G, const AttrDict &Attrs, const OpInfo *Op,
                         ArrayRef<const Value *> Annotated,
                         function_ref<void(const Twine &)> Report);
 
-static bool kindMatches(Attribute::Kind Expected, const Attribute &A) {
-  // `[]` reads back as an empty int list; it is also an empty float list.
-  if (Expected == Attribute::Kind::FloatList && A.isa(Attribute::Kind::IntList))
-    return A.getIntList().empty();
-  return A.isa(Expected);
-}
-
 LogicalResult Verifier::verify() {
   ErrorsBefore = Diag.getNumErrors();
   for (const std::unique_ptr<Value> &In : G.getInputs()) {
@@ -203,7 +196,7 @@ static void verifyAttrs(const Graph &G, const AttrDict &Attrs, const OpInfo *Op,
     const std::string &Name = E.first;
     const Attribute &A = E.second;
     if (const AttrSpec *Spec = Op ? Op->lookupAttr(Name) : nullptr) {
-      if (!kindMatches(Spec->Kind, A))
+      if (!Spec->accepts(A))
         Report("attribute '" + Name + "' must be " +
                getAttributeKindName(Spec->Kind) + ", got " +
                getAttributeKindName(A.getKind()));
