@@ -22,6 +22,8 @@
 //   Gather                           the indices
 //   Attention                        Q, K, V; unfused: the probabilities
 //                                    (attention core); fused: the output
+//                                    (unless an output projection keeps
+//                                    it, through views and transposes)
 //                                    and the fp32 log-sum-exp per row
 //   everything else                  nothing (adds, views, rotary, reduces)
 //
@@ -111,8 +113,33 @@ double rowsOf(const Value *V, unsigned NormDims) {
   return Rows;
 }
 
+/// Whether V reaches, through views and transposes only, the input of a
+/// product that keeps it for its weight's gradient (an output projection):
+/// flash attention's backward reads its output, and an implementation that
+/// writes it in the projection's layout (Megatron-Core's [s, b, h]; the CPU
+/// runtime) keeps that one tensor for both.
+bool keptByProjection(const Value *V, const GradientFlow &Flow) {
+  for (const Node *User : V->getUsers()) {
+    OpId Op = User->getOp();
+    if (runsNoKernel(Op) || Op == OpId::Transpose) {
+      if (User->getNumResults() && User->getResult(0) &&
+          keptByProjection(User->getResult(0), Flow))
+        return true;
+      continue;
+    }
+    KernelFamily K = getKernelFamily(Op);
+    if ((K == KernelFamily::MatMul || K == KernelFamily::Linear ||
+         K == KernelFamily::Gemm) &&
+        User->getNumOperands() > 1 && User->getOperand(0) == V &&
+        Flow.needsGrad(User->getOperand(1)))
+      return true;
+  }
+  return false;
+}
+
 void attentionSaved(const Node &N, const std::optional<OpLoops> &Loops,
-                    const CostSettings &Settings, Collector &C) {
+                    const CostSettings &Settings, const GradientFlow &Flow,
+                    Collector &C) {
   C.operand(0);
   C.operand(1);
   C.operand(2);
@@ -136,7 +163,8 @@ void attentionSaved(const Node &N, const std::optional<OpLoops> &Loops,
   }
   // Loops: B 0, H 1, Sq 2, Skv 3.
   if (Settings.Attention == AttentionKernel::Flash) {
-    C.result(0);
+    if (!keptByProjection(N.getResult(0), Flow))
+      C.result(0);
     C.internal({0, 1, 2}, B * Heads * Sq, 4, /*Core=*/false);
   } else {
     // The probabilities, and with dropout its mask (a byte) and the dropped
@@ -219,7 +247,7 @@ void autopar::getSavedTensors(const Node &N,
       C.operand(1);
     return;
   case SavedRule::Attention:
-    attentionSaved(N, Loops, Settings, C);
+    attentionSaved(N, Loops, Settings, Flow, C);
     return;
   }
 }

@@ -162,11 +162,69 @@ static Error checkSignalRank(const onnx::NodeProto &N,
   return Error::success();
 }
 
+/// libonnx 1.12's inference functions read their schema's attributes
+/// unchecked (Scan's num_scan_inputs and body: a SIGSEGV when a Scan nested
+/// in a Loop's body lacked them, found by the importer's fuzzer): N and
+/// every node of its subgraphs must have their required attributes, each
+/// attribute of the kind its schema declares, and window attributes
+/// positive.
+static Error
+checkAttrsForOnnx(const onnx::NodeProto &N,
+                  const std::unordered_map<std::string, int> &Imports) {
+  if (Error E = checkWindowAttrs(N))
+    return E;
+  std::string Domain = getDefaultDomain(N.domain());
+  auto Version = Imports.find(Domain);
+  const onnx::OpSchema *Schema =
+      Version == Imports.end() ? nullptr
+                               : onnx::OpSchemaRegistry::Schema(
+                                     N.op_type(), Version->second, Domain);
+  auto Fail = [&](const Twine &Msg) {
+    std::string Where = N.name().empty() ? "" : " '" + N.name() + "'";
+    return createStringError(inconvertibleErrorCode(),
+                             "node" + Where + " (" + N.op_type() + "): " + Msg);
+  };
+  if (Schema) {
+    for (const auto &[Name, Spec] : Schema->attributes()) {
+      const onnx::AttributeProto *Found = nullptr;
+      for (const onnx::AttributeProto &A : N.attribute())
+        if (A.name() == Name)
+          Found = &A;
+      if (!Found && Spec.required)
+        return Fail("attribute '" + Name + "' is required");
+      if (Found && Found->type() != Spec.type)
+        return Fail("attribute '" + Name + "' must be " +
+                    onnx::AttributeProto::AttributeType_Name(Spec.type) +
+                    ", got " +
+                    onnx::AttributeProto::AttributeType_Name(Found->type()));
+    }
+  }
+  for (const onnx::AttributeProto &A : N.attribute()) {
+    auto Nested = [&](const onnx::GraphProto &G) -> Error {
+      for (const onnx::NodeProto &Inner : G.node())
+        if (Error E = checkAttrsForOnnx(Inner, Imports))
+          return E;
+      return Error::success();
+    };
+    if (A.has_g())
+      if (Error E = Nested(A.g()))
+        return E;
+    for (const onnx::GraphProto &G : A.graphs())
+      if (Error E = Nested(G))
+        return E;
+  }
+  return Error::success();
+}
+
 Expected<std::vector<std::optional<TensorType>>>
 autopar::inferTypesWithOnnx(const onnx::NodeProto &N,
                             ArrayRef<OnnxInferenceInput> Inputs,
                             ArrayRef<std::pair<std::string, int64_t>> Opsets) {
-  if (Error E = checkWindowAttrs(N))
+  std::unordered_map<std::string, int> Imports;
+  for (const auto &[Domain, Version] : Opsets)
+    Imports[getDefaultDomain(Domain)] =
+        int(std::clamp<int64_t>(Version, 1, INT32_MAX));
+  if (Error E = checkAttrsForOnnx(N, Imports))
     return E;
   if (Error E = checkSignalRank(N, Inputs))
     return E;
@@ -192,10 +250,6 @@ autopar::inferTypesWithOnnx(const onnx::NodeProto &N,
       setTensorData(*In.Data, *DataType, *Init);
     }
   }
-  std::unordered_map<std::string, int> Imports;
-  for (const auto &[Domain, Version] : Opsets)
-    Imports[getDefaultDomain(Domain)] =
-        int(std::clamp<int64_t>(Version, 1, INT32_MAX));
   try {
     onnx::ShapeInferenceOptions Options(/*check_type=*/false,
                                         /*error_mode=*/1,
