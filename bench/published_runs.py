@@ -29,6 +29,13 @@ Each is pinned as far as its source says and searched for the rest; the
 table prints each error in the run's own convention and their mean and
 worst.
 
+Free plans: for each held-out run, the search's own plan (only the shape,
+the GPUs, the batch and the frozen buffers given) against the pinned one,
+with the gain of each choice that differs when set alone on the pinned plan
+(the effect the advantage comes from, or "does not fit alone"), flagged
+where its MFU is more than 10% above the best MFU published for the device
+among the held-out runs.
+
 Usage: bench/published-runs.sh [--fit]
   --fit  also finds the SustainedFraction that makes the fitted runs'
          geometric-mean error zero (bisection, through --cluster files).
@@ -318,6 +325,91 @@ def held_out(tmp):
            100 * geomean_error(known) if known else 0, 100 * worst))
 
 
+# The plan's choices as --fix keys: (JSON field, --fix key, value as pinned).
+KNOBS = [
+    ("tp", "tp", str), ("pp", "pp", str), ("mbs", "mbs", str),
+    ("schedule", "schedule", str), ("vpp", "vpp", str),
+    ("zero_stage", "zero", str), ("recompute", "recompute", str),
+    ("sequence_parallel", "sp", lambda v: "on" if v else "off"),
+    ("offload", "offload", str), ("precision", "precision", str),
+    ("attention", "attention", str),
+    ("dp_overlap", "dp-overlap", lambda v: "on" if v else "off"),
+]
+
+
+def as_fix(d, changed=None):
+    """The --fix string of plan d's choices, with changed's replacing its."""
+    pins = {}
+    for field, key, show in KNOBS:
+        pins[key] = show(d[field])
+    pins.update(changed or {})
+    if pins["schedule"] != "interleaved":
+        pins.pop("vpp")
+    return ",".join("%s=%s" % kv for kv in pins.items())
+
+
+def free_plans(tmp):
+    """Each held-out run's free plan (only the model, GPUs, batch and the
+    frozen buffers given) against its pinned plan, with the gain of each
+    choice that differs, set alone on the pinned plan: the effect the free
+    plan's advantage comes from. Flags free plans whose MFU is more than
+    10% above the best MFU published for the device in this file."""
+    best = {}
+    for (_, _, device, _, _, _, _, published, convention) in HELD_OUT:
+        if convention == "mfu":
+            best[device] = max(best.get(device, 0), published)
+    # The 40 GB A100 computes as the 80 GB one.
+    best.setdefault("a100-40gb", best.get("a100-80gb", 0))
+    print("Free plans (the search's own choice for each held-out run, "
+          "nothing pinned but the shape, GPUs and batch): MFU %, the "
+          "pinned plan's, and each differing choice's gain set alone on "
+          "the pinned plan")
+    print("%-19s %9s %6s %6s %7s  %s" % ("run", "device", "pinned", "free",
+                                        "free/pin", "choices that differ: "
+                                        "gain alone"))
+    flagged = 0
+    for (name, _, device, gpus, spec, batch, fix, _, _) in HELD_OUT:
+        extra = ["--freeze", "rotary_emb"] if spec[0] == "llama" else []
+        model = build_model(tmp, spec)
+        try:
+            pinned = plan(model, gpus, batch, fix, device=device, extra=extra)
+            free = plan(model, gpus, batch, None, device=device, extra=extra)
+        except subprocess.CalledProcessError:
+            print("%-19s %9s  no plan" % (name, device))
+            continue
+        effects = []
+        for field, key, show in KNOBS:
+            if field == "vpp" and free["schedule"] != "interleaved":
+                continue
+            if show(free[field]) == show(pinned[field]):
+                continue
+            change = {key: show(free[field])}
+            if field == "schedule" and free[field] == "interleaved":
+                change["vpp"] = str(free["vpp"])
+            try:
+                alone = plan(model, gpus, batch, as_fix(pinned, change),
+                             device=device, extra=extra)
+                gain = "%+.1f%%" % (100 * (alone["tokens_per_s"] /
+                                           pinned["tokens_per_s"] - 1))
+            except subprocess.CalledProcessError:
+                gain = "does not fit alone"
+            if gain in ("+0.0%", "-0.0%"):
+                continue
+            effects.append("%s=%s %s" % (key, show(free[field]), gain))
+        mfu = 100 * free["mfu"]
+        above = best.get(device) and mfu > 1.1 * best[device]
+        flagged += bool(above)
+        print("%-19s %9s %6.1f %6.1f %7.3f  %s%s" %
+              (name, device, 100 * pinned["mfu"], mfu,
+               free["tokens_per_s"] / pinned["tokens_per_s"],
+               "; ".join(effects) or "the same choices",
+               "  [above the best published %s MFU %.1f%% by more than 10%%]"
+               % (device, best[device]) if above else ""))
+    print("free plans more than 10%% above the best published MFU for their "
+          "device: %d (best published: %s)" %
+          (flagged, ", ".join("%s %.1f%%" % kv for kv in sorted(best.items()))))
+
+
 def geomean_error(errors):
     return math.exp(sum(math.log(1 + e) for e in errors) / len(errors)) - 1
 
@@ -354,6 +446,9 @@ def main():
 
         print()
         held_out(tmp)
+
+        print()
+        free_plans(tmp)
 
         if fit:
             lo, hi = 0.5, 1.0

@@ -827,8 +827,9 @@ const TensorType *GraphImporter::getDeclaredType(StringRef OnnxName) const {
 
 std::string GraphImporter::makeFreshName(StringRef Base) {
   std::string Name = Base.str();
-  for (unsigned N = 1; G->isNameUsed(Name) || ModelNames.count(Name); ++N)
-    Name = (Base + "_" + Twine(N)).str();
+  unsigned &Last = FreshSuffixes[Base];
+  while (G->isNameUsed(Name) || ModelNames.count(Name))
+    Name = (Base + "_" + Twine(++Last)).str();
   ModelNames.insert(Name);
   return Name;
 }

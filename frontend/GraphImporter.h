@@ -167,6 +167,10 @@ private:
   llvm::DenseSet<const onnx::GraphProto *> ImportedBodies;
   llvm::StringMap<TensorType> DeclaredTypes;
   llvm::StringSet<> ModelNames;
+  /// Per base name, the last suffix makeFreshName gave it: the names below
+  /// it are in ModelNames for good, so the next search starts there (an
+  /// unrolled loop names each iteration's values without rescanning).
+  llvm::StringMap<unsigned> FreshSuffixes;
   llvm::StringSet<> InitializerNames;
   llvm::StringMap<const onnx::TensorProto *> Initializers;
   llvm::StringMap<int64_t> Bindings;
