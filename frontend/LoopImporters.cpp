@@ -218,7 +218,10 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
   // Not unrolled, a Loop whose trip count is known is priced as its first
   // iteration times the count (an upper bound where its condition can end
   // it earlier).
+  // The unrolling below advances Cond and Carried to values that a roll
+  // back erases: the measured body reads the node's own inputs.
   std::vector<OnnxValue> Initial = Carried;
+  Value *InitialCond = Cond;
   auto OpaqueByBody = [&](const Twine &Why) {
     std::string Reason = Why.str();
     if (!Trip || *Trip <= 0)
@@ -228,7 +231,7 @@ LogicalResult autopar::importLoop(NodeImporter &N) {
     if (ReadsIter)
       Inputs[0].Tensor = N.createI64Constant({0}, /*Scalar=*/true);
     if (ReadsCond)
-      Inputs[1].Tensor = Cond ? Cond : N.createBoolScalar(true);
+      Inputs[1].Tensor = InitialCond ? InitialCond : N.createBoolScalar(true);
     Inputs.insert(Inputs.end(), Initial.begin(), Initial.end());
     std::optional<BodyWork> Work = measureBody(N, *Body, Inputs);
     Importer.rollBack(Before);
