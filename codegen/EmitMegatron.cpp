@@ -102,6 +102,13 @@ std::string autopar::renderMegatronArgs(const PlanRecord &R) {
     if (P.Zero >= 1)
       OS << "--overlap-param-gather\n";
   }
+  // Gradients reduced as priced: Megatron-LM reduces in fp32 under bf16
+  // and in 16 bits under fp16 unless told otherwise.
+  if (P.DP > 1 && P.GradReduce == Precision::BF16)
+    OS << "--grad-reduce-in-bf16\n";
+  else if (P.DP > 1 && P.GradReduce == Precision::FP32 &&
+           P.TrainPrecision == Precision::FP16)
+    OS << "--accumulate-allreduce-grads-in-fp32\n";
   if (P.Zero == 3)
     OS << "# ZeRO-3: the distributed optimizer shards optimizer state and "
           "gradients only; parameters stay replicated in Megatron-LM\n";

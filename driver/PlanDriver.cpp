@@ -465,6 +465,7 @@ static Expected<CheckedOptions> checkOptions(const PlanDriverOptions &O) {
   Expected<PlanFixes> Fixes = PlanFixes::parse(O.Fix);
   if (!Fixes)
     return fail(ExitBadOptions, toString(Fixes.takeError()));
+
   if (O.ClusterFile.empty() && O.ClusterJSON.empty() && O.Gpus < 1)
     return fail(ExitBadOptions, "--gpus N is required (or --cluster "
                                 "FILE.json)");
@@ -480,6 +481,18 @@ static Expected<CheckedOptions> checkOptions(const PlanDriverOptions &O) {
   if (!O.CalibrationFile.empty())
     if (Error E = loadCalibration(O.CalibrationFile, Cl->Device))
       return fail(ExitBadOptions, "--calibration: " + toString(std::move(E)));
+  // Gradients are reduced in fp32 or in the precision they are computed in.
+  if (Fixes->GradReduce && *Fixes->GradReduce != Precision::FP32) {
+    Precision Compute =
+        Fixes->TrainPrecision.value_or(defaultTrainingPrecision(Cl->Device));
+    if (*Fixes->GradReduce != Compute)
+      return fail(ExitBadOptions,
+                  "--fix grad-reduce=" + getPrecisionName(*Fixes->GradReduce) +
+                      ": gradients are reduced in fp32 or in the compute "
+                      "precision, which is " +
+                      getPrecisionName(Compute) + " here; pin precision=" +
+                      getPrecisionName(*Fixes->GradReduce) + " with it");
+  }
   if (O.GlobalBatch < 0)
     return fail(ExitBadOptions, "--global-batch " + Twine(O.GlobalBatch) +
                                     ": must be positive");
@@ -598,6 +611,8 @@ static SearchOptions makeSearchOptions(const PlanDriverOptions &O,
       Plan ? Plan->DpOverlap
            : Fixes.DpOverlap.value_or(hasCapability(
                  getPlanBackend(C.Cl.Device.Name), Capability::OverlapDpSync));
+  SO.GradReduce =
+      Plan ? Plan->GradReduce : Fixes.GradReduce.value_or(Precision::FP32);
   SO.TopK = O.TopK;
   SO.TpAcrossNodes = O.TpAcrossNodes;
   return SO;

@@ -929,6 +929,14 @@ static LogicalResult importMultiHeadAttention(NodeImporter &N) {
     return KeepOpaque("no positive num_heads or no query");
   if (N.getInput(8) || N.getInput(9))
     return KeepOpaque("past_sequence_length or cache_indirection");
+  // The attention bias is added to the scores: a float tensor (ONNX
+  // Runtime's schema says T, the query's type).
+  if (Value *AttnBias = N.getInput(5))
+    if (!isFloatElementType(AttnBias->getType().getElementType())) {
+      N.error("attention_bias must be a float tensor, got " +
+              AttnBias->getType().str());
+      return failure();
+    }
   bool Packed = Q->getType().getRank() == 5 && !K && !V;
   if (Packed) {
     // [batch, seq, heads, 3, head_size]: three [batch, seq, hidden].

@@ -811,6 +811,10 @@ Error autopar::checkPlanInvariants(const PlanRecord &R, StringRef Prefix) {
     Fail("the " + getScheduleName(P.Schedule) +
          " schedule needs plan.vpp == 1, got " + Twine(P.VPP));
   }
+  if (P.GradReduce != Precision::FP32 && P.GradReduce != P.TrainPrecision)
+    Fail("plan.grad_reduce " + getPrecisionName(P.GradReduce) +
+         " must be fp32 or plan.precision " +
+         getPrecisionName(P.TrainPrecision));
   if (offloadsParameters(P.Offload) && P.Zero != 3)
     Fail("plan.offload " + getOffloadName(P.Offload) +
          " offloads parameters, which needs plan.zero_stage 3, got " +

@@ -84,6 +84,9 @@ struct InsertGradSyncOptions {
   double BucketMiB = GradientBucketBytes / (1024 * 1024);
   /// ZeRO stage: 0 all-reduce; 1-3 shard parameters (3 gathers per use).
   int64_t Zero = 0;
+  /// The element type buckets of wider float gradients are reduced in
+  /// (cast before the collective, back after), or empty: as they are.
+  std::string Reduce;
   /// The mesh and its data-parallel axis: the options, or else the split
   /// of the graph's batch inputs (split-batch), resolved per graph.
   std::string Mesh, Axis;
@@ -95,6 +98,12 @@ struct InsertGradSyncOptions {
     if (Zero < 0 || Zero > 3)
       return createStringError(inconvertibleErrorCode(),
                                "insert-grad-sync: zero must be 0, 1, 2 or 3");
+    if (!Reduce.empty() && Reduce != "f32" && Reduce != "bf16" &&
+        Reduce != "f16")
+      return createStringError(inconvertibleErrorCode(),
+                               "insert-grad-sync: reduce must be f32, bf16 "
+                               "or f16, not '" +
+                                   Reduce + "'");
     return Error::success();
   }
 };
@@ -107,6 +116,9 @@ public:
     Options.bind("zero", &Opts.Zero,
                  "ZeRO stage: 0 all-reduce; 1-3 sharded parameters, "
                  "reduce-scattered gradients");
+    Options.bind("reduce", &Opts.Reduce,
+                 "Element type the gradient buckets are reduced in: f32, "
+                 "bf16 or f16 (default: the gradients' own)");
     Options.bind("mesh", &GivenMesh,
                  "Mesh of the collectives (default: the batch split's)");
     Options.bind("axis", &GivenAxis,
@@ -202,11 +214,34 @@ Error InsertGradSyncPass::syncBucket(Graph &G, ArrayRef<Value *> Grads,
       return C.takeError();
     Bucket = *C;
   }
+  // A narrower reduction type: the bucket travels cast to it and is cast
+  // back (Megatron-Core's --grad-reduce-in-bf16).
+  ElementType Wide = Bucket->getType().getElementType();
+  std::optional<ElementType> Narrow =
+      Opts.Reduce.empty() ? std::nullopt : parseElementTypeName(Opts.Reduce);
+  bool Cast = Narrow && *Narrow != Wide && isFloatElementType(Wide) &&
+              getElementTypeBits(*Narrow) < getElementTypeBits(Wide);
+  auto CastTo = [&](Value *V, ElementType To) -> Expected<Value *> {
+    AttrDict A;
+    A.set("to", Attribute::getString(getElementTypeName(To)));
+    return B.emit1(OpId::Cast, {V}, std::move(A));
+  };
+  if (Cast) {
+    Expected<Value *> Down = CastTo(Bucket, *Narrow);
+    if (!Down)
+      return Down.takeError();
+    Bucket = *Down;
+  }
   Expected<Value *> Synced =
       B.emit1(Scatter ? OpId::ReduceScatter : OpId::AllReduce, {Bucket},
               collectiveAttrs(Scatter));
   if (!Synced)
     return Synced.takeError();
+  if (Cast) {
+    Synced = CastTo(*Synced, Wide);
+    if (!Synced)
+      return Synced.takeError();
+  }
   SmallVector<Value *, 8> Parts{*Synced};
   if (Grads.size() > 1) {
     Expected<SmallVector<Value *, 3>> S =

@@ -90,7 +90,11 @@ static std::string getUpdateTail(const PlanConfig &C) {
   // no batch_split to find it from.
   if (C.DP > 1)
     Tail += ",insert-grad-sync{zero=" + std::to_string(C.Zero) +
-            " mesh=" + PlanMeshName + " axis=" + DataParallelAxis + "}";
+            " mesh=" + PlanMeshName + " axis=" + DataParallelAxis +
+            (C.GradReduce == Precision::BF16   ? " reduce=bf16"
+             : C.GradReduce == Precision::FP16 ? " reduce=f16"
+                                               : "") +
+            "}";
   // Offload: where the optimizer states (and with `cpu`/`nvme` the
   // parameters) live between uses.
   StringRef States = "device", Params = "device";

@@ -549,8 +549,14 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   // latency.
   std::vector<double> RankGathers(C.PP, 0), RankScatters(C.PP, 0),
       RankParamGathers(C.PP, 0);
-  // Weights and gradients travel in the compute precision.
+  // Weights travel in the compute precision (a 16-bit copy is gathered);
+  // gradients in the plan's grad-reduce precision: fp32 by default, the
+  // gradient of an fp32 master weight (passes/MixedPrecision.cpp), as
+  // Megatron-LM under bf16 and Llama 3 (FP32 reduce-scatter, Meta 2024,
+  // section 3.3, "Numerical stability") reduce them
+  // (ir/PlanKnobs.def); passes/InsertGradSync.cpp casts the buckets.
   double ElemBytes = getPrecisionBytes(C.TrainPrecision);
+  double GradElemBytes = getPrecisionBytes(C.GradReduce);
   for (unsigned J = 0; J != Pipe.StageUnits.size(); ++J) {
     RankRanges[J % C.PP].push_back({First, First + Pipe.StageUnits[J]});
     for (unsigned U = First; U != First + Pipe.StageUnits[J]; ++U) {
@@ -563,7 +569,7 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
             gatherSeconds(Costs[U].Held, /*ByUse=*/true, ElemBytes, DpGroup);
         RankScatters[J % C.PP] +=
             collectiveSeconds(Cl, Collective::ReduceScatter,
-                              Costs[U].ParamElements * ElemBytes, DpGroup);
+                              Costs[U].ParamElements * GradElemBytes, DpGroup);
       }
     }
     First += Pipe.StageUnits[J];
@@ -571,7 +577,7 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   for (unsigned R = 0; R != C.PP; ++R)
     RankParams[R] = heldParamElements(Costs, RankRanges[R]);
   for (unsigned R = 0; R != C.PP; ++R) {
-    double GradBytes = RankParams[R] * ElemBytes,
+    double GradBytes = RankParams[R] * GradElemBytes,
            WeightBytes = RankParams[R] * ElemBytes;
     // The rank's compute per micro-batch, forward and backward: what
     // per-micro-batch transfers can hide behind.
@@ -798,6 +804,7 @@ static Error checkPins(const ModelProfile &Profile, const Cluster &Cl,
     Pinned.Offload = *F.Offload;
   // Overlap matters once there are replicas: pinned, or free to be.
   Pinned.DpOverlap = O.DpOverlap;
+  Pinned.GradReduce = O.GradReduce;
   Pinned.DP = F.DP ? *F.DP : 2;
   if (Error E = checkCapabilities(Cl, Pinned, "--fix",
                                   O.WarnUnpricedPins && O.ShardIndex == 0))
@@ -934,6 +941,7 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                     C.TrainPrecision = O.TrainPrecision;
                     C.Attention = O.Attention;
                     C.DpOverlap = O.DpOverlap;
+                    C.GradReduce = O.GradReduce;
                     // Only what the plan's backend runs as priced, but
                     // for the attention kernel, which is not searched
                     // (pinned, or the device's priced default).

@@ -50,6 +50,9 @@ struct SearchOptions {
   /// Whether data-parallel communication overlaps compute (not searched
   /// either, overlapping never loses: Fixed.DpOverlap, else on).
   bool DpOverlap = true;
+  /// What data-parallel gradient reductions move (not searched either:
+  /// Fixed.GradReduce, else fp32).
+  Precision GradReduce = Precision::FP32;
   /// Overlap sends between pipeline stages with compute (Megatron-LM
   /// --overlap-p2p-communication); otherwise they block both ranks.
   bool OverlapP2P = false;

@@ -108,11 +108,18 @@ TEST(PlanTest, Invariants) {
   PlanRecord R = makeRecord();
   R.Config.VPP = 2; // gpipe takes vpp 1
   R.GlobalBatch = 17;
+  R.Config.TrainPrecision = Precision::FP16;
+  R.Config.GradReduce = Precision::BF16; // fp32 or the compute precision
   std::string Message = toString(checkPlanInvariants(R, "p: "));
   EXPECT_NE(Message.find("p: global_batch 17 != plan.mbs"), std::string::npos)
       << Message;
   EXPECT_NE(Message.find("p: the gpipe schedule needs plan.vpp == 1, got 2"),
             std::string::npos)
+      << Message;
+  EXPECT_NE(
+      Message.find("p: plan.grad_reduce bf16 must be fp32 or plan.precision "
+                   "fp16"),
+      std::string::npos)
       << Message;
 }
 
@@ -121,13 +128,14 @@ TEST(PlanTest, Invariants) {
 TEST(PlanTest, Fixes) {
   Expected<PlanFixes> F = PlanFixes::parse(
       "tp=4,pp=2,dp=8,mbs=2,schedule=interleaved,vpp=3,zero=3,recompute=full,"
-      "sp=on,offload=nvme,precision=fp16,attention=flash,dp-overlap=off");
+      "sp=on,offload=nvme,precision=fp16,attention=flash,dp-overlap=off,"
+      "grad-reduce=fp16");
   ASSERT_TRUE(bool(F)) << toString(F.takeError());
   PlanConfig C;
   F->applyTo(C);
   EXPECT_EQ(C.str(), "tp=4,pp=2,dp=8,mbs=2,schedule=interleaved,vpp=3,zero=3,"
                      "recompute=full,sp=on,offload=nvme,precision=fp16,"
-                     "attention=flash,dp-overlap=off");
+                     "attention=flash,dp-overlap=off,grad-reduce=fp16");
   EXPECT_EQ(F->str(), C.str());
   EXPECT_EQ(PlanFixes::parse("")->str(), "");
 
