@@ -56,10 +56,7 @@ std::string autopar::renderDeepSpeedConfig(const PlanRecord &R) {
       // The gradients' reductions in the precision the plan was priced
       // with (DeepSpeed's communication_data_type).
       if (P.TrainPrecision != Precision::FP32)
-        J.attribute("communication_data_type",
-                    P.GradReduce == Precision::FP32   ? "fp32"
-                    : P.GradReduce == Precision::BF16 ? "bf16"
-                                                      : "fp16");
+        J.attribute("communication_data_type", getPrecisionName(P.GradReduce));
       J.attributeObject("zero_optimization", [&] {
         J.attribute("stage", P.Zero);
         // ZeRO's reductions overlap the backward as the plan was priced;

@@ -465,7 +465,6 @@ static Expected<CheckedOptions> checkOptions(const PlanDriverOptions &O) {
   Expected<PlanFixes> Fixes = PlanFixes::parse(O.Fix);
   if (!Fixes)
     return fail(ExitBadOptions, toString(Fixes.takeError()));
-
   if (O.ClusterFile.empty() && O.ClusterJSON.empty() && O.Gpus < 1)
     return fail(ExitBadOptions, "--gpus N is required (or --cluster "
                                 "FILE.json)");

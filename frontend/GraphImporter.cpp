@@ -850,29 +850,30 @@ Error ImportOptions::addDimBinding(StringRef Text) {
   return Error::success();
 }
 
-Error ImportOptions::addFreeze(StringRef Pattern) {
+/// An error naming `--freeze` unless Pattern is a non-empty valid regex.
+static Error checkFreezePattern(StringRef Pattern) {
   std::string Why;
   if (Pattern.empty())
     Why = "empty";
   else if (!Regex(Pattern).isValid(Why))
     Why = "not a valid regular expression: " + Why;
-  if (!Why.empty())
-    return createStringError(inconvertibleErrorCode(),
-                             "--freeze '" + Pattern.str() + "': " + Why);
+  if (Why.empty())
+    return Error::success();
+  return createStringError(inconvertibleErrorCode(),
+                           "--freeze '" + Pattern.str() + "': " + Why);
+}
+
+Error ImportOptions::addFreeze(StringRef Pattern) {
+  if (Error E = checkFreezePattern(Pattern))
+    return E;
   Freeze.push_back(Pattern.str());
   return Error::success();
 }
 
 Error ImportOptions::validate() const {
-  for (const std::string &Pattern : Freeze) {
-    std::string Why;
-    if (Pattern.empty() || !Regex(Pattern).isValid(Why))
-      return createStringError(
-          inconvertibleErrorCode(),
-          "--freeze '" + Pattern + "': " +
-              (Pattern.empty() ? "empty"
-                               : "not a valid regular expression: " + Why));
-  }
+  for (const std::string &Pattern : Freeze)
+    if (Error E = checkFreezePattern(Pattern))
+      return E;
   for (size_t I = 0; I != DimBindings.size(); ++I)
     for (size_t J = 0; J != I; ++J)
       if (DimBindings[I].first == DimBindings[J].first)

@@ -199,13 +199,13 @@ checkAttrsForOnnx(const onnx::NodeProto &N,
                     onnx::AttributeProto::AttributeType_Name(Found->type()));
     }
   }
+  auto Nested = [&](const onnx::GraphProto &G) -> Error {
+    for (const onnx::NodeProto &Inner : G.node())
+      if (Error E = checkAttrsForOnnx(Inner, Imports))
+        return E;
+    return Error::success();
+  };
   for (const onnx::AttributeProto &A : N.attribute()) {
-    auto Nested = [&](const onnx::GraphProto &G) -> Error {
-      for (const onnx::NodeProto &Inner : G.node())
-        if (Error E = checkAttrsForOnnx(Inner, Imports))
-          return E;
-      return Error::success();
-    };
     if (A.has_g())
       if (Error E = Nested(A.g()))
         return E;

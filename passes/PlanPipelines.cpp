@@ -74,6 +74,13 @@ std::string autopar::buildPlanPipeline() {
          "partition-stages{from-plan=1},insert-collectives";
 }
 
+/// The IR element type a 16-bit precision computes in ("bf16", "f16"), or
+/// empty for fp32: the spelling of mixed-precision's and insert-grad-sync's
+/// options.
+static StringRef getNarrowTypeName(Precision P) {
+  return P == Precision::BF16 ? "bf16" : P == Precision::FP16 ? "f16" : "";
+}
+
 /// What follows the backward in every stage: the data-parallel gradient
 /// reduction and the optimizer step, with the plan's offload.
 static std::string getUpdateTail(const PlanConfig &C) {
@@ -88,13 +95,13 @@ static std::string getUpdateTail(const PlanConfig &C) {
   // The plan's data-parallel axis by name: a pipeline rank whose stages
   // read no batch input (the middle ranks of an interleaved schedule) has
   // no batch_split to find it from.
-  if (C.DP > 1)
+  if (C.DP > 1) {
     Tail += ",insert-grad-sync{zero=" + std::to_string(C.Zero) +
-            " mesh=" + PlanMeshName + " axis=" + DataParallelAxis +
-            (C.GradReduce == Precision::BF16   ? " reduce=bf16"
-             : C.GradReduce == Precision::FP16 ? " reduce=f16"
-                                               : "") +
-            "}";
+            " mesh=" + PlanMeshName + " axis=" + DataParallelAxis;
+    if (StringRef Reduce = getNarrowTypeName(C.GradReduce); !Reduce.empty())
+      Tail += " reduce=" + Reduce.str();
+    Tail += "}";
+  }
   // Offload: where the optimizer states (and with `cpu`/`nvme` the
   // parameters) live between uses.
   StringRef States = "device", Params = "device";
@@ -133,10 +140,8 @@ static std::string getLocalize(const PlanConfig &C) {
   std::string Localize = C.TP > 1 ? "localize-tp{axis=tp}," : "";
   // Mixed precision: 16-bit compute over fp32 master parameters, as the
   // plan says (and its cost model priced).
-  if (C.TrainPrecision == Precision::BF16)
-    Localize += "mixed-precision{compute=bf16},";
-  else if (C.TrainPrecision == Precision::FP16)
-    Localize += "mixed-precision{compute=f16},";
+  if (StringRef Compute = getNarrowTypeName(C.TrainPrecision); !Compute.empty())
+    Localize += "mixed-precision{compute=" + Compute.str() + "},";
   return Localize;
 }
 

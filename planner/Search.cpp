@@ -804,7 +804,6 @@ static Error checkPins(const ModelProfile &Profile, const Cluster &Cl,
     Pinned.Offload = *F.Offload;
   // Overlap matters once there are replicas: pinned, or free to be.
   Pinned.DpOverlap = O.DpOverlap;
-  Pinned.GradReduce = O.GradReduce;
   Pinned.DP = F.DP ? *F.DP : 2;
   if (Error E = checkCapabilities(Cl, Pinned, "--fix",
                                   O.WarnUnpricedPins && O.ShardIndex == 0))
