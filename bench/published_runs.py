@@ -342,6 +342,7 @@ KNOBS = [
     ("offload", "offload", str), ("precision", "precision", str),
     ("attention", "attention", str),
     ("dp_overlap", "dp-overlap", lambda v: "on" if v else "off"),
+    ("grad_reduce", "grad-reduce", str),
 ]
 
 
@@ -353,6 +354,10 @@ def as_fix(d, changed=None):
     pins.update(changed or {})
     if pins["schedule"] != "interleaved":
         pins.pop("vpp")
+    # Gradients reduce in fp32 or in the compute precision: a precision set
+    # alone takes the fp32 reduction with it.
+    if pins["grad-reduce"] not in ("fp32", pins["precision"]):
+        pins["grad-reduce"] = "fp32"
     return ",".join("%s=%s" % kv for kv in pins.items())
 
 

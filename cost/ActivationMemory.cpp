@@ -120,18 +120,19 @@ double rowsOf(const Value *V, unsigned NormDims) {
 /// runtime) keeps that one tensor for both.
 bool keptByProjection(const Value *V, const GradientFlow &Flow) {
   for (const Node *User : V->getUsers()) {
-    OpId Op = User->getOp();
-    if (runsNoKernel(Op) || Op == OpId::Transpose) {
+    // V's data only: a Shape of V, or V as a Reshape's shape, is not V.
+    if (User->getNumOperands() == 0 || User->getOperand(0) != V)
+      continue;
+    KernelFamily K = getKernelFamily(User->getOp());
+    if (K == KernelFamily::ReshapeLike || User->getOp() == OpId::Transpose) {
       if (User->getNumResults() && User->getResult(0) &&
           keptByProjection(User->getResult(0), Flow))
         return true;
       continue;
     }
-    KernelFamily K = getKernelFamily(Op);
     if ((K == KernelFamily::MatMul || K == KernelFamily::Linear ||
          K == KernelFamily::Gemm) &&
-        User->getNumOperands() > 1 && User->getOperand(0) == V &&
-        Flow.needsGrad(User->getOperand(1)))
+        User->getNumOperands() > 1 && Flow.needsGrad(User->getOperand(1)))
       return true;
   }
   return false;
