@@ -63,6 +63,9 @@ std::string autopar::renderDeepSpeedConfig(const PlanRecord &R) {
         // without overlap ZeRO-3 does not prefetch parameters either.
         if (P.Zero >= 1)
           J.attribute("overlap_comm", P.DpOverlap);
+        // The gradient buckets the plan was priced with (elements).
+        if (P.Zero >= 1 && P.DP > 1)
+          J.attribute("reduce_bucket_size", P.GradBucket);
         if (P.Zero == 3 && !P.DpOverlap)
           J.attribute("stage3_prefetch_bucket_size", 0);
         if (P.Offload != OffloadKind::None)

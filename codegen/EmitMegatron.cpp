@@ -109,6 +109,9 @@ std::string autopar::renderMegatronArgs(const PlanRecord &R) {
   else if (P.DP > 1 && P.GradReduce == Precision::FP32 &&
            P.TrainPrecision == Precision::FP16)
     OS << "--accumulate-allreduce-grads-in-fp32\n";
+  // The gradient buckets the plan was priced with (parameters each).
+  if (P.DP > 1)
+    OS << "--ddp-bucket-size " << P.GradBucket << "\n";
   if (P.Zero == 3)
     OS << "# ZeRO-3: the distributed optimizer shards optimizer state and "
           "gradients only; parameters stay replicated in Megatron-LM\n";

@@ -383,3 +383,16 @@ double autopar::collectiveSeconds(const Cluster &Cl, Collective C, double Bytes,
                                   CommGroup G) {
   return estimateCollective(Cl, C, Bytes, G).Seconds;
 }
+
+double autopar::bucketedCollectiveSeconds(const Cluster &Cl, Collective C,
+                                          double Bytes, double CapBytes,
+                                          CommGroup G) {
+  if (Bytes <= 0)
+    return 0;
+  if (CapBytes <= 0 || Bytes <= CapBytes)
+    return collectiveSeconds(Cl, C, Bytes, G);
+  double Full = std::floor(Bytes / CapBytes);
+  double Rest = Bytes - Full * CapBytes;
+  return Full * collectiveSeconds(Cl, C, CapBytes, G) +
+         (Rest > 0 ? collectiveSeconds(Cl, C, Rest, G) : 0);
+}

@@ -104,6 +104,10 @@ CollectiveCost estimateCollective(const Cluster &Cl, Collective C, double Bytes,
 /// estimateCollective's seconds.
 double collectiveSeconds(const Cluster &Cl, Collective C, double Bytes,
                          CommGroup G);
+/// Bytes moved in buckets of at most CapBytes, one collective each (the
+/// full buckets and the rest): each pays its latency.
+double bucketedCollectiveSeconds(const Cluster &Cl, Collective C, double Bytes,
+                                 double CapBytes, CommGroup G);
 
 } // namespace autopar
 

@@ -34,6 +34,16 @@ std::pair<const Value *, int> autopar::traceParam(const Value *V, int Layout) {
   return {nullptr, 0};
 }
 
+/// Dimension 0 of parameter P on one rank, when its dimension SplitDim is
+/// split Degree ways (-1: none); 0 for a scalar or a dynamic one.
+static int64_t getRows(const Value &P, int SplitDim, int64_t Degree) {
+  const TensorType &Ty = P.getType();
+  if (Ty.getRank() == 0 || !Ty.getDim(0).isStatic())
+    return 0;
+  int64_t Rows = Ty.getDim(0).getSize();
+  return SplitDim == 0 && Degree > 1 ? Rows / Degree : Rows;
+}
+
 /// Adds the parameters behind the parameter-derived value V (no
 /// activation) to Out, whole, each once: the trained ones when Trained, else
 /// the frozen ones.
@@ -48,8 +58,9 @@ static void addParamsBehind(const Value *V, const GradientFlow &Flow,
       continue;
     if (W->isParam()) {
       if (Flow.needsGrad(W) == Trained && Seen.insert(W).second)
-        Out.push_back(
-            {W, double(W->getType().getStaticNumElements().value_or(0))});
+        Out.push_back({W,
+                       double(W->getType().getStaticNumElements().value_or(0)),
+                       0, getRows(*W, -1, 1)});
       continue;
     }
     if (const Node *N = W->getDefiningNode())
@@ -87,12 +98,18 @@ collectParams(ArrayRef<const Node *> Nodes,
         L = getOpLoops(N);
         HaveLoops = true;
       }
-      Out.push_back(
-          {Param,
-           localElements(*O,
-                         L ? ArrayRef<int>(L->Operands[I]) : ArrayRef<int>(),
-                         SplitOf(K)),
-           K});
+      ArrayRef<int> Map = L ? ArrayRef<int>(L->Operands[I]) : ArrayRef<int>();
+      LoopSplit Split = SplitOf(K);
+      // The parameter's dimension that the split divides, through views.
+      int SplitDim = -1;
+      if (Split.Degree > 1)
+        for (unsigned D = 0; D != Map.size(); ++D)
+          if (Map[D] == Split.Loop) {
+            SplitDim = traceParam(O, int(D)).second;
+            break;
+          }
+      Out.push_back({Param, localElements(*O, Map, Split), K,
+                     getRows(*Param, SplitDim, Split.Degree)});
     }
   }
   return Out;
@@ -134,6 +151,14 @@ double autopar::sumElements(ArrayRef<HeldParam> Held) {
   double Sum = 0;
   for (const HeldParam &H : Held)
     Sum += H.Elements;
+  return Sum;
+}
+
+double autopar::wholeElements(ArrayRef<HeldParam> Held, unsigned DataParallel) {
+  double Sum = 0;
+  for (const HeldParam &H : Held)
+    if (!H.isShardable(DataParallel))
+      Sum += H.Elements;
   return Sum;
 }
 

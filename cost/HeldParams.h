@@ -54,6 +54,13 @@ struct HeldParam {
   /// The index of the node that reads it first: parameters with the same
   /// reader are used together (a fused Linear's weight and bias).
   unsigned FirstReader = 0;
+  /// Its dimension 0 on this rank (after tensor parallelism), 0 for a
+  /// scalar: ZeRO shards a parameter along it only where the data-parallel
+  /// size divides it (passes/InsertGradSync.cpp); the others stay whole.
+  int64_t Rows = 0;
+  bool isShardable(unsigned DataParallel) const {
+    return Rows > 0 && Rows % DataParallel == 0;
+  }
 };
 
 /// The trained parameters Nodes hold on one rank (Flow.needsGrad), each
@@ -88,6 +95,9 @@ double getFrozenParamBytes(llvm::ArrayRef<const Node *> Nodes,
 
 /// The sum of Held's elements.
 double sumElements(llvm::ArrayRef<HeldParam> Held);
+/// The elements of Held that ZeRO over DataParallel ranks leaves whole
+/// (HeldParam::isShardable).
+double wholeElements(llvm::ArrayRef<HeldParam> Held, unsigned DataParallel);
 
 /// The largest elements two neighbours hold together: of consecutive
 /// parameters of Held when ByUse is false (what the optimizer step streams,

@@ -62,19 +62,30 @@ ModelStateMemory autopar::getModelStateMemory(const ModelStateConfig &C) {
   ModelStateMemory M;
   double Nd = std::max(1u, C.DataParallel);
   double Params = C.Params;
+  // What ZeRO divides over the ranks: the parameters it shards, not those
+  // it leaves whole.
+  double Whole = std::min(C.WholeParams, Params);
+  auto Divided = [&](double PerParam) {
+    return (Params - Whole) * PerParam / Nd + Whole * PerParam;
+  };
+  // What a rank holds of Elements spread over the parameters alike.
+  auto DividedShare = [&](double Elements) {
+    return Params > 0 ? Divided(Elements / Params) : Elements / Nd;
+  };
   double Weights = Params * C.WeightBytes;
   double Grads = Params * C.GradBytes;
-  double Optimizer =
-      Params * optimizerBytesPerParam(C.Optimizer, C.MasterWeights);
+  double OptimizerPerParam =
+      optimizerBytesPerParam(C.Optimizer, C.MasterWeights);
+  double Optimizer = Params * OptimizerPerParam;
   if (C.ZeroStage >= 1)
-    Optimizer /= Nd;
+    Optimizer = Divided(OptimizerPerParam);
   // Reduce-scattered as the backward produces them: only shards are kept.
   bool Scattered =
       C.ZeroStage >= 2 || (C.ZeroStage == 1 && C.MicroBatches <= 1);
   if (Scattered)
-    Grads /= Nd;
+    Grads = Divided(C.GradBytes);
   if (C.ZeroStage >= 3) {
-    Weights /= Nd;
+    Weights = Divided(C.WeightBytes);
     // The use being computed and the one being prefetched, whole.
     if (Nd > 1)
       M.GatherBufferBytes = C.UsePairParams * C.WeightBytes;
@@ -110,7 +121,7 @@ ModelStateMemory autopar::getModelStateMemory(const ModelStateConfig &C) {
     // The step streams each parameter's state (its weight too when the
     // weights are offloaded) and prefetches the next parameter's.
     double StepBytes = optimizerBytesPerParam(C.Optimizer, OffloadsWeights);
-    M.OptimizerBytes = C.StepPairParams / Nd * StepBytes;
+    M.OptimizerBytes = DividedShare(C.StepPairParams) * StepBytes;
     M.FetchBufferBytes = M.OptimizerBytes;
     (offloadsToNvme(C.Offload) ? M.NvmeBytes : M.HostBytes) += Off;
   }
@@ -120,7 +131,7 @@ ModelStateMemory autopar::getModelStateMemory(const ModelStateConfig &C) {
     // A use's shards and the next use's, fetched. The step streams after
     // the last use: the device holds the larger of the two, the step's
     // excess counted as optimizer state.
-    M.WeightBytes = C.UsePairParams / Nd * C.WeightBytes;
+    M.WeightBytes = DividedShare(C.UsePairParams) * C.WeightBytes;
     M.OptimizerBytes = std::max(0.0, M.OptimizerBytes - M.WeightBytes);
     M.FetchBufferBytes = M.WeightBytes + M.OptimizerBytes;
   }
@@ -136,11 +147,26 @@ double autopar::hostMemoryBytesPerSecPerGpu(const Cluster &Cl) {
   return 2 * PerSocket / std::max(1u, Cl.GpusPerNode);
 }
 
+double autopar::hostMemoryBytesPerGpu(const Cluster &Cl) {
+  // The DGX systems' system memory: DGX A100 320GB 1 TB, DGX A100 640GB
+  // 2 TB (NVIDIA DGX A100 datasheet), DGX H100 and DGX H200 2 TB (their
+  // datasheets).
+  StringRef Name = Cl.Device.Name;
+  double Node =
+      Name == "a100-40gb" ? 1e12
+      : Name == "a100-80gb" || Name.startswith("h1") || Name.startswith("h2")
+          ? 2e12
+          : 0;
+  return Node / std::max(1u, Cl.GpusPerNode);
+}
+
 double autopar::optimizerStepSeconds(const ModelStateConfig &C,
                                      const Cluster &Cl) {
   double Nd = std::max(1u, C.DataParallel);
-  // The parameters whose update this rank computes.
-  double Owned = C.ZeroStage >= 1 ? C.Params / Nd : C.Params;
+  // The parameters whose update this rank computes: its shards, and the
+  // parameters ZeRO leaves whole.
+  double Whole = std::min(C.WholeParams, C.Params);
+  double Owned = C.ZeroStage >= 1 ? (C.Params - Whole) / Nd + Whole : C.Params;
   // Read the gradient, the states and the master weight, write the states,
   // the master and the 16-bit weight.
   double StateBytes = optimizerBytesPerParam(C.Optimizer, C.MasterWeights);

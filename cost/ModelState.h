@@ -21,6 +21,7 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace autopar {
@@ -36,10 +37,26 @@ std::optional<OptimizerKind> parseOptimizerName(llvm::StringRef Name);
 /// passes/InsertGradSync.cpp also packs gradients into by default.
 constexpr double GradientBucketBytes = 25.0 * 1024 * 1024;
 
+/// Elements of a data-parallel bucket over DP ranks as Megatron-Core sizes
+/// them: max(4e7, 1e6 x DP) parameters
+/// (core.distributed.DistributedDataParallelConfig.bucket_size: "larger DP
+/// sizes need larger buckets to ensure collectives do not become
+/// latency-bound"), the buckets its distributed optimizer all-gathers the
+/// parameters and reduces the gradients in. passes/InsertGradSync.cpp
+/// gathers ZeRO-1/2's 16-bit copies in such buckets; the search reduces
+/// gradients in them where they fit (ir/PlanKnobs.def, grad-bucket).
+inline double getDataParallelBucketElements(unsigned DP) {
+  return std::max(4e7, 1e6 * DP);
+}
+
 struct ModelStateConfig {
   /// Parameter elements this rank computes with, after tensor and pipeline
   /// parallelism have divided them (before ZeRO).
   double Params = 0;
+  /// Of Params, the elements ZeRO leaves whole: parameters whose dimension
+  /// 0 the data-parallel size does not divide keep whole weights,
+  /// gradients and optimizer states (passes/InsertGradSync.cpp).
+  double WholeParams = 0;
   unsigned DataParallel = 1;
   unsigned ZeroStage = 0;
   OptimizerKind Optimizer = OptimizerKind::AdamW;
@@ -113,6 +130,11 @@ double optimizerStepSeconds(const ModelStateConfig &C, const Cluster &Cl);
 /// 8480C: 8 x DDR5-4800 = 307.2 GB/s per socket, Intel ARK), shared by 8
 /// GPUs.
 double hostMemoryBytesPerSecPerGpu(const Cluster &Cl);
+
+/// Host memory one GPU's share of its node holds, bytes, what offloaded
+/// state must fit in; 0 where the host is the device (`cpu`) and nothing
+/// is checked.
+double hostMemoryBytesPerGpu(const Cluster &Cl);
 
 } // namespace autopar
 

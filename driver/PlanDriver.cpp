@@ -612,6 +612,8 @@ static SearchOptions makeSearchOptions(const PlanDriverOptions &O,
                  getPlanBackend(C.Cl.Device.Name), Capability::OverlapDpSync));
   SO.GradReduce =
       Plan ? Plan->GradReduce : Fixes.GradReduce.value_or(Precision::FP32);
+  SO.GradBucket =
+      Plan ? std::optional<int64_t>(Plan->GradBucket) : Fixes.GradBucket;
   SO.TopK = O.TopK;
   SO.TpAcrossNodes = O.TpAcrossNodes;
   return SO;
@@ -661,9 +663,10 @@ static Error explainNoPlan(const PlanDriverOptions &O, ModelProfile &Profile,
                            const SearchResult &Result) {
   std::string Message;
   raw_string_ostream OS(Message);
-  std::string Conflict = Result.LeastMemoryNeeded > 0
-                             ? ""
-                             : explainEmptySearchSpace(Profile, Cl, SO);
+  std::string Conflict =
+      Result.LeastMemoryNeeded > 0 || Result.LeastHostMemoryNeeded > 0
+          ? ""
+          : explainEmptySearchSpace(Profile, Cl, SO);
   if (!Conflict.empty()) {
     OS << O.ModelFile << ": no plan has the pinned choices"
        << (O.Fix.empty() ? "" : " (--fix " + O.Fix + ")")
@@ -677,6 +680,11 @@ static Error explainNoPlan(const PlanDriverOptions &O, ModelProfile &Profile,
                  "%.1f GiB",
                  Result.LeastMemoryNeeded / GiB, Cl.Device.Name.c_str(),
                  Cl.Device.MemoryBytes / GiB);
+  else if (Result.LeastHostMemoryNeeded > 0)
+    OS << format(": the best candidate offloads %.1f GiB per GPU to host "
+                 "memory, each GPU's share of its node's is %.1f GiB",
+                 Result.LeastHostMemoryNeeded / GiB,
+                 hostMemoryBytesPerGpu(Cl) / GiB);
   else
     OS << " the pinned choices (--fix " << O.Fix << ") with --global-batch "
        << SO.GlobalBatch << " on " << Cl.NumGpus << " GPUs";

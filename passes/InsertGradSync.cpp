@@ -3,8 +3,9 @@
 // `insert-grad-sync` makes data parallelism explicit in a training graph
 // (after `autodiff` and `accumulate-micro-batches`): the gradients (outputs
 // named `grad.<param>`) are packed, in the order the backward pass produces
-// them, into buckets of at most `bucket-mib` MiB (PyTorch DDP's
-// `bucket_cap_mb`, 25 by default; a larger gradient is a bucket of its own;
+// them, into buckets of at most `bucket-elements` elements (the plan's
+// grad-bucket) or else `bucket-mib` MiB (PyTorch DDP's `bucket_cap_mb`, 25
+// by default; a larger gradient is a bucket of its own;
 // all-reduced and reduce-scattered gradients fill buckets of their own),
 // and each bucket is reduced over the data-parallel axis with one
 // collective placed right after the node that produces its last gradient,
@@ -82,8 +83,15 @@ struct MicroBatchSum {
 struct InsertGradSyncOptions {
   /// Largest bucket, in MiB (DDP's default bucket_cap_mb).
   double BucketMiB = GradientBucketBytes / (1024 * 1024);
+  /// Largest bucket in gradient elements (the plan's grad-bucket), or 0:
+  /// BucketMiB.
+  int64_t BucketElements = 0;
   /// ZeRO stage: 0 all-reduce; 1-3 shard parameters (3 gathers per use).
   int64_t Zero = 0;
+  /// Largest ZeRO-1/2 parameter-gather bucket, in elements, or 0:
+  /// Megatron-Core's default for the data-parallel size
+  /// (getDataParallelBucketElements).
+  int64_t GatherElements = 0;
   /// The element type buckets of wider float gradients are reduced in
   /// (cast before the collective, back after), or empty: as they are.
   std::string Reduce;
@@ -95,6 +103,14 @@ struct InsertGradSyncOptions {
     if (BucketMiB <= 0)
       return createStringError(inconvertibleErrorCode(),
                                "insert-grad-sync: bucket-mib must be > 0");
+    if (BucketElements < 0)
+      return createStringError(inconvertibleErrorCode(),
+                               "insert-grad-sync: bucket-elements must be "
+                               ">= 0");
+    if (GatherElements < 0)
+      return createStringError(inconvertibleErrorCode(),
+                               "insert-grad-sync: gather-elements must be "
+                               ">= 0");
     if (Zero < 0 || Zero > 3)
       return createStringError(inconvertibleErrorCode(),
                                "insert-grad-sync: zero must be 0, 1, 2 or 3");
@@ -113,9 +129,16 @@ public:
   InsertGradSyncPass() {
     Options.bind("bucket-mib", &Opts.BucketMiB,
                  "Largest gradient bucket in MiB (default 25)");
+    Options.bind("bucket-elements", &Opts.BucketElements,
+                 "Largest gradient bucket in elements (default 0: "
+                 "bucket-mib)");
     Options.bind("zero", &Opts.Zero,
                  "ZeRO stage: 0 all-reduce; 1-3 sharded parameters, "
                  "reduce-scattered gradients");
+    Options.bind("gather-elements", &Opts.GatherElements,
+                 "Largest ZeRO-1/2 parameter-gather bucket in elements "
+                 "(default 0: max(4e7, 1e6 x data-parallel ranks), "
+                 "Megatron-Core's)");
     Options.bind("reduce", &Opts.Reduce,
                  "Element type the gradient buckets are reduced in: f32, "
                  "bf16 or f16 (default: the gradients' own)");
@@ -148,6 +171,11 @@ private:
   Error syncBucket(Graph &G, ArrayRef<Value *> Grads, bool Scatter,
                    int64_t Ranks, DenseMap<Value *, Value *> &Replacement);
   Error shardParams(Graph &G, ArrayRef<Value *> Params, int64_t Ranks);
+  /// ZeRO-1/2: gathers the sharded parameters (or their 16-bit copies) in
+  /// buckets, each before the first use of any of its parameters. Uses:
+  /// each (parameter, user node) in program order.
+  Error gatherInBuckets(Graph &G, ArrayRef<std::pair<Value *, Node *>> Uses,
+                        int64_t Ranks);
   /// Grads in buckets of at most bucket-mib, one kind of reduction each.
   SmallVector<SmallVector<Value *, 8>, 8>
   makeBuckets(ArrayRef<Value *> Grads,
@@ -323,7 +351,10 @@ static void placeAfter(Graph &G, Node *OldLast, Node *Anchor) {
 SmallVector<SmallVector<Value *, 8>, 8>
 InsertGradSyncPass::makeBuckets(ArrayRef<Value *> Grads,
                                 function_ref<bool(Value *)> IsScattered) const {
-  double Cap = Opts.BucketMiB * 1024 * 1024;
+  // In elements when bucket-elements is given, else in bytes.
+  bool ByElements = Opts.BucketElements > 0;
+  double Cap =
+      ByElements ? double(Opts.BucketElements) : Opts.BucketMiB * 1024 * 1024;
   SmallVector<SmallVector<Value *, 8>, 8> Buckets;
   // One open bucket per kind of reduction (as DDP buckets by dtype), so
   // that gradients of the two kinds interleaved in the backward still fill
@@ -331,7 +362,8 @@ InsertGradSyncPass::makeBuckets(ArrayRef<Value *> Grads,
   int Open[2] = {-1, -1};
   double Bytes[2] = {0, 0};
   for (Value *Grad : Grads) {
-    double Size = double(*Grad->getType().getStaticSizeInBytes());
+    double Size = ByElements ? double(*Grad->getType().getStaticNumElements())
+                             : double(*Grad->getType().getStaticSizeInBytes());
     unsigned Kind = IsScattered(Grad) ? 1 : 0;
     if (Open[Kind] < 0 || Bytes[Kind] + Size > Cap) {
       Buckets.emplace_back();
@@ -422,6 +454,13 @@ static void moveBefore(Graph &G, Node *N, Node *Where) {
   G.getNodes().splice(Where->getIterator(), G.getNodes(), N->getIterator());
 }
 
+/// Makes User read Whole wherever it read P.
+static void rewireOperand(Node *User, Value *P, Value *Whole) {
+  for (unsigned I = 0, E = User->getNumOperands(); I != E; ++I)
+    if (User->getOperand(I) == P)
+      User->setOperand(I, Whole);
+}
+
 Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
                                       int64_t Ranks) {
   SmallPtrSet<Value *, 32> IsSharded(Params.begin(), Params.end());
@@ -465,11 +504,6 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
       G.renameValue(*Whole, G.getUniqueName(P->getName().str() + ".whole"));
     return Whole;
   };
-  auto Rewire = [](Node *User, Value *P, Value *Whole) {
-    for (unsigned I = 0, E = User->getNumOperands(); I != E; ++I)
-      if (User->getOperand(I) == P)
-        User->setOperand(I, Whole);
-  };
   // A user that casts the parameter to a narrower float (mixed-precision)
   // casts the shard instead, and the gather moves the 16-bit copy: half
   // the bytes, and the whole copy in 16 bits only, as DeepSpeed's ZeRO-3
@@ -486,49 +520,15 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
     if (!Whole)
       return Whole.takeError();
     for (Node *R : Readers)
-      Rewire(R, Copy, *Whole);
+      rewireOperand(R, Copy, *Whole);
     Node *First = Readers.empty() ? nullptr : Readers.front();
     for (Node *R : Readers)
       if (Order.lookup(R) < Order.lookup(First))
         First = R;
     return std::make_pair((*Whole)->getDefiningNode(), First);
   };
-  if (Opts.Zero < 3) {
-    DenseMap<Value *, Value *> Gathered;
-    // By parameter and compute type.
-    DenseMap<std::pair<Value *, unsigned>, Value *> GatheredNarrow;
-    for (auto [P, User] : Uses) {
-      if (isNarrowingCastOf(*User, P)) {
-        // One 16-bit whole copy per step: later casts read it.
-        Value *&Whole = GatheredNarrow[{
-            P, unsigned(User->getResult(0)->getType().getElementType())}];
-        if (Whole) {
-          User->getResult(0)->replaceAllUsesWith(Whole);
-          User->erase();
-          continue;
-        }
-        Expected<std::pair<Node *, Node *>> W = GatherNarrowed(User);
-        if (!W)
-          return W.takeError();
-        Whole = W->first->getResult(0);
-        if (W->second) {
-          moveBefore(G, User, W->second);
-          moveBefore(G, W->first, W->second);
-        }
-        continue;
-      }
-      Value *&Whole = Gathered[P];
-      if (!Whole) {
-        Expected<Value *> W = Gather(P);
-        if (!W)
-          return W.takeError();
-        Whole = *W;
-        moveBefore(G, Whole->getDefiningNode(), User);
-      }
-      Rewire(User, P, Whole);
-    }
-    return Error::success();
-  }
+  if (Opts.Zero < 3)
+    return gatherInBuckets(G, Uses, Ranks);
   Node *PreviousUser = nullptr;
   for (auto [P, User] : Uses) {
     if (isNarrowingCastOf(*User, P)) {
@@ -547,8 +547,174 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
       return Whole.takeError();
     moveBefore(G, (*Whole)->getDefiningNode(),
                PreviousUser ? PreviousUser : User);
-    Rewire(User, P, *Whole);
+    rewireOperand(User, P, *Whole);
     PreviousUser = User;
+  }
+  return Error::success();
+}
+
+namespace {
+/// What one ZeRO-1/2 gather brings whole: a sharded parameter, or the
+/// 16-bit copy that a mixed-precision cast makes of its shard.
+struct GatherRequest {
+  /// The shard gathered: the parameter, or the cast's result.
+  Value *Shard = nullptr;
+  /// The cast that makes the 16-bit shard, or null.
+  Node *Cast = nullptr;
+  /// The nodes that read the whole value (the shard's readers, rewired).
+  SmallVector<Node *, 4> Readers;
+  /// The reader that runs first: the bucket's gather goes before it.
+  Node *First = nullptr;
+};
+} // namespace
+
+Error InsertGradSyncPass::gatherInBuckets(
+    Graph &G, ArrayRef<std::pair<Value *, Node *>> Uses, int64_t Ranks) {
+  DenseMap<const Node *, unsigned> Order = getProgramOrder(G);
+  auto Before = [&](Node *A, Node *B) {
+    return !B || (A && Order.lookup(A) < Order.lookup(B));
+  };
+  // One request per parameter, and per parameter and compute type for the
+  // casts (one 16-bit whole copy serves the step's casts: later casts
+  // read the first one's result).
+  std::vector<GatherRequest> Requests;
+  DenseMap<Value *, unsigned> PlainOf;
+  DenseMap<std::pair<Value *, unsigned>, unsigned> NarrowOf;
+  for (auto [P, User] : Uses) {
+    if (isNarrowingCastOf(*User, P)) {
+      Value *Copy = User->getResult(0);
+      auto Key = std::make_pair(P, unsigned(Copy->getType().getElementType()));
+      auto [It, New] = NarrowOf.try_emplace(Key, Requests.size());
+      if (!New) {
+        Copy->replaceAllUsesWith(Requests[It->second].Shard);
+        User->erase();
+        continue;
+      }
+      GatherRequest R;
+      R.Shard = Copy;
+      R.Cast = User;
+      Requests.push_back(std::move(R));
+      continue;
+    }
+    auto [It, New] = PlainOf.try_emplace(P, Requests.size());
+    if (New) {
+      GatherRequest R;
+      R.Shard = P;
+      Requests.push_back(std::move(R));
+    }
+    Requests[It->second].Readers.push_back(User);
+  }
+  for (GatherRequest &R : Requests) {
+    if (R.Cast)
+      R.Readers.assign(R.Shard->getUsers().begin(), R.Shard->getUsers().end());
+    for (Node *N : R.Readers)
+      if (Before(N, R.First))
+        R.First = N;
+    // The cast's result becomes its shard's copy.
+    if (R.Cast)
+      R.Shard->setType(TensorType(R.Shard->getType().getElementType(),
+                                  R.Cast->getOperand(0)->getType().getShape()));
+  }
+  llvm::stable_sort(Requests,
+                    [&](const GatherRequest &A, const GatherRequest &B) {
+                      return Before(A.First, B.First) && A.First != B.First;
+                    });
+  // Buckets of at most Cap elements of the whole values, one element type
+  // each, filled in first-use order; a larger value is a bucket of its own.
+  double Cap = Opts.GatherElements > 0
+                   ? double(Opts.GatherElements)
+                   : getDataParallelBucketElements(unsigned(Ranks));
+  SmallVector<SmallVector<GatherRequest *, 8>, 8> Buckets;
+  DenseMap<unsigned, std::pair<unsigned, double>> Open;
+  for (GatherRequest &R : Requests) {
+    if (!R.First)
+      continue;
+    double Size = double(*R.Shard->getType().getStaticNumElements()) * Ranks;
+    unsigned Ty = unsigned(R.Shard->getType().getElementType());
+    // A parameter itself (not a 16-bit copy) is gathered alone, along its
+    // own dimension 0, so that the runtime gathers it in place into its
+    // home (docs/Runtime.md) instead of through a bucket's copies.
+    if (!R.Cast) {
+      Buckets.emplace_back();
+      Buckets.back().push_back(&R);
+      continue;
+    }
+    auto It = Open.find(Ty);
+    if (It == Open.end() || It->second.second + Size > Cap) {
+      Buckets.emplace_back();
+      Open[Ty] = {unsigned(Buckets.size() - 1), 0.0};
+      It = Open.find(Ty);
+    }
+    Buckets[It->second.first].push_back(&R);
+    It->second.second += Size;
+  }
+  GradBuilder B(G);
+  B.setForwardNode(nullptr);
+  for (ArrayRef<GatherRequest *> Bucket : Buckets) {
+    Node *Where = nullptr;
+    for (GatherRequest *R : Bucket)
+      if (Before(R->First, Where))
+        Where = R->First;
+    Node *OldLast = &G.getNodes().back();
+    SmallVector<Value *, 8> Wholes;
+    if (Bucket.size() == 1) {
+      Expected<Value *> W = B.emit1(OpId::AllGather, {Bucket.front()->Shard},
+                                    collectiveAttrs(/*Dim0=*/true));
+      if (!W)
+        return W.takeError();
+      Wholes.push_back(*W);
+    } else {
+      // Each shard viewed as [1, n / ranks], concatenated along dimension
+      // 1 and gathered along 0: row r holds rank r's rows of every value,
+      // the value's column block of it its rows r, whole in row-major order.
+      SmallVector<Value *, 8> Flat;
+      SmallVector<int64_t, 8> Sizes;
+      for (GatherRequest *R : Bucket) {
+        int64_t N = *R->Shard->getType().getStaticNumElements();
+        Expected<Value *> V = B.reshape(R->Shard, {1, N});
+        if (!V)
+          return V.takeError();
+        Flat.push_back(*V);
+        Sizes.push_back(N);
+      }
+      AttrDict Along;
+      Along.set("axis", Attribute::getInt(1));
+      Expected<Value *> Cat = B.emit1(OpId::Concat, Flat, Along);
+      if (!Cat)
+        return Cat.takeError();
+      Expected<Value *> All =
+          B.emit1(OpId::AllGather, {*Cat}, collectiveAttrs(/*Dim0=*/true));
+      if (!All)
+        return All.takeError();
+      Expected<SmallVector<Value *, 3>> Parts =
+          B.emit(OpId::Split, {*All, B.ints(Sizes)}, Along, Bucket.size());
+      if (!Parts)
+        return Parts.takeError();
+      for (auto [R, Part] : zip(Bucket, *Parts)) {
+        SmallVector<int64_t, 4> Shape = R->Shard->getType().getStaticSizes();
+        Shape[0] *= Ranks;
+        Expected<Value *> W = B.reshape(Part, Shape);
+        if (!W)
+          return W.takeError();
+        Wholes.push_back(*W);
+      }
+    }
+    // The casts first, then the bucket's gather, before its first reader.
+    SmallVector<Node *, 16> New;
+    for (auto It = std::next(OldLast->getIterator()); It != G.getNodes().end();
+         ++It)
+      New.push_back(&*It);
+    for (GatherRequest *R : Bucket)
+      if (R->Cast)
+        moveBefore(G, R->Cast, Where);
+    for (Node *N : New)
+      moveBefore(G, N, Where);
+    for (auto [R, Whole] : zip(Bucket, Wholes)) {
+      G.renameValue(Whole,
+                    G.getUniqueName(R->Shard->getName().str() + ".whole"));
+      for (Node *Reader : R->Readers)
+        rewireOperand(Reader, R->Shard, Whole);
+    }
   }
   return Error::success();
 }

@@ -100,6 +100,8 @@ static std::string getUpdateTail(const PlanConfig &C) {
             " mesh=" + PlanMeshName + " axis=" + DataParallelAxis;
     if (StringRef Reduce = getNarrowTypeName(C.GradReduce); !Reduce.empty())
       Tail += " reduce=" + Reduce.str();
+    if (C.GradBucket != PlanConfig().GradBucket)
+      Tail += " bucket-elements=" + std::to_string(C.GradBucket);
     Tail += "}";
   }
   // Offload: where the optimizer states (and with `cpu`/`nvme` the

@@ -23,6 +23,7 @@
 #include "ir/PipelineOrder.h"
 #include "passes/StageCut.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -130,9 +131,17 @@ public:
   /// Evaluates C (all fields set but StageUnits, which may be empty).
   /// Returns nullopt when pruned by Bound or when it does not fit (then
   /// LeastMemory is lowered to what it needed).
+  /// C's prediction, or none where it does not fit or cannot beat Bound.
+  /// A GradBucket of 0 is chosen: Megatron-Core's bucket where it fits,
+  /// else 25 MiB of fp32 gradients (ir/PlanKnobs.def).
   Expected<std::optional<Plan>> evaluate(const PlanConfig &C, double Bound);
+  Expected<std::optional<Plan>> evaluateConfig(const PlanConfig &C,
+                                               double Bound);
 
   double LeastMemory = std::numeric_limits<double>::infinity();
+  /// The least host memory per GPU of the candidates that fit the device
+  /// but not the host.
+  double LeastHostMemory = std::numeric_limits<double>::infinity();
   uint64_t Evaluated = 0;
 
 private:
@@ -182,6 +191,15 @@ private:
   /// parameters one node reads first) when ByUse.
   double gatherSeconds(ArrayRef<HeldParam> Held, bool ByUse, double ElemBytes,
                        const CommGroup &Group) const;
+  /// ZeRO-1/2's all-gathers of the parameters of Units (one rank's, in
+  /// program order) at precision P: 16-bit copies in buckets of at most
+  /// getDataParallelBucketElements, filled in first-use order, a larger
+  /// parameter a bucket of its own; fp32 parameters one by one
+  /// (passes/InsertGradSync.cpp); each one collective over Group.
+  double paramGatherSeconds(const std::vector<UnitCost> &Costs,
+                            ArrayRef<std::pair<unsigned, unsigned>> Units,
+                            Precision P, const CommGroup &Group,
+                            unsigned DP) const;
   /// The prediction of C under Pipe with the ranks' memory and the tail.
   Plan predict(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                PipelineCandidate Pipe, std::vector<RankPrediction> Ranks,
@@ -280,6 +298,10 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   MS.UsePairParams = largestNeighbourElements(Sequence, /*ByUse=*/true);
   MS.StepPairParams = largestNeighbourElements(Sequence, /*ByUse=*/false);
   MS.MicroBatches = C.MicroBatches;
+  if (C.Zero >= 1 && C.DP > 1)
+    MS.WholeParams = std::min(Params, wholeElements(Sequence, C.DP));
+  // The bucket's fp32 gradients (the masters', or fp32 training's).
+  MS.BucketBytes = double(C.GradBucket) * 4;
   ModelStateMemory States = getModelStateMemory(MS);
   // Frozen parameters (no gradient flows into them: quantized weights,
   // their scales and zero points, bool masks) are held at their own bytes,
@@ -297,6 +319,7 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   R.GradBytes = States.GradBytes;
   R.OptimizerBytes = States.OptimizerBytes;
   R.OffloadedBytes = States.HostBytes + States.NvmeBytes;
+  R.HostBytes = States.HostBytes;
   R.OverheadBytes = frameworkOverheadBytes(Cl);
   // InFlight counts chunk activations; Saved covers all of the rank's
   // chunks for one micro-batch.
@@ -323,6 +346,24 @@ static double getPeakMemory(const std::vector<RankPrediction> &Ranks) {
 
 Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
                                                   double Bound) {
+  if (C.GradBucket > 0)
+    return evaluateConfig(C, Bound);
+  // A larger bucket pays fewer latencies and costs only memory (the
+  // bucket's copy while it is reduced, cost/ModelState.cpp).
+  PlanConfig Small = C, Large = C;
+  Small.GradBucket = PlanConfig().GradBucket;
+  Large.GradBucket =
+      std::max(Small.GradBucket, int64_t(getDataParallelBucketElements(C.DP)));
+  if (C.DP <= 1 || Large.GradBucket == Small.GradBucket)
+    return evaluateConfig(Small, Bound);
+  Expected<std::optional<Plan>> P = evaluateConfig(Large, Bound);
+  if (!P || *P)
+    return P;
+  return evaluateConfig(Small, Bound);
+}
+
+Expected<std::optional<Plan>> Evaluator::evaluateConfig(const PlanConfig &C,
+                                                        double Bound) {
   Expected<const std::vector<UnitCost> *> CostsOr = getCosts(C);
   if (!CostsOr)
     return CostsOr.takeError();
@@ -417,6 +458,17 @@ Expected<std::optional<Plan>> Evaluator::evaluate(const PlanConfig &C,
   if (PeakMemory > Capacity) {
     LeastMemory = std::min(LeastMemory, PeakMemory);
     return std::nullopt;
+  }
+  // What is offloaded must fit the host's memory too (each GPU's share).
+  double HostCapacity = hostMemoryBytesPerGpu(Cl);
+  if (HostCapacity > 0) {
+    double Host = 0;
+    for (const RankPrediction &R : Ranks)
+      Host = std::max(Host, R.HostBytes);
+    if (Host > HostCapacity) {
+      LeastHostMemory = std::min(LeastHostMemory, Host);
+      return std::nullopt;
+    }
   }
 
   StepTail Tail = getStepTail(C, Costs, *Pipe);
@@ -530,6 +582,52 @@ double Evaluator::gatherSeconds(ArrayRef<HeldParam> Held, bool ByUse,
   return Seconds;
 }
 
+/// Calls Fn on each parameter the units Units hold, in program order, a
+/// parameter several units hold once (SharedParams: repeated layers' costs
+/// are copies, so only those name one parameter).
+static void forEachRankParam(const std::vector<UnitCost> &Costs,
+                             ArrayRef<std::pair<unsigned, unsigned>> Units,
+                             function_ref<void(const HeldParam &)> Fn) {
+  DenseSet<const Value *> Seen;
+  for (auto [Begin, End] : Units)
+    for (unsigned U = Begin; U != End; ++U)
+      for (const HeldParam &H : Costs[U].Held) {
+        bool Shared =
+            llvm::any_of(Costs[U].SharedParams, [&](const HeldParam &S) {
+              return S.Param == H.Param;
+            });
+        if (!Shared || Seen.insert(H.Param).second)
+          Fn(H);
+      }
+}
+
+double
+Evaluator::paramGatherSeconds(const std::vector<UnitCost> &Costs,
+                              ArrayRef<std::pair<unsigned, unsigned>> Units,
+                              Precision P, const CommGroup &Group,
+                              unsigned DP) const {
+  double ElemBytes = getPrecisionBytes(P);
+  bool Copies = P == Precision::BF16 || P == Precision::FP16;
+  double Cap = Copies ? getDataParallelBucketElements(DP) : 0;
+  double Seconds = 0, Open = 0;
+  auto Close = [&] {
+    if (Open > 0)
+      Seconds +=
+          collectiveSeconds(Cl, Collective::AllGather, Open * ElemBytes, Group);
+    Open = 0;
+  };
+  // Those left whole are not gathered.
+  forEachRankParam(Costs, Units, [&](const HeldParam &H) {
+    if (!H.isShardable(DP))
+      return;
+    if (Open + H.Elements > Cap)
+      Close();
+    Open += H.Elements;
+  });
+  Close();
+  return Seconds;
+}
+
 Evaluator::StepTail
 Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                        const PipelineCandidate &Pipe) const {
@@ -544,10 +642,10 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   std::vector<double> RankParams(C.PP, 0), RankGradSync(C.PP, 0);
   std::vector<std::vector<std::pair<unsigned, unsigned>>> RankRanges(C.PP);
   // ZeRO-3 gathers use by use (the parameters one node reads) and
-  // reduce-scatters layer by layer; ZeRO-1/2 gather each parameter once
-  // (passes/InsertGradSync.cpp): one collective each, each paying its
-  // latency.
-  std::vector<double> RankGathers(C.PP, 0), RankScatters(C.PP, 0),
+  // reduce-scatters layer by layer; ZeRO-1/2 gather each parameter once,
+  // in buckets (passes/InsertGradSync.cpp): one collective per bucket, each
+  // paying its latency.
+  std::vector<double> RankGathers(C.PP, 0), RankScatterBytes(C.PP, 0),
       RankParamGathers(C.PP, 0);
   // Weights travel in the compute precision (a 16-bit copy is gathered);
   // gradients in the plan's grad-reduce precision: fp32 by default, the
@@ -557,28 +655,50 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   // (ir/PlanKnobs.def); passes/InsertGradSync.cpp casts the buckets.
   double ElemBytes = getPrecisionBytes(C.TrainPrecision);
   double GradElemBytes = getPrecisionBytes(C.GradReduce);
+  // Gradient buckets hold at most the plan's grad-bucket elements, each
+  // reduced by one collective, cast to grad-reduce's type for it
+  // (passes/InsertGradSync.cpp): over hundreds of ranks a ring's latency
+  // per bucket counts.
+  double GradBucketBytes = double(C.GradBucket) * GradElemBytes;
+  auto Reduce = [&](Collective K, double Bytes) {
+    return bucketedCollectiveSeconds(Cl, K, Bytes, GradBucketBytes, DpGroup);
+  };
   for (unsigned J = 0; J != Pipe.StageUnits.size(); ++J) {
     RankRanges[J % C.PP].push_back({First, First + Pipe.StageUnits[J]});
     for (unsigned U = First; U != First + Pipe.StageUnits[J]; ++U) {
       RankGradSync[J % C.PP] += Costs[U].GradSyncSeconds;
-      if (C.Zero >= 1 && C.DP > 1)
-        RankParamGathers[J % C.PP] +=
-            gatherSeconds(Costs[U].Held, /*ByUse=*/false, ElemBytes, DpGroup);
       if (C.Zero == 3 && C.DP > 1 && Costs[U].ParamElements > 0) {
+        // Only the sharded parameters are gathered and reduce-scattered.
+        SmallVector<HeldParam, 8> Sharded;
+        for (const HeldParam &H : Costs[U].Held)
+          if (H.isShardable(C.DP))
+            Sharded.push_back(H);
         RankGathers[J % C.PP] +=
-            gatherSeconds(Costs[U].Held, /*ByUse=*/true, ElemBytes, DpGroup);
-        RankScatters[J % C.PP] +=
-            collectiveSeconds(Cl, Collective::ReduceScatter,
-                              Costs[U].ParamElements * GradElemBytes, DpGroup);
+            gatherSeconds(Sharded, /*ByUse=*/true, ElemBytes, DpGroup);
+        RankScatterBytes[J % C.PP] +=
+            (Costs[U].ParamElements - wholeElements(Costs[U].Held, C.DP)) *
+            GradElemBytes;
       }
     }
     First += Pipe.StageUnits[J];
   }
-  for (unsigned R = 0; R != C.PP; ++R)
-    RankParams[R] = heldParamElements(Costs, RankRanges[R]);
+  // What ZeRO leaves whole (dimension 0 not divided by dp): all-reduced
+  // once per step, as zero=0 reduces everything.
+  std::vector<double> RankWhole(C.PP, 0);
   for (unsigned R = 0; R != C.PP; ++R) {
-    double GradBytes = RankParams[R] * GradElemBytes,
-           WeightBytes = RankParams[R] * ElemBytes;
+    RankParams[R] = heldParamElements(Costs, RankRanges[R]);
+    if (C.Zero >= 1 && C.DP > 1)
+      forEachRankParam(Costs, RankRanges[R], [&](const HeldParam &H) {
+        if (!H.isShardable(C.DP))
+          RankWhole[R] += H.Elements;
+      });
+    RankWhole[R] = std::min(RankWhole[R], RankParams[R]);
+    if (C.Zero >= 1 && C.Zero < 3 && C.DP > 1)
+      RankParamGathers[R] = paramGatherSeconds(Costs, RankRanges[R],
+                                               C.TrainPrecision, DpGroup, C.DP);
+  }
+  for (unsigned R = 0; R != C.PP; ++R) {
+    double GradBytes = RankParams[R] * GradElemBytes;
     // The rank's compute per micro-batch, forward and backward: what
     // per-micro-batch transfers can hide behind.
     double RankFwd = 0, RankBwd = 0;
@@ -591,15 +711,18 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
     if (C.DP > 1 && C.Zero < 3) {
       if (C.Zero == 0) {
         Kinds[unsigned(Collective::AllReduce)] =
-            collectiveSeconds(Cl, Collective::AllReduce, GradBytes, DpGroup);
+            Reduce(Collective::AllReduce, GradBytes);
       } else {
-        Kinds[unsigned(Collective::ReduceScatter)] = collectiveSeconds(
-            Cl, Collective::ReduceScatter, GradBytes, DpGroup);
+        double WholeBytes = RankWhole[R] * GradElemBytes;
+        Kinds[unsigned(Collective::ReduceScatter)] =
+            Reduce(Collective::ReduceScatter, GradBytes - WholeBytes);
         Kinds[unsigned(Collective::AllGather)] = RankParamGathers[R];
+        Kinds[unsigned(Collective::AllReduce)] =
+            Reduce(Collective::AllReduce, WholeBytes);
       }
-      double Sync = C.Zero == 0 ? Kinds[unsigned(Collective::AllReduce)]
-                                : Kinds[unsigned(Collective::ReduceScatter)] +
-                                      Kinds[unsigned(Collective::AllGather)];
+      double Sync = Kinds[unsigned(Collective::AllReduce)] +
+                    Kinds[unsigned(Collective::ReduceScatter)] +
+                    Kinds[unsigned(Collective::AllGather)];
       // Buckets reduce while the last micro-batch's backward runs.
       Exposed = C.DpOverlap ? std::max(0.0, Sync - RankBwd) : Sync;
     }
@@ -611,7 +734,9 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
     // back down.
     double Offload = 0;
     if (C.Zero == 3) {
-      double Gather = RankGathers[R], Scatter = RankScatters[R];
+      // Each micro-batch's gradients reduce-scattered in buckets.
+      double Gather = RankGathers[R],
+             Scatter = Reduce(Collective::ReduceScatter, RankScatterBytes[R]);
       Kinds[unsigned(Collective::AllGather)] = C.MicroBatches * 2 * Gather;
       Kinds[unsigned(Collective::ReduceScatter)] = C.MicroBatches * Scatter;
       double Fetch = 0, Down = 0;
@@ -620,8 +745,10 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
         double Link = C.Offload == OffloadKind::AllNvme
                           ? Cl.nvmeBytesPerSecPerGpu()
                           : Cl.HostLink.BytesPerSec;
-        Fetch = Link > 0 ? WeightBytes / C.DP / Link : 0;
-        Down = Link > 0 ? GradBytes / C.DP / Link : 0;
+        // A rank's shards of the sharded parameters, and the whole ones.
+        double Held = (RankParams[R] - RankWhole[R]) / C.DP + RankWhole[R];
+        Fetch = Link > 0 ? Held * ElemBytes / Link : 0;
+        Down = Link > 0 ? Held * GradElemBytes / Link : 0;
       }
       // The compute each micro-batch's transfers hide behind: none without
       // overlap, where every gather and reduce-scatter waits.
@@ -630,12 +757,20 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
       double FwdExposed = std::max(0.0, Gather + Fetch - FwdCover);
       double BwdExposed =
           std::max(0.0, Gather + Scatter + Fetch + Down - BwdCover);
-      Exposed += C.MicroBatches * (std::max(0.0, Gather - FwdCover) +
-                                   std::max(0.0, Gather + Scatter - BwdCover));
-      Offload = C.MicroBatches * (FwdExposed + BwdExposed) - Exposed;
+      double Comm =
+          C.MicroBatches * (std::max(0.0, Gather - FwdCover) +
+                            std::max(0.0, Gather + Scatter - BwdCover));
+      Exposed += Comm;
+      Offload = C.MicroBatches * (FwdExposed + BwdExposed) - Comm;
+      // The whole parameters' gradients, all-reduced once per step.
+      double WholeSync =
+          Reduce(Collective::AllReduce, RankWhole[R] * GradElemBytes);
+      Kinds[unsigned(Collective::AllReduce)] = WholeSync;
+      Exposed += std::max(0.0, WholeSync - BwdCover);
     }
     ModelStateConfig MS;
     MS.Params = RankParams[R];
+    MS.WholeParams = RankWhole[R];
     MS.DataParallel = C.DP;
     MS.ZeroStage = C.Zero;
     MS.Optimizer = O.Optimizer;
@@ -747,6 +882,14 @@ Expected<Plan> autopar::evaluatePlan(ModelProfile &Profile, const Cluster &Cl,
       E.evaluate(Config, std::numeric_limits<double>::infinity());
   if (!P)
     return P.takeError();
+  if (!*P && std::isinf(E.LeastMemory) && !std::isinf(E.LeastHostMemory))
+    return error(
+        "the plan " + Config.str() + " does not fit: it offloads " +
+        formatv("{0:f1}", E.LeastHostMemory / double(1ull << 30)) +
+        " GiB per GPU to host memory, more than each GPU's share "
+        "of its node's (" +
+        formatv("{0:f1}", hostMemoryBytesPerGpu(Cl) / double(1ull << 30)) +
+        " GiB)");
   if (!*P)
     return error("the plan " + Config.str() + " does not fit: it needs " +
                  formatv("{0:f1}", E.LeastMemory / double(1ull << 30)) +
@@ -941,6 +1084,8 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                     C.Attention = O.Attention;
                     C.DpOverlap = O.DpOverlap;
                     C.GradReduce = O.GradReduce;
+                    // Chosen by evaluate (0) unless pinned.
+                    C.GradBucket = O.GradBucket.value_or(0);
                     // Only what the plan's backend runs as priced, but
                     // for the attention kernel, which is not searched
                     // (pinned, or the device's priced default).
@@ -969,6 +1114,8 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
   Result.Plans = std::move(Best);
   Result.ConfigsEvaluated = E.Evaluated;
   Result.LeastMemoryNeeded = std::isinf(E.LeastMemory) ? 0 : E.LeastMemory;
+  Result.LeastHostMemoryNeeded =
+      std::isinf(E.LeastHostMemory) ? 0 : E.LeastHostMemory;
   return Result;
 }
 
@@ -1026,18 +1173,22 @@ std::string autopar::explainEmptySearchSpace(const ModelProfile &Profile,
 SearchResult autopar::mergeSearchResults(std::vector<SearchResult> Parts,
                                          unsigned TopK) {
   SearchResult Out;
-  double Least = 0;
+  double Least = 0, LeastHost = 0;
   for (SearchResult &P : Parts) {
     for (Plan &Pl : P.Plans)
       Out.Plans.push_back(std::move(Pl));
     Out.ConfigsEvaluated += P.ConfigsEvaluated;
     if (P.LeastMemoryNeeded > 0 && (Least == 0 || P.LeastMemoryNeeded < Least))
       Least = P.LeastMemoryNeeded;
+    if (P.LeastHostMemoryNeeded > 0 &&
+        (LeastHost == 0 || P.LeastHostMemoryNeeded < LeastHost))
+      LeastHost = P.LeastHostMemoryNeeded;
   }
   llvm::sort(Out.Plans, betterPlan);
   if (Out.Plans.size() > std::max(1u, TopK))
     Out.Plans.resize(std::max(1u, TopK));
   Out.LeastMemoryNeeded = Least;
+  Out.LeastHostMemoryNeeded = LeastHost;
   return Out;
 }
 

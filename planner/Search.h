@@ -53,6 +53,10 @@ struct SearchOptions {
   /// What data-parallel gradient reductions move (not searched either:
   /// Fixed.GradReduce, else fp32).
   Precision GradReduce = Precision::FP32;
+  /// The gradient bucket (elements), pinned; otherwise each candidate
+  /// takes Megatron-Core's max(4e7, 1e6 x dp) where it fits, else 25 MiB
+  /// of fp32 gradients (ir/PlanKnobs.def).
+  std::optional<int64_t> GradBucket;
   /// Overlap sends between pipeline stages with compute (Megatron-LM
   /// --overlap-p2p-communication); otherwise they block both ranks.
   bool OverlapP2P = false;
@@ -84,8 +88,9 @@ struct RankPrediction {
   /// includes the frozen parameters, at their own bytes
   /// (cost/HeldParams.h).
   double WeightBytes = 0, GradBytes = 0, OptimizerBytes = 0, OverheadBytes = 0;
-  /// Model state offloaded to host memory or NVMe (not in MemoryBytes).
-  double OffloadedBytes = 0;
+  /// Model state offloaded to host memory or NVMe (not in MemoryBytes);
+  /// HostBytes of it in host memory.
+  double OffloadedBytes = 0, HostBytes = 0;
 };
 
 struct PlanPrediction {
@@ -131,6 +136,9 @@ struct SearchResult {
   uint64_t ConfigsEvaluated = 0;
   /// When no plan fits: the least memory any candidate needed per GPU.
   double LeastMemoryNeeded = 0;
+  /// When no plan fits and the candidates that fit the device offloaded
+  /// more than the host holds: the least host memory one needed per GPU.
+  double LeastHostMemoryNeeded = 0;
 };
 
 /// Fixed memory every rank keeps outside the model: CUDA context, NCCL

@@ -230,3 +230,28 @@ TEST(CollectivesTest, AllToAllAcrossNodesIsLimitedByTheNics) {
 }
 
 } // namespace
+
+TEST(CollectivesTest, BucketsEachPayTheirLatency) {
+  // 288 ranks one per node (a data-parallel group under tp 8): a ring's
+  // latency per call is large, so 100 MiB in 25 MiB buckets costs four
+  // 25 MiB collectives, more than one 100 MiB collective.
+  Cluster Cl = cluster("h100", 2304);
+  CommGroup G{288, 1};
+  double MiB = 1024 * 1024;
+  for (Collective C : {Collective::ReduceScatter, Collective::AllReduce,
+                       Collective::AllGather}) {
+    double One = collectiveSeconds(Cl, C, 25 * MiB, G);
+    double Whole = collectiveSeconds(Cl, C, 100 * MiB, G);
+    double Buckets = bucketedCollectiveSeconds(Cl, C, 100 * MiB, 25 * MiB, G);
+    EXPECT_DOUBLE_EQ(Buckets, 4 * One) << getCollectiveName(C).str();
+    EXPECT_GT(Buckets, Whole) << getCollectiveName(C).str();
+    // A rest: three full buckets and one of 10 MiB.
+    EXPECT_DOUBLE_EQ(bucketedCollectiveSeconds(Cl, C, 85 * MiB, 25 * MiB, G),
+                     3 * One + collectiveSeconds(Cl, C, 10 * MiB, G));
+    // Within the cap, or without one: a single collective.
+    EXPECT_EQ(bucketedCollectiveSeconds(Cl, C, 10 * MiB, 25 * MiB, G),
+              collectiveSeconds(Cl, C, 10 * MiB, G));
+    EXPECT_EQ(bucketedCollectiveSeconds(Cl, C, 100 * MiB, 0, G), Whole);
+    EXPECT_EQ(bucketedCollectiveSeconds(Cl, C, 0, 25 * MiB, G), 0);
+  }
+}

@@ -64,6 +64,25 @@ TEST(ModelStateTest, ReduceScatterKeepsShardsAndTheBucketsCopies) {
   EXPECT_EQ(getModelStateMemory(C).GradBytes, 4000 + 4000);
 }
 
+TEST(ModelStateTest, ZeroDividesOnlyWhatItShards) {
+  // 1000 elements on 4 ranks, 400 of them in parameters whose dimension 0
+  // 4 does not divide: those keep whole optimizer states, gradients and
+  // (ZeRO-3) weights; the other 600 are divided.
+  ModelStateConfig C = fp32(1000, 4, 1);
+  C.WholeParams = 400;
+  EXPECT_EQ(getModelStateMemory(C).OptimizerBytes, 600 * 8 / 4 + 400 * 8);
+  C.ZeroStage = 3;
+  ModelStateMemory M = getModelStateMemory(C);
+  EXPECT_EQ(M.WeightBytes, 600 * 4 / 4 + 400 * 4);
+  EXPECT_EQ(M.OptimizerBytes, 600 * 8 / 4 + 400 * 8);
+  EXPECT_EQ(M.GradBytes - M.GradSyncBytes, 600 * 4 / 4 + 400 * 4);
+  // Nothing shardable is ZeRO-0's states.
+  C.WholeParams = 1000;
+  C.ZeroStage = 1;
+  EXPECT_EQ(getModelStateMemory(C).OptimizerBytes,
+            getModelStateMemory(fp32(1000, 4, 0)).OptimizerBytes);
+}
+
 TEST(ModelStateTest, ZeroThreeGathersTwoUses) {
   ModelStateConfig C = fp32(1000, 2, 3);
   C.UsePairParams = 300;
