@@ -222,8 +222,9 @@ evaluateGiven(ModelProfile &Profile, const Cluster &Cl, const SearchOptions &SO,
 }
 
 /// When nothing fits: the smallest multiple of the GPU count that does.
+/// HostShort: the candidates fit the device but not the host.
 static std::string suggestGpus(ModelProfile &Profile, const Cluster &Cl,
-                               const SearchOptions &SO) {
+                               const SearchOptions &SO, bool HostShort) {
   for (unsigned Factor : {2u, 4u, 8u, 16u, 32u, 64u}) {
     int64_t N = int64_t(Cl.NumGpus) * Factor;
     if (N > MaxGpus)
@@ -245,6 +246,11 @@ static std::string suggestGpus(ModelProfile &Profile, const Cluster &Cl,
               ") fits: " + R->Plans.front().Config.str())
           .str();
   }
+  if (HostShort)
+    return "no GPU count up to 64x this one fits; ZeRO leaves whole the "
+           "parameters whose first dimension the data-parallel size does not "
+           "divide, so a dp that divides them offloads less, as does "
+           "offloading only the optimizer (--fix offload=optimizer-cpu)";
   return "no GPU count up to 64x this one fits; use a device with more "
          "memory (--gpu) or offload (--fix offload=cpu,zero=3)";
 }
@@ -692,7 +698,10 @@ static Error explainNoPlan(const PlanDriverOptions &O, ModelProfile &Profile,
     OS << "\n  the plan in " << O.OutputDir << " no longer fits; re-plan it";
     return fail(1, OS.str());
   }
-  OS << "\n  " << suggestGpus(Profile, Cl, SO);
+  OS << "\n  "
+     << suggestGpus(Profile, Cl, SO,
+                    Result.LeastMemoryNeeded == 0 &&
+                        Result.LeastHostMemoryNeeded > 0);
   std::string Smaller = suggestLayers(Profile, Cl, SO);
   if (!Smaller.empty())
     OS << "\n  " << Smaller;
