@@ -109,7 +109,8 @@ collectParams(ArrayRef<const Node *> Nodes,
             break;
           }
       Out.push_back({Param, localElements(*O, Map, Split), K,
-                     getRows(*Param, SplitDim, Split.Degree)});
+                     getRows(*Param, SplitDim, Split.Degree),
+                     SplitDim == 0 && Split.Degree > 1});
     }
   }
   return Out;
@@ -159,6 +160,14 @@ double autopar::wholeElements(ArrayRef<HeldParam> Held, unsigned DataParallel) {
   for (const HeldParam &H : Held)
     if (!H.isShardable(DataParallel))
       Sum += H.Elements;
+  return Sum;
+}
+
+double autopar::paddingElements(ArrayRef<HeldParam> Held,
+                                unsigned DataParallel) {
+  double Sum = 0;
+  for (const HeldParam &H : Held)
+    Sum += H.paddingElements(DataParallel);
   return Sum;
 }
 

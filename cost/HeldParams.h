@@ -55,11 +55,21 @@ struct HeldParam {
   /// reader are used together (a fused Linear's weight and bias).
   unsigned FirstReader = 0;
   /// Its dimension 0 on this rank (after tensor parallelism), 0 for a
-  /// scalar: ZeRO shards a parameter along it only where the data-parallel
-  /// size divides it (passes/InsertGradSync.cpp); the others stay whole.
+  /// scalar, and whether tensor parallelism splits that dimension. ZeRO
+  /// shards a parameter along it (passes/InsertGradSync.cpp), padding the
+  /// rows the data-parallel size does not divide, except where tensor
+  /// parallelism splits them too: those stay whole.
   int64_t Rows = 0;
+  bool RowsSplit = false;
   bool isShardable(unsigned DataParallel) const {
-    return Rows > 0 && Rows % DataParallel == 0;
+    return Rows > 0 && (!RowsSplit || Rows % DataParallel == 0);
+  }
+  /// The padding elements its shards add over DataParallel ranks.
+  double paddingElements(unsigned DataParallel) const {
+    if (!isShardable(DataParallel) || Rows % DataParallel == 0)
+      return 0;
+    int64_t Padded = (Rows + DataParallel - 1) / DataParallel * DataParallel;
+    return Elements / double(Rows) * double(Padded - Rows);
   }
 };
 
@@ -98,6 +108,8 @@ double sumElements(llvm::ArrayRef<HeldParam> Held);
 /// The elements of Held that ZeRO over DataParallel ranks leaves whole
 /// (HeldParam::isShardable).
 double wholeElements(llvm::ArrayRef<HeldParam> Held, unsigned DataParallel);
+/// The padding elements ZeRO's shards of Held add over DataParallel ranks.
+double paddingElements(llvm::ArrayRef<HeldParam> Held, unsigned DataParallel);
 
 /// The largest elements two neighbours hold together: of consecutive
 /// parameters of Held when ByUse is false (what the optimizer step streams,

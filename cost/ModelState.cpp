@@ -66,13 +66,18 @@ ModelStateMemory autopar::getModelStateMemory(const ModelStateConfig &C) {
   // it leaves whole.
   double Whole = std::min(C.WholeParams, Params);
   auto Divided = [&](double PerParam) {
-    return (Params - Whole) * PerParam / Nd + Whole * PerParam;
+    return (Params - Whole + C.PaddingParams) * PerParam / Nd +
+           Whole * PerParam;
   };
   // What a rank holds of Elements spread over the parameters alike.
   auto DividedShare = [&](double Elements) {
     return Params > 0 ? Divided(Elements / Params) : Elements / Nd;
   };
   double Weights = Params * C.WeightBytes;
+  // ZeRO-1/2 gather an fp32 parameter in place into its home, padding
+  // included (runtime/Executor.cpp); 16-bit copies are sliced to whole.
+  if (Nd > 1 && (C.ZeroStage == 1 || C.ZeroStage == 2) && !C.MasterWeights)
+    Weights += C.PaddingParams * C.WeightBytes;
   double Grads = Params * C.GradBytes;
   double OptimizerPerParam =
       optimizerBytesPerParam(C.Optimizer, C.MasterWeights);
@@ -166,7 +171,9 @@ double autopar::optimizerStepSeconds(const ModelStateConfig &C,
   // The parameters whose update this rank computes: its shards, and the
   // parameters ZeRO leaves whole.
   double Whole = std::min(C.WholeParams, C.Params);
-  double Owned = C.ZeroStage >= 1 ? (C.Params - Whole) / Nd + Whole : C.Params;
+  double Owned = C.ZeroStage >= 1
+                     ? (C.Params - Whole + C.PaddingParams) / Nd + Whole
+                     : C.Params;
   // Read the gradient, the states and the master weight, write the states,
   // the master and the 16-bit weight.
   double StateBytes = optimizerBytesPerParam(C.Optimizer, C.MasterWeights);

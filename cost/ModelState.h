@@ -57,6 +57,9 @@ struct ModelStateConfig {
   /// 0 the data-parallel size does not divide keep whole weights,
   /// gradients and optimizer states (passes/InsertGradSync.cpp).
   double WholeParams = 0;
+  /// The padding elements ZeRO's shards add, over all the ranks (rows the
+  /// data-parallel size does not divide are padded to a multiple of it).
+  double PaddingParams = 0;
   unsigned DataParallel = 1;
   unsigned ZeroStage = 0;
   OptimizerKind Optimizer = OptimizerKind::AdamW;

@@ -247,10 +247,10 @@ static std::string suggestGpus(ModelProfile &Profile, const Cluster &Cl,
           .str();
   }
   if (HostShort)
-    return "no GPU count up to 64x this one fits; ZeRO leaves whole the "
-           "parameters whose first dimension the data-parallel size does not "
-           "divide, so a dp that divides them offloads less, as does "
-           "offloading only the optimizer (--fix offload=optimizer-cpu)";
+    return "no GPU count up to 64x this one fits with these pins; a larger "
+           "data-parallel size shards the offloaded state further, and "
+           "offloading only the optimizer (--fix offload=optimizer-cpu) "
+           "offloads less";
   return "no GPU count up to 64x this one fits; use a device with more "
          "memory (--gpu) or offload (--fix offload=cpu,zero=3)";
 }

@@ -117,6 +117,12 @@ TensorType Value::getLogicalType() const {
   for (unsigned D = 0; D != Shape.size() && D != Layout.DimAxes.size(); ++D)
     for (const std::string &Axis : Layout.DimAxes[D])
       Shape[D] = Shape[D] * Dim::get(M->getAxisSize(Axis).value_or(1));
+  // A padded shard (ZeRO over a data-parallel size that does not divide
+  // the rows, passes/InsertGradSync.cpp): the rows past logical_rows are
+  // padding.
+  const Attribute *Rows = Attrs.get("logical_rows");
+  if (Rows && Rows->isa(Attribute::Kind::Int) && !Shape.empty())
+    Shape[0] = Dim::get(Rows->getInt());
   return TensorType(Type.getElementType(), Shape);
 }
 

@@ -15,10 +15,16 @@
 //   - zero=0: each bucket is flattened (Reshape + Concat), all-reduced
 //     (sum) and split back into the gradients.
 //   - zero=1, 2, 3: the optimizer works on shards (Rajbhandari et al. 2020;
-//     Megatron-LM's distributed optimizer). Every trainable parameter whose
-//     dimension 0 the axis divides is stored as this rank's rows of it:
-//     its type becomes the local shard, annotated `sharding` (dimension 0
-//     over the axis) and `local = 1`. Its gradient bucket is reduce-
+//     Megatron-LM's distributed optimizer). Every trainable parameter with
+//     a static dimension 0 is stored as this rank's rows of it: its type
+//     becomes the local shard, annotated `sharding` (dimension 0 over the
+//     axis) and `local = 1`. Rows the axis does not divide are padded, as
+//     FSDP and Megatron-Core pad their flat buffers: each rank holds
+//     ceil(rows / ranks) rows, the parameter is annotated `logical_rows`
+//     (its real rows: weights, initialization and checkpoints see those),
+//     the padding rows are zeros that stay zero, each such gradient gets
+//     zero rows appended before its bucket's view, and each gather is
+//     sliced back to the logical rows. Its gradient bucket is reduce-
 //     scattered: each gradient is viewed as [ranks, n / ranks] (rank r's
 //     rows are row block r), the views are concatenated along dimension 1,
 //     one ReduceScatter (dim 0, local) leaves this rank's block of every
@@ -33,20 +39,22 @@
 //     to bf16/f16 (mixed-precision) casts the shard instead and the gather
 //     moves the 16-bit copy (half the bytes, and no fp32 whole copy);
 //     with zero=1 and 2 one such gathered copy serves the step's casts
-//     (cast-params-per-use gives zero=3 a cast per use first). Parameters the
-//     axis does not divide stay whole, with all-reduced gradients in buckets of
-//     their own. Over several micro-batches, zero=1 reduce-scatters the whole
-//     gradients that accumulate-micro-batches (or schedule-pipeline)
-//     summed, once per step. zero=2 and 3 keep only gradient shards: a
-//     sharded gradient that is such a sum (a tree of Adds whose leaves are
-//     the micro-batches' `grad.<p>.mb<k>`) is reduced per micro-batch:
-//     micro-batch k's gradients are bucketed as above, each bucket reduce-
-//     scattered right after its last producer in k's backward (and after
-//     the shard sums it adds to), the shards (`grad.<p>.mb<k>.shard`)
-//     summed into `grad.<p>`, and the whole-gradient Adds are erased, so a
-//     whole gradient lives only until its bucket's reduction. A sum with
-//     other terms (a tied parameter's gradient exchanged between pipeline
-//     stages) is reduced once per step.
+//     (cast-params-per-use gives zero=3 a cast per use first). A
+//     tensor-parallel shard whose rows tensor parallelism splits too and
+//     the axis does not divide (padding would lie inside the logical
+//     value), or one made of pieces along its rows, stays whole, with
+//     all-reduced gradients in buckets of their own. Over several
+//     micro-batches, zero=1 reduce-scatters the whole gradients that
+//     accumulate-micro-batches (or schedule-pipeline) summed, once per step.
+//     zero=2 and 3 keep only gradient shards: a sharded gradient that is such a
+//     sum (a tree of Adds whose leaves are the micro-batches' `grad.<p>.mb<k>`)
+//     is reduced per micro-batch: micro-batch k's gradients are bucketed as
+//     above, each bucket reduce- scattered right after its last producer in k's
+//     backward (and after the shard sums it adds to), the shards
+//     (`grad.<p>.mb<k>.shard`) summed into `grad.<p>`, and the whole-gradient
+//     Adds are erased, so a whole gradient lives only until its bucket's
+//     reduction. A sum with other terms (a tied parameter's gradient exchanged
+//     between pipeline stages) is reduced once per step.
 // The reduction is a sum: the loss is already divided by the global token
 // count (autodiff's `loss-tokens`). The `loss` output is all-reduced too,
 // right after it is computed, so every rank reports the global mean. Assumes
@@ -215,6 +223,26 @@ static Node *lastProducer(ArrayRef<Value *> Grads,
   return Last;
 }
 
+/// G with zero rows appended up to a multiple of Ranks rows (the padding
+/// of a padded shard), or G itself.
+static Expected<Value *> padRows(GradBuilder &B, Value *G, int64_t Ranks) {
+  SmallVector<int64_t, 4> Shape = G->getType().getStaticSizes();
+  int64_t Extra = (Ranks - Shape[0] % Ranks) % Ranks;
+  if (!Extra)
+    return G;
+  SmallVector<Dim, 4> Dims;
+  for (int64_t Size : Shape)
+    Dims.push_back(Dim::get(Size));
+  Dims[0] = Dim::get(Extra);
+  Expected<Value *> Zeros =
+      B.zeros(TensorType(G->getType().getElementType(), Dims));
+  if (!Zeros)
+    return Zeros.takeError();
+  AttrDict Rows;
+  Rows.set("axis", Attribute::getInt(0));
+  return B.emit1(OpId::Concat, {G, *Zeros}, Rows);
+}
+
 Error InsertGradSyncPass::syncBucket(Graph &G, ArrayRef<Value *> Grads,
                                      bool Scatter, int64_t Ranks,
                                      DenseMap<Value *, Value *> &Replacement) {
@@ -223,11 +251,19 @@ Error InsertGradSyncPass::syncBucket(Graph &G, ArrayRef<Value *> Grads,
   SmallVector<Value *, 8> Flat;
   SmallVector<int64_t, 8> Sizes;
   for (Value *Grad : Grads) {
-    int64_t N = *Grad->getType().getStaticNumElements();
-    // Scattered: [ranks, n / ranks], row block r in row r.
+    // Scattered: padded to a multiple of Ranks rows, then [ranks, n /
+    // ranks], row block r in row r.
+    Value *Rows = Grad;
+    if (Scatter) {
+      Expected<Value *> Padded = padRows(B, Grad, Ranks);
+      if (!Padded)
+        return Padded.takeError();
+      Rows = *Padded;
+    }
+    int64_t N = *Rows->getType().getStaticNumElements();
     Sizes.push_back(Scatter ? N / Ranks : N);
     Expected<Value *> R =
-        Scatter ? B.reshape(Grad, {Ranks, N / Ranks}) : B.reshape(Grad, {N});
+        Scatter ? B.reshape(Rows, {Ranks, N / Ranks}) : B.reshape(Rows, {N});
     if (!R)
       return R.takeError();
     Flat.push_back(*R);
@@ -281,7 +317,7 @@ Error InsertGradSyncPass::syncBucket(Graph &G, ArrayRef<Value *> Grads,
   for (auto [Grad, Part] : zip(Grads, Parts)) {
     SmallVector<int64_t, 4> Shape = Grad->getType().getStaticSizes();
     if (Scatter)
-      Shape[0] /= Ranks;
+      Shape[0] = (Shape[0] + Ranks - 1) / Ranks;
     Expected<Value *> R = B.reshape(Part, Shape);
     if (!R)
       return R.takeError();
@@ -454,6 +490,24 @@ static void moveBefore(Graph &G, Node *N, Node *Where) {
   G.getNodes().splice(Where->getIterator(), G.getNodes(), N->getIterator());
 }
 
+/// The rows of parameter P's whole (logical) value: its `logical_rows`
+/// when its shard is padded, else its shard's rows times Ranks.
+static int64_t getWholeRows(const Value &P, int64_t Ranks) {
+  if (const Attribute *A = P.getAttrs().get("logical_rows"))
+    if (A->isa(Attribute::Kind::Int))
+      return A->getInt();
+  return P.getType().getDim(0).getSize() * Ranks;
+}
+
+/// Whole, gathered from padded shards, without its padding rows.
+static Expected<Value *> dropPadding(GradBuilder &B, Value *Whole,
+                                     int64_t Rows) {
+  if (Whole->getType().getDim(0).getSize() == Rows)
+    return Whole;
+  return B.emit1(OpId::Slice,
+                 {Whole, B.ints({0}), B.ints({Rows}), B.ints({0})});
+}
+
 /// Makes User read Whole wherever it read P.
 static void rewireOperand(Node *User, Value *P, Value *Whole) {
   for (unsigned I = 0, E = User->getNumOperands(); I != E; ++I)
@@ -478,7 +532,12 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
   for (Value *P : Params) {
     TensorType Ty = P->getType();
     SmallVector<Dim, 4> Shape(Ty.getShape().begin(), Ty.getShape().end());
-    Shape[0] = Dim::get(Shape[0].getSize() / Ranks);
+    // Rows that Ranks does not divide are padded to ceil(rows / Ranks)
+    // a rank; the value's logical rows stay those of the parameter.
+    int64_t Rows = Shape[0].getSize();
+    Shape[0] = Dim::get((Rows + Ranks - 1) / Ranks);
+    if (Rows % Ranks)
+      P->getAttrs().set("logical_rows", Attribute::getInt(Rows));
     P->setType(TensorType(Ty.getElementType(), Shape));
     // A tensor-parallel shard (localize-tp) keeps its split; the data-
     // parallel axis divides its rows within it (minor to the others).
@@ -497,9 +556,13 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
   }
   GradBuilder B(G);
   B.setForwardNode(nullptr);
-  auto Gather = [&](Value *P) -> Expected<Value *> {
+  // Gathers shard P of a value of Rows rows (less than the gathered rows
+  // where the shards are padded).
+  auto Gather = [&](Value *P, int64_t Rows) -> Expected<Value *> {
     Expected<Value *> Whole =
         B.emit1(OpId::AllGather, {P}, collectiveAttrs(/*Dim0=*/true));
+    if (Whole)
+      Whole = dropPadding(B, *Whole, Rows);
     if (Whole)
       G.renameValue(*Whole, G.getUniqueName(P->getName().str() + ".whole"));
     return Whole;
@@ -516,7 +579,8 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
                                    Copy->getUsers().end());
     Copy->setType(TensorType(Copy->getType().getElementType(),
                              Cast->getOperand(0)->getType().getShape()));
-    Expected<Value *> Whole = Gather(Copy);
+    Expected<Value *> Whole =
+        Gather(Copy, getWholeRows(*Cast->getOperand(0), Ranks));
     if (!Whole)
       return Whole.takeError();
     for (Node *R : Readers)
@@ -532,21 +596,34 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
   Node *PreviousUser = nullptr;
   for (auto [P, User] : Uses) {
     if (isNarrowingCastOf(*User, P)) {
+      Node *OldLast = &G.getNodes().back();
       Expected<std::pair<Node *, Node *>> W = GatherNarrowed(User);
       if (!W)
         return W.takeError();
+      // The gather (and the slice of its padding), after the cast.
+      SmallVector<Node *, 4> New;
+      for (auto It = std::next(OldLast->getIterator());
+           It != G.getNodes().end(); ++It)
+        New.push_back(&*It);
       Node *Reader = W->second ? W->second : User;
       Node *Anchor = PreviousUser ? PreviousUser : Reader;
       moveBefore(G, User, Anchor);
-      moveBefore(G, W->first, Anchor);
+      for (Node *N : New)
+        moveBefore(G, N, Anchor);
       PreviousUser = Reader;
       continue;
     }
-    Expected<Value *> Whole = Gather(P);
+    Node *OldLast = &G.getNodes().back();
+    Expected<Value *> Whole = Gather(P, getWholeRows(*P, Ranks));
     if (!Whole)
       return Whole.takeError();
-    moveBefore(G, (*Whole)->getDefiningNode(),
-               PreviousUser ? PreviousUser : User);
+    // The gather (and the slice of its padding), before the previous use.
+    SmallVector<Node *, 4> New;
+    for (auto It = std::next(OldLast->getIterator()); It != G.getNodes().end();
+         ++It)
+      New.push_back(&*It);
+    for (Node *N : New)
+      moveBefore(G, N, PreviousUser ? PreviousUser : User);
     rewireOperand(User, P, *Whole);
     PreviousUser = User;
   }
@@ -657,9 +734,15 @@ Error InsertGradSyncPass::gatherInBuckets(
         Where = R->First;
     Node *OldLast = &G.getNodes().back();
     SmallVector<Value *, 8> Wholes;
+    // The rows of each request's whole value (its parameter's).
+    auto RowsOf = [&](const GatherRequest *R) {
+      return getWholeRows(R->Cast ? *R->Cast->getOperand(0) : *R->Shard, Ranks);
+    };
     if (Bucket.size() == 1) {
       Expected<Value *> W = B.emit1(OpId::AllGather, {Bucket.front()->Shard},
                                     collectiveAttrs(/*Dim0=*/true));
+      if (W)
+        W = dropPadding(B, *W, RowsOf(Bucket.front()));
       if (!W)
         return W.takeError();
       Wholes.push_back(*W);
@@ -694,6 +777,8 @@ Error InsertGradSyncPass::gatherInBuckets(
         SmallVector<int64_t, 4> Shape = R->Shard->getType().getStaticSizes();
         Shape[0] *= Ranks;
         Expected<Value *> W = B.reshape(Part, Shape);
+        if (W)
+          W = dropPadding(B, *W, RowsOf(R));
         if (!W)
           return W.takeError();
         Wholes.push_back(*W);
@@ -794,9 +879,17 @@ Error InsertGradSyncPass::runOnGraph(Graph &G) {
       // rows is no block of each piece (runtime/ParamInit.h's view).
       bool PiecesOnRows = P->getAttrs().get("pieces") && Ty.getRank() &&
                           P->getLogicalType().getShape()[0] != Ty.getShape()[0];
+      // Rows that the axis does not divide are padded (logical_rows), but
+      // only where no other axis splits them: a tensor-parallel shard's
+      // padding would lie inside the logical value.
+      const Attribute *Old = P->getAttrs().get("sharding");
+      bool RowsSplit = Old && Old->isa(Attribute::Kind::Sharding) &&
+                       !Old->getSharding().DimAxes.empty() &&
+                       !Old->getSharding().DimAxes[0].empty() &&
+                       P->getLogicalType().getShape()[0] != Ty.getShape()[0];
       if (!Grad || Grad->getNumOutputUses() == 0 || Ty.getRank() == 0 ||
-          !Ty.getDim(0).isStatic() || Ty.getDim(0).getSize() % Ranks ||
-          PiecesOnRows)
+          !Ty.getDim(0).isStatic() ||
+          (Ty.getDim(0).getSize() % Ranks && RowsSplit) || PiecesOnRows)
         continue;
       ShardedParams.push_back(P.get());
       Scattered.insert(Grad);

@@ -130,7 +130,7 @@ Error InsertOptimizerPass::runOnGraph(Graph &G) {
             G.getUniqueName(("adamw." + Moment + "." + P->getName()).str());
         Value *M = G.addParam(Name, P->getType());
         M->getAttrs().set("init", Attribute::getString("zeros"));
-        for (StringRef Copied : {"sharding", "local", "pieces"})
+        for (StringRef Copied : {"sharding", "local", "pieces", "logical_rows"})
           if (const Attribute *A = P->getAttrs().get(Copied))
             M->getAttrs().set(Copied, *A);
         if (Opts.States != "device")

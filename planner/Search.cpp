@@ -298,8 +298,10 @@ Evaluator::rankMemory(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   MS.UsePairParams = largestNeighbourElements(Sequence, /*ByUse=*/true);
   MS.StepPairParams = largestNeighbourElements(Sequence, /*ByUse=*/false);
   MS.MicroBatches = C.MicroBatches;
-  if (C.Zero >= 1 && C.DP > 1)
+  if (C.Zero >= 1 && C.DP > 1) {
     MS.WholeParams = std::min(Params, wholeElements(Sequence, C.DP));
+    MS.PaddingParams = paddingElements(Sequence, C.DP);
+  }
   // The bucket's fp32 gradients (the masters', or fp32 training's).
   MS.BucketBytes = double(C.GradBucket) * 4;
   ModelStateMemory States = getModelStateMemory(MS);
@@ -684,13 +686,14 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   }
   // What ZeRO leaves whole (dimension 0 not divided by dp): all-reduced
   // once per step, as zero=0 reduces everything.
-  std::vector<double> RankWhole(C.PP, 0);
+  std::vector<double> RankWhole(C.PP, 0), RankPadding(C.PP, 0);
   for (unsigned R = 0; R != C.PP; ++R) {
     RankParams[R] = heldParamElements(Costs, RankRanges[R]);
     if (C.Zero >= 1 && C.DP > 1)
       forEachRankParam(Costs, RankRanges[R], [&](const HeldParam &H) {
         if (!H.isShardable(C.DP))
           RankWhole[R] += H.Elements;
+        RankPadding[R] += H.paddingElements(C.DP);
       });
     RankWhole[R] = std::min(RankWhole[R], RankParams[R]);
     if (C.Zero >= 1 && C.Zero < 3 && C.DP > 1)
@@ -771,6 +774,7 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
     ModelStateConfig MS;
     MS.Params = RankParams[R];
     MS.WholeParams = RankWhole[R];
+    MS.PaddingParams = RankPadding[R];
     MS.DataParallel = C.DP;
     MS.ZeroStage = C.Zero;
     MS.Optimizer = O.Optimizer;

@@ -253,6 +253,12 @@ ShardView autopar::getShardView(const Value &P, int Rank) {
   V.Logical = P.getLogicalType().getStaticSizes();
   V.Local = P.getType().getStaticSizes();
   V.Origin = getShardOrigin(P, Rank);
+  // A padded shard (logical_rows, passes/InsertGradSync.cpp): the block is
+  // its rows inside the logical value; the rest are padding, zeros.
+  if (P.getAttrs().get("logical_rows") && !V.Local.empty()) {
+    V.Origin[0] = std::min(V.Origin[0], V.Logical[0]);
+    V.Local[0] = std::min(V.Local[0], V.Logical[0] - V.Origin[0]);
+  }
   const Attribute *Pieces = P.getAttrs().get("pieces");
   int64_t K =
       Pieces && Pieces->isa(Attribute::Kind::Int) ? Pieces->getInt() : 1;

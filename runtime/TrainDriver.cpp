@@ -348,15 +348,24 @@ struct TrainState {
     Meta.DataPosition = Source.getPosition();
     Meta.DataRngState = Source.getRngState();
     ArrayRef<std::unique_ptr<Value>> Params = G.getParams();
+    std::vector<CheckpointTensorSpec> Specs = getSpecs();
     auto Read = [&](size_t I) -> Expected<std::vector<uint8_t>> {
       Expected<HostTensor> H = X.readParam(*Params[I]);
       if (!H)
         return H.takeError();
+      // A padded shard saves its rows inside the logical value (a prefix
+      // of its bytes), not its padding.
+      int64_t N = 1;
+      for (int64_t D : Specs[I].Shape)
+        N *= D;
+      size_t Bytes = size_t(N) * (getElementTypeBits(Specs[I].Elem) / 8);
+      if (Bytes < H->Bytes.size())
+        H->Bytes.resize(Bytes);
       return std::move(H->Bytes);
     };
     std::string Where = "checkpoint of step " + std::to_string(Step) + ": ";
-    if (Error E = writeCheckpointShard(O.CheckpointDir, Meta, getSpecs(), Read,
-                                       Crash))
+    if (Error E =
+            writeCheckpointShard(O.CheckpointDir, Meta, Specs, Read, Crash))
       return fail(RunIOError, Where + toString(std::move(E)));
     // Rank 0 commits only when every rank's shard is on disk, and the
     // others wait for the commit (so that its pruning never meets a shard

@@ -76,6 +76,14 @@ TEST(ModelStateTest, ZeroDividesOnlyWhatItShards) {
   EXPECT_EQ(M.WeightBytes, 600 * 4 / 4 + 400 * 4);
   EXPECT_EQ(M.OptimizerBytes, 600 * 8 / 4 + 400 * 8);
   EXPECT_EQ(M.GradBytes - M.GradSyncBytes, 600 * 4 / 4 + 400 * 4);
+  // Padded rows are held like rows: 20 padding elements over the ranks,
+  // and an fp32 parameter's home (ZeRO-1/2) holds them whole.
+  ModelStateConfig P = fp32(1000, 4, 1);
+  P.PaddingParams = 20;
+  EXPECT_EQ(getModelStateMemory(P).OptimizerBytes, 1020 * 8 / 4);
+  EXPECT_EQ(getModelStateMemory(P).WeightBytes, 1020 * 4);
+  P.ZeroStage = 3;
+  EXPECT_EQ(getModelStateMemory(P).WeightBytes, 1020 * 4 / 4);
   // Nothing shardable is ZeRO-0's states.
   C.WholeParams = 1000;
   C.ZeroStage = 1;
