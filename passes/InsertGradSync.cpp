@@ -371,14 +371,20 @@ static DenseMap<const Node *, unsigned> getProgramOrder(Graph &G) {
   return Order;
 }
 
-/// Moves the nodes appended after OldLast to right after Anchor.
-static void placeAfter(Graph &G, Node *OldLast, Node *Anchor) {
-  if (!Anchor || !OldLast || Anchor == OldLast)
-    return;
+/// The nodes appended to G after OldLast, in order.
+static SmallVector<Node *, 16> getAppended(Graph &G, Node *OldLast) {
   SmallVector<Node *, 16> New;
   for (auto It = std::next(OldLast->getIterator()); It != G.getNodes().end();
        ++It)
     New.push_back(&*It);
+  return New;
+}
+
+/// Moves the nodes appended after OldLast to right after Anchor.
+static void placeAfter(Graph &G, Node *OldLast, Node *Anchor) {
+  if (!Anchor || !OldLast || Anchor == OldLast)
+    return;
+  SmallVector<Node *, 16> New = getAppended(G, OldLast);
   auto Where = std::next(Anchor->getIterator());
   for (Node *N : New)
     G.getNodes().splice(Where, G.getNodes(), N->getIterator());
@@ -571,9 +577,9 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
   // casts the shard instead, and the gather moves the 16-bit copy: half
   // the bytes, and the whole copy in 16 bits only, as DeepSpeed's ZeRO-3
   // and Megatron-LM's distributed optimizer gather their 16-bit weights.
-  // Returns the whole copy's node (the gather), its readers rewired, and
-  // the node that reads it first.
-  auto GatherNarrowed = [&](Node *Cast) -> Expected<std::pair<Node *, Node *>> {
+  // Its readers are rewired to the whole copy; returns the node that reads
+  // it first (null for none).
+  auto GatherNarrowed = [&](Node *Cast) -> Expected<Node *> {
     Value *Copy = Cast->getResult(0);
     SmallVector<Node *, 4> Readers(Copy->getUsers().begin(),
                                    Copy->getUsers().end());
@@ -589,7 +595,7 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
     for (Node *R : Readers)
       if (Order.lookup(R) < Order.lookup(First))
         First = R;
-    return std::make_pair((*Whole)->getDefiningNode(), First);
+    return First;
   };
   if (Opts.Zero < 3)
     return gatherInBuckets(G, Uses, Ranks);
@@ -597,15 +603,12 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
   for (auto [P, User] : Uses) {
     if (isNarrowingCastOf(*User, P)) {
       Node *OldLast = &G.getNodes().back();
-      Expected<std::pair<Node *, Node *>> W = GatherNarrowed(User);
+      Expected<Node *> W = GatherNarrowed(User);
       if (!W)
         return W.takeError();
       // The gather (and the slice of its padding), after the cast.
-      SmallVector<Node *, 4> New;
-      for (auto It = std::next(OldLast->getIterator());
-           It != G.getNodes().end(); ++It)
-        New.push_back(&*It);
-      Node *Reader = W->second ? W->second : User;
+      SmallVector<Node *, 16> New = getAppended(G, OldLast);
+      Node *Reader = *W ? *W : User;
       Node *Anchor = PreviousUser ? PreviousUser : Reader;
       moveBefore(G, User, Anchor);
       for (Node *N : New)
@@ -618,11 +621,7 @@ Error InsertGradSyncPass::shardParams(Graph &G, ArrayRef<Value *> Params,
     if (!Whole)
       return Whole.takeError();
     // The gather (and the slice of its padding), before the previous use.
-    SmallVector<Node *, 4> New;
-    for (auto It = std::next(OldLast->getIterator()); It != G.getNodes().end();
-         ++It)
-      New.push_back(&*It);
-    for (Node *N : New)
+    for (Node *N : getAppended(G, OldLast))
       moveBefore(G, N, PreviousUser ? PreviousUser : User);
     rewireOperand(User, P, *Whole);
     PreviousUser = User;
@@ -785,10 +784,7 @@ Error InsertGradSyncPass::gatherInBuckets(
       }
     }
     // The casts first, then the bucket's gather, before its first reader.
-    SmallVector<Node *, 16> New;
-    for (auto It = std::next(OldLast->getIterator()); It != G.getNodes().end();
-         ++It)
-      New.push_back(&*It);
+    SmallVector<Node *, 16> New = getAppended(G, OldLast);
     for (GatherRequest *R : Bucket)
       if (R->Cast)
         moveBefore(G, R->Cast, Where);

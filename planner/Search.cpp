@@ -187,10 +187,10 @@ private:
   };
   StepTail getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                        const PipelineCandidate &Pipe) const;
-  /// One all-gather over Group per parameter of Held, or per use (the
-  /// parameters one node reads first) when ByUse.
-  double gatherSeconds(ArrayRef<HeldParam> Held, bool ByUse, double ElemBytes,
-                       const CommGroup &Group) const;
+  /// ZeRO-3's all-gathers of Held over Group: one per use (the parameters
+  /// one node reads first).
+  double useGatherSeconds(ArrayRef<HeldParam> Held, double ElemBytes,
+                          const CommGroup &Group) const;
   /// ZeRO-1/2's all-gathers of the parameters of Units (one rank's, in
   /// program order) at precision P: 16-bit copies in buckets of at most
   /// getDataParallelBucketElements, filled in first-use order, a larger
@@ -574,11 +574,10 @@ Evaluator::getRankMemory(const PlanConfig &C,
   return Ranks;
 }
 
-double Evaluator::gatherSeconds(ArrayRef<HeldParam> Held, bool ByUse,
-                                double ElemBytes,
-                                const CommGroup &Group) const {
+double Evaluator::useGatherSeconds(ArrayRef<HeldParam> Held, double ElemBytes,
+                                   const CommGroup &Group) const {
   double Seconds = 0;
-  for (double Elements : getGroupElements(Held, ByUse))
+  for (double Elements : getGroupElements(Held, /*ByUse=*/true))
     Seconds += collectiveSeconds(Cl, Collective::AllGather,
                                  Elements * ElemBytes, Group);
   return Seconds;
@@ -675,8 +674,7 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
         for (const HeldParam &H : Costs[U].Held)
           if (H.isShardable(C.DP))
             Sharded.push_back(H);
-        RankGathers[J % C.PP] +=
-            gatherSeconds(Sharded, /*ByUse=*/true, ElemBytes, DpGroup);
+        RankGathers[J % C.PP] += useGatherSeconds(Sharded, ElemBytes, DpGroup);
         RankScatterBytes[J % C.PP] +=
             (Costs[U].ParamElements - wholeElements(Costs[U].Held, C.DP)) *
             GradElemBytes;
