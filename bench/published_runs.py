@@ -109,17 +109,39 @@ def llama(tmp, layers, hidden, heads, kv_heads, ffn, vocab, seq):
     return path
 
 
+# The fraction of an InfiniBand line rate that NCCL's bus bandwidth reaches
+# between nodes (nccl-tests issue #100, cost/Devices.def [NT100]), used for
+# the published networks below as for the catalog's.
+LINE_RATE_FRACTION = 0.91
+
+
+def inter_node_link(device, network):
+    """The cluster-file link between nodes of a run whose source gives its
+    nodes' network as (NICs per node, Gb/s each): each GPU's share of the
+    node's NICs, at the catalog device's latency."""
+    nics, gbps = network
+    gpus_per_node = 8  # every run here is on 8-GPU nodes
+    return {"bytes_per_s": nics * gbps * 1e9 / 8 * LINE_RATE_FRACTION /
+            gpus_per_node, "latency_s": 2.7e-6}
+
+
 def plan(model, gpus, batch, fix, device="a100-80gb", fraction=None,
-         tmp=None, extra=()):
+         tmp=None, extra=(), network=None):
     args = [TOOL, model, "--global-batch", str(batch), "--format", "json"]
     args += list(extra)
-    if fraction is None:
+    if fraction is None and network is None:
         args += ["--gpu", device, "--gpus", str(gpus)]
     else:
-        cluster = os.path.join(tmp, "cluster-%d.json" % gpus)
+        cluster_json = {"base": device, "num_gpus": gpus}
+        if fraction is not None:
+            cluster_json["sustained_fraction"] = fraction
+        if network is not None:
+            cluster_json["links"] = {
+                "inter_node": inter_node_link(device, network)}
+        cluster = os.path.join(tmp, "cluster-%d-%s.json" %
+                               (gpus, "-".join(map(str, network or ()))))
         with open(cluster, "w") as f:
-            json.dump({"base": device, "num_gpus": gpus,
-                       "sustained_fraction": fraction}, f)
+            json.dump(cluster_json, f)
         args += ["--cluster", cluster]
     if fix:
         args += ["--fix", fix]
@@ -268,20 +290,40 @@ HELD_OUT = [
     # (foundation-model-stack/fms-fsdp) reduces gradients in bf16
     # (MixedPrecisionPolicy reduce_dtype=bfloat16) and runs the 7B with
     # hybrid sharding (scripts/7b.sh: sharding_strategy=hsdp, shards within
-    # a node), which autopar does not have: priced as full sharding.
+    # a node), which autopar does not have: priced as full sharding. The
+    # blog's own list of levers says it did not fuse kernels ("We have
+    # leveraged 1, 3, and a variation of 4", 2 being "Graph optimizations
+    # (e.g., fusing kernels, torch.compile)"): fusion=off.
     ("FSDP 7B A100", "R15", "a100-80gb", 128,
      LLAMA2_7B, 256,
-     "tp=1,pp=1,zero=3,mbs=2,recompute=none,attention=flash,grad-reduce=bf16", 57, "mfu"),
+     "tp=1,pp=1,zero=3,mbs=2,recompute=none,attention=flash,grad-reduce=bf16,fusion=off", 57, "mfu"),
     ("FSDP 7B H100", "R15", "h100", 96,
      LLAMA2_7B, 192,
-     "tp=1,pp=1,zero=3,mbs=2,recompute=none,attention=flash,grad-reduce=bf16", 37, "mfu"),
+     "tp=1,pp=1,zero=3,mbs=2,recompute=none,attention=flash,grad-reduce=bf16,fusion=off", 37, "mfu"),
     ("FSDP 70B A100", "R15", "a100-80gb", 128,
      LLAMA2_70B, 256,
-     "tp=1,pp=1,zero=3,mbs=2,recompute=full,attention=flash,grad-reduce=bf16", 50, "mfu"),
+     "tp=1,pp=1,zero=3,mbs=2,recompute=full,attention=flash,grad-reduce=bf16,fusion=off", 50, "mfu"),
     ("FSDP 70B H100", "R15", "h100", 96,
      LLAMA2_70B, 192,
-     "tp=1,pp=1,zero=3,mbs=2,recompute=full,attention=flash,grad-reduce=bf16", 34, "mfu"),
+     "tp=1,pp=1,zero=3,mbs=2,recompute=full,attention=flash,grad-reduce=bf16,fusion=off", 34, "mfu"),
 ]
+
+
+# The network between nodes where a run's source gives one other than the
+# catalog device's DGX (one 200 Gb/s NIC per A100, one 400 Gb/s NIC per
+# H100): (NICs per node, Gb/s each). Sources: bench/published-runs-sources.md.
+PUBLISHED_NETWORK = {
+    # R5: "4 OmniPath links" a node (Omni-Path's 100 Gb/s a link assumed).
+    "BLOOM 176B": (4, 100),
+    # R9: "one of four ConnectX-6 HCAs" a node (HDR, 200 Gb/s).
+    "NeoX 20B": (4, 200),
+    # R15: "an A100 cluster with 128 GPUs and 400Gbps inter-node
+    # interconnect, and an H100 cluster with 96 GPUs and 800Gbps".
+    "FSDP 7B A100": (1, 400),
+    "FSDP 70B A100": (1, 400),
+    "FSDP 7B H100": (1, 800),
+    "FSDP 70B H100": (1, 800),
+}
 
 
 def build_model(tmp, spec):
@@ -314,7 +356,7 @@ def held_out(tmp):
         extra = ["--freeze", "rotary_emb"] if spec[0] == "llama" else []
         try:
             d = plan(build_model(tmp, spec), gpus, batch, fix, device=device,
-                     extra=extra)
+                     tmp=tmp, extra=extra, network=PUBLISHED_NETWORK.get(name))
         except subprocess.CalledProcessError as e:
             print("%-19s %-9s %6d %-6s %9s  no plan: %s" %
                   (name, device, gpus, convention, published,
@@ -347,6 +389,7 @@ KNOBS = [
     ("attention", "attention", str),
     ("dp_overlap", "dp-overlap", lambda v: "on" if v else "off"),
     ("grad_reduce", "grad-reduce", str),
+    ("fusion", "fusion", lambda v: "on" if v else "off"),
 ]
 
 
@@ -388,9 +431,11 @@ def free_plans(tmp):
     for (name, _, device, gpus, spec, batch, fix, _, _) in HELD_OUT:
         extra = ["--freeze", "rotary_emb"] if spec[0] == "llama" else []
         model = build_model(tmp, spec)
+        on = {"device": device, "tmp": tmp, "extra": extra,
+              "network": PUBLISHED_NETWORK.get(name)}
         try:
-            pinned = plan(model, gpus, batch, fix, device=device, extra=extra)
-            free = plan(model, gpus, batch, None, device=device, extra=extra)
+            pinned = plan(model, gpus, batch, fix, **on)
+            free = plan(model, gpus, batch, None, **on)
         except subprocess.CalledProcessError:
             print("%-19s %9s  no plan" % (name, device))
             continue
@@ -404,8 +449,7 @@ def free_plans(tmp):
             if field == "schedule" and free[field] == "interleaved":
                 change["vpp"] = str(free["vpp"])
             try:
-                alone = plan(model, gpus, batch, as_fix(pinned, change),
-                             device=device, extra=extra)
+                alone = plan(model, gpus, batch, as_fix(pinned, change), **on)
                 gain = "%+.1f%%" % (100 * (alone["tokens_per_s"] /
                                            pinned["tokens_per_s"] - 1))
             except subprocess.CalledProcessError:

@@ -139,5 +139,13 @@ std::string autopar::renderMegatronArgs(const PlanRecord &R) {
   if (R.Shape.Heads)
     OS << "--attention-backend "
        << (P.Attention == AttentionKernel::Flash ? "flash" : "unfused") << "\n";
+  // Unfused element-wise kernels, as priced (ir/PlanKnobs.def).
+  if (!P.Fusion)
+    OS << "# fusion=off: Megatron-LM fuses its norms in every implementation; "
+          "the plan prices them unfused\n"
+       << "--no-persist-layer-norm\n"
+       << "--no-bias-gelu-fusion\n"
+       << "--no-bias-swiglu-fusion\n"
+       << "--no-rope-fusion\n";
   return OS.str();
 }

@@ -24,7 +24,8 @@ std::string autopar::describePlan(const PlanRecord &R) {
      << " offload=" << getOffloadName(P.Offload) << " "
      << getPrecisionName(P.TrainPrecision)
      << " attention=" << getAttentionKernelName(P.Attention)
-     << (P.DpOverlap ? "" : " dp-overlap=off");
+     << (P.DpOverlap ? "" : " dp-overlap=off")
+     << (P.Fusion ? "" : " fusion=off");
   return OS.str();
 }
 

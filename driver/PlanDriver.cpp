@@ -512,8 +512,8 @@ static Expected<CheckedOptions> checkOptions(const PlanDriverOptions &O) {
   return CheckedOptions{Threads, std::move(*Fixes), std::move(*Cl)};
 }
 
-static Expected<ImportedModel> importModel(const PlanDriverOptions &O,
-                                           DiagnosticEngine &Diag) {
+static Expected<ImportedModel>
+importModel(const PlanDriverOptions &O, bool Fusion, DiagnosticEngine &Diag) {
   // The model's inline weights are read (fusions prove rotary embeddings
   // from them) and then moved into the plan folder's own weight file, so
   // that the plan trains from the model's weights.
@@ -522,8 +522,10 @@ static Expected<ImportedModel> importModel(const PlanDriverOptions &O,
   std::unique_ptr<Module> M = importOnnxModel(O.ModelFile, Import, Diag);
   if (!M)
     return fail(ExitInvalidInput);
+  // Without fusion (ir/PlanKnobs.def) the program keeps the graph's
+  // element-wise ops, and the cost model prices each as a kernel.
   PassManager PM;
-  cantFail(PM.addPipeline("import-canonical"));
+  cantFail(PM.addPipeline(Fusion ? "import-canonical" : "import-eager"));
   if (failed(PM.run(*M, Diag)))
     return fail(ExitPassFailure);
   std::string WeightsFile = externalizeInlineWeights(*M, WeightsFileName);
@@ -620,6 +622,7 @@ static SearchOptions makeSearchOptions(const PlanDriverOptions &O,
       Plan ? Plan->GradReduce : Fixes.GradReduce.value_or(Precision::FP32);
   SO.GradBucket =
       Plan ? std::optional<int64_t>(Plan->GradBucket) : Fixes.GradBucket;
+  SO.Fusion = Plan ? Plan->Fusion : Fixes.Fusion.value_or(true);
   SO.TopK = O.TopK;
   SO.TpAcrossNodes = O.TpAcrossNodes;
   return SO;
@@ -756,12 +759,15 @@ static Error planModel(const PlanDriverOptions &O) {
     return Checked.takeError();
   Cluster &Cl = Checked->Cl;
   DiagnosticEngine Diag(nullptr, O.ModelFile);
-  Expected<ImportedModel> Model = importModel(O, Diag);
-  if (!Model)
-    return Model.takeError();
   Expected<GivenPlan> Given = readGiven(O, Cl);
   if (!Given)
     return Given.takeError();
+  // Fusion is not searched: the given plan's, or the pinned, or on.
+  bool Fusion = Given->Config ? Given->Config->Fusion
+                              : Checked->Fixes.Fusion.value_or(true);
+  Expected<ImportedModel> Model = importModel(O, Fusion, Diag);
+  if (!Model)
+    return Model.takeError();
   if (Error E = cutIntoUnits(O, Checked->Fixes, Given->Config, *Model->M, Diag))
     return E;
 

@@ -1086,6 +1086,7 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                     C.Attention = O.Attention;
                     C.DpOverlap = O.DpOverlap;
                     C.GradReduce = O.GradReduce;
+                    C.Fusion = O.Fusion;
                     // Chosen by evaluate (0) unless pinned.
                     C.GradBucket = O.GradBucket.value_or(0);
                     // Only what the plan's backend runs as priced, but

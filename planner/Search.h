@@ -57,6 +57,10 @@ struct SearchOptions {
   /// takes Megatron-Core's max(4e7, 1e6 x dp) where it fits, else 25 MiB
   /// of fp32 gradients (ir/PlanKnobs.def).
   std::optional<int64_t> GradBucket;
+  /// Whether the imported graph's norms, activations and rotary embeddings
+  /// were fused (not searched: the import decides it, and every candidate's
+  /// PlanConfig carries it).
+  bool Fusion = true;
   /// Overlap sends between pipeline stages with compute (Megatron-LM
   /// --overlap-p2p-communication); otherwise they block both ranks.
   bool OverlapP2P = false;

@@ -129,20 +129,22 @@ TEST(PlanTest, Fixes) {
   Expected<PlanFixes> F = PlanFixes::parse(
       "tp=4,pp=2,dp=8,mbs=2,schedule=interleaved,vpp=3,zero=3,recompute=full,"
       "sp=on,offload=nvme,precision=fp16,attention=flash,dp-overlap=off,"
-      "grad-reduce=fp16,grad-bucket=40000000");
+      "grad-reduce=fp16,grad-bucket=40000000,fusion=off");
   ASSERT_TRUE(bool(F)) << toString(F.takeError());
   PlanConfig C;
   F->applyTo(C);
   EXPECT_EQ(C.str(), "tp=4,pp=2,dp=8,mbs=2,schedule=interleaved,vpp=3,zero=3,"
                      "recompute=full,sp=on,offload=nvme,precision=fp16,"
                      "attention=flash,dp-overlap=off,grad-reduce=fp16,"
-                     "grad-bucket=40000000");
+                     "grad-bucket=40000000,fusion=off");
   EXPECT_EQ(F->str(), C.str());
   EXPECT_EQ(PlanFixes::parse("")->str(), "");
 
   // A plan written before grad-bucket reads DDP's 25 MiB of fp32
   // gradients, what priced it.
   EXPECT_EQ(PlanConfig().GradBucket, 25 * 1024 * 1024 / 4);
+  // And before fusion, fused kernels.
+  EXPECT_TRUE(PlanConfig().Fusion);
   Expected<PlanFixes> Bad = PlanFixes::parse("grad-bucket=0");
   ASSERT_FALSE(bool(Bad));
   consumeError(Bad.takeError());
