@@ -35,6 +35,18 @@ enum class Collective {
 /// How many kinds there are: the size of an array indexed by Collective.
 constexpr unsigned NumCollectives = unsigned(Collective::Broadcast) + 1;
 
+/// How much longer compute takes while collectives overlap it: NCCL's
+/// kernels hold SMs and share HBM bandwidth with the compute kernels. Lee et
+/// al. 2025, "Characterizing Compute-Communication Overlap in
+/// GPU-Accelerated Distributed Deep Learning" (arXiv:2507.03114), measured
+/// GPT and Llama training on A100, H100, MI250 and MI210: "overlapping
+/// computation and communication can result in an average computational
+/// slowdown of 18.9%, with a maximum of 40.0% slowdown". NCCL issue #1428
+/// (A100, a GEMM from 1.18 to 2.08 ms under an overlapping AllGather) is
+/// such a case. The planner charges it on the compute that hides
+/// data-parallel collectives (planner/Search.cpp, the step's tail).
+constexpr double OverlappedComputeSlowdown = 0.189;
+
 enum class CollectiveAlgorithm {
   /// One ring through every rank, node after node: every step waits for
   /// the slowest link of the ring.

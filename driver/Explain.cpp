@@ -21,6 +21,7 @@
 
 #include "driver/Explain.h"
 
+#include "cost/Collectives.h"
 #include "ir/Graph.h"
 
 #include "llvm/Support/Format.h"
@@ -131,9 +132,13 @@ static void printDpSync(raw_ostream &OS, const PlanConfig &C,
   }
   if (!Any)
     OS << " no collective";
-  OS << format(", %.4g s of it not hidden by compute; tensor-parallel "
-               "all-reduce of replicated gradients %.4g s\n",
-               R.DpSyncSeconds - R.TpGradSyncSeconds, R.TpGradSyncSeconds);
+  OS << format(", %.4g s of it not hidden by compute, %.4g s lost by the "
+               "compute that hides it (%.3g slower while overlapped); "
+               "tensor-parallel all-reduce of replicated gradients %.4g s\n",
+               R.DpSyncSeconds - R.TpGradSyncSeconds -
+                   R.DpOverlapSlowdownSeconds,
+               R.DpOverlapSlowdownSeconds, OverlappedComputeSlowdown,
+               R.TpGradSyncSeconds);
 }
 
 static double recomputeSeconds(const PlanConfig &C, const UnitCost &UC,

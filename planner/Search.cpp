@@ -183,6 +183,9 @@ private:
   /// synchronization, ZeRO-3 gathers, offload and the optimizer step.
   struct StepTail {
     double Seconds = 0, Sync = 0, Optimizer = 0, Offload = 0, GradSync = 0;
+    /// What the compute hiding Sync's collectives loses to them
+    /// (OverlappedComputeSlowdown).
+    double OverlapSlowdown = 0;
     double Kinds[NumCollectives] = {};
   };
   StepTail getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
@@ -635,7 +638,8 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   // Data-parallel synchronization, ZeRO gathers, offload and optimizer per
   // rank; the slowest rank finishes the step.
   CommGroup DpGroup = getRankGroup(C.DP, C.TP, Cl.GpusPerNode);
-  double After = 0, WorstSync = 0, WorstOpt = 0, WorstOffload = 0;
+  double After = 0, WorstSync = 0, WorstOpt = 0, WorstOffload = 0,
+         WorstSlowdown = 0;
   double GradSync = 0;
   // The data-parallel collectives by kind, per rank and on the worst.
   double Kinds[NumCollectives] = {}, WorstKinds[NumCollectives] = {};
@@ -707,7 +711,9 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
       RankFwd += Pipe.Fwd[J];
       RankBwd += Pipe.Bwd[J];
     }
-    double Exposed = 0;
+    // Exposed: collective time no compute hides; Hidden: the compute time
+    // that collectives overlap, which runs slower for it.
+    double Exposed = 0, Hidden = 0;
     std::fill(std::begin(Kinds), std::end(Kinds), 0.0);
     if (C.DP > 1 && C.Zero < 3) {
       if (C.Zero == 0) {
@@ -726,6 +732,7 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                     Kinds[unsigned(Collective::AllGather)];
       // Buckets reduce while the last micro-batch's backward runs.
       Exposed = C.DpOverlap ? std::max(0.0, Sync - RankBwd) : Sync;
+      Hidden = Sync - Exposed;
     }
     // ZeRO-3 (Rajbhandari et al. 2020, section 5.3): each micro-batch
     // gathers the weights before its forward and again before its
@@ -762,13 +769,17 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
           C.MicroBatches * (std::max(0.0, Gather - FwdCover) +
                             std::max(0.0, Gather + Scatter - BwdCover));
       Exposed += Comm;
+      Hidden += C.MicroBatches * (2 * Gather + Scatter) - Comm;
       Offload = C.MicroBatches * (FwdExposed + BwdExposed) - Comm;
       // The whole parameters' gradients, all-reduced once per step.
       double WholeSync =
           Reduce(Collective::AllReduce, RankWhole[R] * GradElemBytes);
       Kinds[unsigned(Collective::AllReduce)] = WholeSync;
-      Exposed += std::max(0.0, WholeSync - BwdCover);
+      double WholeExposed = std::max(0.0, WholeSync - BwdCover);
+      Exposed += WholeExposed;
+      Hidden += WholeSync - WholeExposed;
     }
+    double Slowdown = OverlappedComputeSlowdown * Hidden;
     ModelStateConfig MS;
     MS.Params = RankParams[R];
     MS.WholeParams = RankWhole[R];
@@ -779,10 +790,11 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
     MS.Offload = C.Offload;
     setTrainingPrecision(MS, C.TrainPrecision);
     double Opt = optimizerStepSeconds(MS, Cl);
-    double Tail = Exposed + Opt + Offload + RankGradSync[R];
+    double Tail = Exposed + Slowdown + Opt + Offload + RankGradSync[R];
     if (Tail > After) {
       After = Tail;
       WorstSync = Exposed;
+      WorstSlowdown = Slowdown;
       WorstOpt = Opt;
       WorstOffload = Offload;
       GradSync = RankGradSync[R];
@@ -793,6 +805,7 @@ Evaluator::getStepTail(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   StepTail T;
   T.Seconds = After;
   T.Sync = WorstSync;
+  T.OverlapSlowdown = WorstSlowdown;
   T.Optimizer = WorstOpt;
   T.Offload = WorstOffload;
   T.GradSync = GradSync;
@@ -813,7 +826,8 @@ Plan Evaluator::predict(const PlanConfig &C, const std::vector<UnitCost> &Costs,
   P.PipelineSeconds = Pipe.Sim.StepSeconds;
   P.BubbleFraction = Pipe.Sim.BubbleFraction;
   P.StepSeconds = P.PipelineSeconds + Tail.Seconds;
-  P.DpSyncSeconds = Tail.Sync + Tail.GradSync;
+  P.DpSyncSeconds = Tail.Sync + Tail.OverlapSlowdown + Tail.GradSync;
+  P.DpOverlapSlowdownSeconds = Tail.OverlapSlowdown;
   std::copy(std::begin(Tail.Kinds), std::end(Tail.Kinds),
             P.DpCollectiveSeconds);
   P.TpGradSyncSeconds = Tail.GradSync;

@@ -127,6 +127,10 @@ struct PlanPrediction {
   /// the gradients of parameters held replicated.
   double DpCollectiveSeconds[NumCollectives] = {};
   double TpGradSyncSeconds = 0;
+  /// Of DpSyncSeconds, what the compute that hides data-parallel
+  /// collectives loses to them (cost/Collectives.h,
+  /// OverlappedComputeSlowdown).
+  double DpOverlapSlowdownSeconds = 0;
 };
 
 struct Plan {
