@@ -157,10 +157,11 @@ def plan(model, gpus, batch, fix, device="a100-80gb", fraction=None,
 
 def describe(d):
     return ("tp=%d pp=%d dp=%d mbs=%d %s vpp=%d zero=%d recompute=%s sp=%s "
-            "offload=%s" % (d["tp"], d["pp"], d["dp"], d["mbs"],
-                            d["schedule"], d["vpp"], d["zero_stage"],
-                            d["recompute"], d["sequence_parallel"],
-                            d["offload"]))
+            "offload=%s%s" % (d["tp"], d["pp"], d["dp"], d["mbs"],
+                              d["schedule"], d["vpp"], d["zero_stage"],
+                              d["recompute"], d["sequence_parallel"],
+                              d["offload"],
+                              "" if d.get("fusion", True) else " fusion=off"))
 
 
 def pinned_fix(run):
