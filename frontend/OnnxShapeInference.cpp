@@ -146,19 +146,37 @@ static Error checkWindowAttrs(const onnx::NodeProto &N) {
   return Error::success();
 }
 
-/// libonnx 1.12's STFT inference reads the signal's dimensions 0 and 1
-/// unchecked (a SIGSEGV for a scalar or 1-D signal, found by the importer's
-/// fuzzer): the spec's [batch, length, 1 or 2] is checked first.
-static Error checkSignalRank(const onnx::NodeProto &N,
+/// libonnx 1.12's inference functions that read input dimensions unchecked
+/// (each a SIGSEGV found by the importer's fuzzer): STFT's signal
+/// (dimensions 0 and 1: a scalar or 1-D signal) and MaxUnpool's indices
+/// (dimension 1: indices of rank below 2). The spec's ranks are checked
+/// first: the signal is [batch, length, 1 or 2], the indices are int64 of
+/// X's shape.
+static Error checkInputRanks(const onnx::NodeProto &N,
                              ArrayRef<OnnxInferenceInput> Inputs) {
-  if (N.op_type() != "STFT" || N.input_size() == 0)
-    return Error::success();
-  for (const OnnxInferenceInput &In : Inputs)
-    if (In.Name == N.input(0) && In.Type.getRank() != 3)
-      return createStringError(inconvertibleErrorCode(),
-                               "the signal must be [batch, length, 1 or 2], "
-                               "got " +
-                                   In.Type.str());
+  auto TypeOf = [&](int I) -> const TensorType * {
+    if (I >= N.input_size() || N.input(I).empty())
+      return nullptr;
+    for (const OnnxInferenceInput &In : Inputs)
+      if (In.Name == N.input(I))
+        return &In.Type;
+    return nullptr;
+  };
+  auto Fail = [](const Twine &Msg) {
+    return createStringError(inconvertibleErrorCode(), Msg);
+  };
+  if (N.op_type() == "STFT")
+    if (const TensorType *Signal = TypeOf(0); Signal && Signal->getRank() != 3)
+      return Fail("the signal must be [batch, length, 1 or 2], got " +
+                  Signal->str());
+  if (N.op_type() == "MaxUnpool") {
+    const TensorType *X = TypeOf(0), *Indices = TypeOf(1);
+    if (X && Indices &&
+        (Indices->getRank() != X->getRank() ||
+         Indices->getElementType() != ElementType::I64))
+      return Fail("the indices must be i64 of the shape of X (" + X->str() +
+                  "), got " + Indices->str());
+  }
   return Error::success();
 }
 
@@ -226,7 +244,7 @@ autopar::inferTypesWithOnnx(const onnx::NodeProto &N,
         int(std::clamp<int64_t>(Version, 1, INT32_MAX));
   if (Error E = checkAttrsForOnnx(N, Imports))
     return E;
-  if (Error E = checkSignalRank(N, Inputs))
+  if (Error E = checkInputRanks(N, Inputs))
     return E;
   DimTranslator Dims;
   onnx::GraphProto G;
