@@ -622,7 +622,6 @@ static SearchOptions makeSearchOptions(const PlanDriverOptions &O,
       Plan ? Plan->GradReduce : Fixes.GradReduce.value_or(Precision::FP32);
   SO.GradBucket =
       Plan ? std::optional<int64_t>(Plan->GradBucket) : Fixes.GradBucket;
-  SO.Fusion = Plan ? Plan->Fusion : Fixes.Fusion.value_or(true);
   SO.TopK = O.TopK;
   SO.TpAcrossNodes = O.TpAcrossNodes;
   return SO;
@@ -780,6 +779,7 @@ static Error planModel(const PlanDriverOptions &O) {
     printModule(OS, *Model->M);
   }
   SearchOptions SO = makeSearchOptions(O, *Checked, *Given);
+  SO.Fusion = Fusion; // what the import did
   CostSettings Settings;
   Settings.Compute = SO.TrainPrecision;
   Settings.Attention = SO.Attention;
