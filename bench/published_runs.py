@@ -121,14 +121,14 @@ def llama(tmp, layers, hidden, heads, kv_heads, ffn, vocab, seq):
 LINE_RATE_FRACTION = 0.91
 
 
-def inter_node_link(device, network):
+def inter_node_link(network):
     """The cluster-file link between nodes of a run whose source gives its
     nodes' network as (NICs per node, Gb/s each): each GPU's share of the
-    node's NICs, at the catalog device's latency."""
+    node's NICs (the base device keeps its latency)."""
     nics, gbps = network
     gpus_per_node = 8  # every run here is on 8-GPU nodes
     return {"bytes_per_s": nics * gbps * 1e9 / 8 * LINE_RATE_FRACTION /
-            gpus_per_node, "latency_s": 2.7e-6}
+            gpus_per_node}
 
 
 def plan(model, gpus, batch, fix, device="a100-80gb", fraction=None,
@@ -143,7 +143,7 @@ def plan(model, gpus, batch, fix, device="a100-80gb", fraction=None,
             cluster_json["sustained_fraction"] = fraction
         if network is not None:
             cluster_json["links"] = {
-                "inter_node": inter_node_link(device, network)}
+                "inter_node": inter_node_link(network)}
         cluster = os.path.join(tmp, "cluster-%d-%s.json" %
                                (gpus, "-".join(map(str, network or ()))))
         with open(cluster, "w") as f:
@@ -197,6 +197,13 @@ def mtnlg_runs(tmp, fraction=DEEPSPEED_PIPELINE_FRACTION):
         d = plan(model, gpus, 1920, MEGATRON_DEEPSPEED_2021,
                  fraction=fraction, tmp=tmp)
         yield gpus, published, d, d["hw_tflops_per_gpu"] / published - 1
+
+
+def summarize(label, errors):
+    """The line that closes a table: its geometric-mean error and range."""
+    print("%s: geometric-mean error %+.1f%%, range %+.1f%% to %+.1f%%" %
+          (label, 100 * geomean_error(errors), 100 * min(errors),
+           100 * max(errors)))
 
 
 def fit_fraction(errors_at):
@@ -386,6 +393,17 @@ def stack_fraction(name):
             else None)
 
 
+def run_options(tmp, name, device, spec):
+    """plan()'s options for held-out run name: its device, the network and
+    software stack its source gives, and the Llama rotary tables frozen (the
+    implementations these runs used keep them as buffers, not trained
+    parameters)."""
+    return {"device": device, "tmp": tmp,
+            "extra": ["--freeze", "rotary_emb"] if spec[0] == "llama" else [],
+            "network": PUBLISHED_NETWORK.get(name),
+            "fraction": stack_fraction(name)}
+
+
 def build_model(tmp, spec):
     kind, *args = spec
     if kind == "gpt":
@@ -411,13 +429,9 @@ def held_out(tmp):
     errors = []
     for (name, _, device, gpus, spec, batch, fix, published,
          convention) in HELD_OUT:
-        # The Llama implementations these runs used keep the rotary tables
-        # as buffers, not trained parameters.
-        extra = ["--freeze", "rotary_emb"] if spec[0] == "llama" else []
         try:
-            d = plan(build_model(tmp, spec), gpus, batch, fix, device=device,
-                     tmp=tmp, extra=extra, network=PUBLISHED_NETWORK.get(name),
-                     fraction=stack_fraction(name))
+            d = plan(build_model(tmp, spec), gpus, batch, fix,
+                     **run_options(tmp, name, device, spec))
         except subprocess.CalledProcessError as e:
             print("%-19s %-9s %6d %-6s %9s  no plan: %s" %
                   (name, device, gpus, convention, published,
@@ -490,11 +504,8 @@ def free_plans(tmp):
                                         "gain alone"))
     flagged = 0
     for (name, _, device, gpus, spec, batch, fix, _, _) in HELD_OUT:
-        extra = ["--freeze", "rotary_emb"] if spec[0] == "llama" else []
         model = build_model(tmp, spec)
-        on = {"device": device, "tmp": tmp, "extra": extra,
-              "network": PUBLISHED_NETWORK.get(name),
-              "fraction": stack_fraction(name)}
+        on = run_options(tmp, name, device, spec)
         try:
             pinned = plan(model, gpus, batch, fix, **on)
             free = plan(model, gpus, batch, None, **on)
@@ -563,9 +574,7 @@ def main():
                   (name, gpus, "tp%d pp%d b%d" % (tp, pp, batch), published,
                    pinned["hw_tflops_per_gpu"], 100 * error, ratio,
                    free_plan))
-        print("fitted runs: geometric-mean error %+.1f%%, range %+.1f%% to "
-              "%+.1f%%" % (100 * geomean_error(errors), 100 * min(errors),
-                          100 * max(errors)))
+        summarize("fitted runs", errors)
 
         print()
         print("MT-NLG 530B (Smith et al. 2022), Megatron-DeepSpeed's pipeline "
@@ -580,9 +589,7 @@ def main():
             print("%5d %9d %9.1f %+6.1f%%  %s" %
                   (gpus, published, d["hw_tflops_per_gpu"], 100 * error,
                    describe(d)))
-        print("MT-NLG runs: geometric-mean error %+.1f%%, range %+.1f%% to "
-              "%+.1f%%" % (100 * geomean_error(errors), 100 * min(errors),
-                          100 * max(errors)))
+        summarize("MT-NLG runs", errors)
 
         print()
         held_out(tmp)
