@@ -17,6 +17,7 @@
 #include "runtime/OffloadStore.h"
 #include "runtime/ParamInit.h"
 #include "runtime/RunDriver.h"
+#include "runtime/StepProfile.h"
 #include "runtime/TrainReports.h"
 #include "runtime/cpu/CpuBackend.h"
 #include "runtime/cpu/CpuCommunicator.h"
@@ -823,12 +824,22 @@ getStepInputs(const TrainOptions &O, const RankProgram &P,
   return Inputs;
 }
 
-/// What --trace and --memory-report write once the steps are done.
+/// What --profile, --trace and --memory-report write once the steps are
+/// done.
 static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
                        Executor &X, const OffloadStore &Store,
-                       const TraceRecorder &Trace,
+                       const TraceRecorder &Trace, const StepProfiler &Profile,
                        const MeasuredMemory &Peaks) {
   Communicator &Comm = B.getCommunicator();
+  if (O.Profile) {
+    Expected<std::vector<std::string>> All =
+        gatherTexts(B, Profile.format(Comm.getRank()));
+    if (!All)
+      return fail(RunFailure, "--profile: " + toString(All.takeError()));
+    for (const std::string &Text : *All)
+      outs() << Text;
+    outs().flush();
+  }
   if (!O.TracePath.empty()) {
     Expected<std::vector<std::string>> All = gatherTexts(B, Trace.toJSON());
     if (!All)
@@ -911,11 +922,15 @@ static Error train(const TrainOptions &O) {
   if (O.MemoryReport)
     (*Exec)->setPeakValueCount(5);
   TraceRecorder Trace(Comm.getRank());
-  if (!O.TracePath.empty()) {
+  StepProfiler Profile;
+  if (!O.TracePath.empty() || O.Profile) {
     (*Exec)->setNodeObserver([&](const Node &N,
                                  std::chrono::steady_clock::time_point Start,
                                  std::chrono::steady_clock::time_point End) {
-      Trace.record(N, Start, End);
+      if (!O.TracePath.empty())
+        Trace.record(N, Start, End);
+      if (O.Profile)
+        Profile.record(N, Start, End);
     });
     (*Exec)->setFetchObserver(
         [&](const OffloadPrefetcher::FetchEvent &E) { Trace.recordFetch(E); });
@@ -937,6 +952,8 @@ static Error train(const TrainOptions &O) {
     return Error::success();
   }
 
+  // The first of several steps is left out of the profile (warm-up).
+  Profile.setSteps(O.Steps - *Resumed);
   int64_t TokensPerStep = 0;
   if (*TokensIn)
     TokensPerStep = (*TokensIn)->getType().getStaticNumElements().value_or(0) *
@@ -949,6 +966,7 @@ static Error train(const TrainOptions &O) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(Hooks->StepDelayMs));
     Trace.setStep(Step);
+    Profile.beginStep();
     Expected<std::vector<HostTensor>> Inputs =
         getStepInputs(O, P, *TokensIn, *Source, Step);
     if (!Inputs)
@@ -967,6 +985,7 @@ static Error train(const TrainOptions &O) {
     double Seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
             .count();
+    Profile.endStep(Seconds);
     Peaks.PeakActivationBytes =
         std::max(Peaks.PeakActivationBytes, (*Exec)->getPeakActivationBytes());
     Peaks.PeakGradientBytes =
@@ -1018,7 +1037,7 @@ static Error train(const TrainOptions &O) {
       break;
     }
   }
-  return finishRun(O, P, Backend, **Exec, **Store, Trace, Peaks);
+  return finishRun(O, P, Backend, **Exec, **Store, Trace, Profile, Peaks);
 }
 
 int autopar::runTraining(const TrainOptions &O) {

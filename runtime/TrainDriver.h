@@ -84,6 +84,8 @@ struct TrainOptions {
   std::string TracePath;
   /// Print each rank's measured peak memory next to the plan's prediction.
   bool MemoryReport = false;
+  /// Print where each rank's step time goes (runtime/StepProfile.h).
+  bool Profile = false;
   /// Folder of the nvme tier's blocks (each rank in DIR/rank<R>/); needed
   /// when the program places a parameter on nvme.
   std::string OffloadDir;

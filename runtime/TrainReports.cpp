@@ -6,7 +6,9 @@
 
 #include "ir/Graph.h"
 #include "ir/OpFacts.h"
+#include "ir/OpFlops.h"
 #include "ir/OpRegistry.h"
+#include "runtime/StepProfile.h"
 
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/Format.h"
@@ -34,6 +36,8 @@ void TraceRecorder::record(const Node &N,
   E.Step = Step;
   E.StartUs = Us(Start.time_since_epoch()).count();
   E.DurationUs = Us(End - Start).count();
+  E.Flops = getForwardFlops(N).value_or(-1);
+  E.Bytes = uint64_t(getTouchedBytes(N));
   Events.push_back(std::move(E));
 }
 
@@ -88,15 +92,21 @@ std::string TraceRecorder::toJSON() const {
                        {"args", json::Object{{"depth", int64_t(E.Depth)}}}});
       continue;
     }
-    A.push_back(
-        json::Object{{"name", E.Name},
-                     {"cat", E.Communication ? "communication" : "compute"},
-                     {"ph", "X"},
-                     {"pid", Rank},
-                     {"tid", E.Communication ? 1 : 0},
-                     {"ts", E.StartUs},
-                     {"dur", E.DurationUs},
-                     {"args", json::Object{{"op", E.Op}, {"step", E.Step}}}});
+    A.push_back(json::Object{
+        {"name", E.Name},
+        {"cat", E.Communication ? "communication" : "compute"},
+        {"ph", "X"},
+        {"pid", Rank},
+        {"tid", E.Communication ? 1 : 0},
+        {"ts", E.StartUs},
+        {"dur", E.DurationUs},
+        {"args", [&] {
+           json::Object Args{
+               {"op", E.Op}, {"step", E.Step}, {"bytes", int64_t(E.Bytes)}};
+           if (E.Flops >= 0)
+             Args["flops"] = E.Flops;
+           return Args;
+         }()}});
   }
   std::string S;
   raw_string_ostream(S) << json::Value(std::move(A));

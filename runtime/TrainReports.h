@@ -5,7 +5,9 @@
 // - A Chrome trace (the JSON object format Perfetto and chrome://tracing
 //   read): one complete event ("ph": "X") per node run, on the rank's
 //   process (pid = world rank) and one of two threads, compute (tid 0) or
-//   communication (tid 1), with the node's op and step as arguments. Times
+//   communication (tid 1), with the node's op, step, forward FLOPs (where
+//   ir/OpFlops.h knows them) and the bytes its operands and results hold
+//   (runtime/StepProfile.h) as arguments. Times
 //   are microseconds of the host's steady clock since the first rank's
 //   first event (one clock on one host; across hosts the clocks are not
 //   aligned). Rank 0 gathers every rank's events and writes FILE atomically.
@@ -60,6 +62,9 @@ private:
     bool Communication;
     int64_t Step;
     double StartUs, DurationUs;
+    /// A node's forward FLOPs (-1: unknown) and the bytes it touches
+    /// (runtime/StepProfile.h).
+    int64_t Flops = -1;
     /// An offloaded fetch (Op empty): its bytes, depth and kind.
     bool Fetch = false, Prefetched = false;
     uint64_t Bytes = 0;

@@ -42,20 +42,28 @@ static cl::opt<std::string>
     Trace("trace",
           cl::desc("Write a Chrome trace (Perfetto) of every "
                    "rank's compute and communication to FILE"),
-          cl::value_desc("FILE"));
+          cl::value_desc("FILE"), cl::cat(Category));
 static cl::opt<bool> MemoryReport(
     "memory-report",
     cl::desc("Print each rank's measured peak memory next to the plan's "
-             "prediction (from the plan the program records)"));
+             "prediction (from the plan the program records)"),
+    cl::cat(Category));
+static cl::opt<bool>
+    Profile("profile",
+            cl::desc("Print where each rank's step time goes: by kind of "
+                     "kernel, by op and the heaviest nodes, with FLOPs, bytes "
+                     "and rates (the mean of the steps after the first)"),
+            cl::cat(Category));
 static cl::opt<std::string> OffloadDir(
     "offload-dir",
     cl::desc("Folder of offloaded state placed on nvme (one block file per "
              "tensor, in DIR/rank<R>/)"),
-    cl::value_desc("DIR"));
+    cl::value_desc("DIR"), cl::cat(Category));
 static cl::opt<bool> RandomInit(
     "random-init",
     cl::desc("Train from scratch: initialise every parameter from the seed "
-             "(normal(0, 0.02)), ignoring the model's data"));
+             "(normal(0, 0.02)), ignoring the model's data"),
+    cl::cat(Category));
 static cl::opt<uint64_t> Seed("seed",
                               cl::desc("Seed of parameters that have no data"),
                               cl::init(0), cl::cat(Category));
@@ -64,7 +72,7 @@ static cl::opt<double> CommTimeout(
     cl::desc("Seconds one collective or transfer may take before the job is "
              "aborted, naming the rank and the operation (default: the "
              "AUTOPAR_COMM_TIMEOUT environment variable, else 300)"),
-    cl::value_desc("SECONDS"), cl::init(0));
+    cl::value_desc("SECONDS"), cl::init(0), cl::cat(Category));
 static cl::opt<int> Threads("threads", cl::desc("OpenBLAS threads"),
                             cl::init(1), cl::cat(Category));
 static cl::opt<std::string> BackendName(
@@ -136,6 +144,7 @@ int main(int argc, char **argv) {
     T.RandomInit = RandomInit;
     T.TracePath = Trace;
     T.MemoryReport = MemoryReport;
+    T.Profile = Profile;
     T.OffloadDir = OffloadDir;
     T.Threads = Threads;
     T.Backend = BackendName;
