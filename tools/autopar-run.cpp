@@ -10,6 +10,7 @@
 
 #include "runtime/RunDriver.h"
 #include "runtime/TrainDriver.h"
+#include "runtime/cpu/BlasCore.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -122,6 +123,8 @@ static cl::opt<bool>
            cl::cat(Category));
 
 int main(int argc, char **argv) {
+  // OpenBLAS's fastest kernels for this CPU, before anything starts.
+  autopar::restartWithBestBlasCore(argv);
   InitLLVM X(argc, argv);
   cl::HideUnrelatedOptions(Category);
   cl::ParseCommandLineOptions(argc, argv, "autopar program runner\n");
