@@ -57,6 +57,8 @@ struct HeadRows {
   const float *row(int64_t B, int64_t Head, int64_t Pos) const {
     return Data + offset(B, Head, Pos);
   }
+  /// Elements from one row of a head to the next.
+  int64_t ld() const { return ThreeD ? H * D : D; }
 };
 
 } // namespace
@@ -159,20 +161,50 @@ static void writePresent(const KernelArgs &A, const AttentionPlan &S,
 
 /// Scores becomes softmax(Scores) in place, as both the forward and the
 /// gradient compute it (so that recomputed probabilities are the forward's
-/// bit for bit): sums in f64, keys in order; all keys masked gives zeros.
-static void softmaxRow(MutableArrayRef<float> Scores) {
+/// bit for bit): one f32 exp per key, the sum in f64, keys in order; all
+/// keys masked gives zeros.
+static void softmaxRow(float *Scores, int64_t T) {
   float Max = -INFINITY;
-  for (float Score : Scores)
-    Max = std::max(Max, Score);
+  for (int64_t J = 0; J != T; ++J)
+    Max = std::max(Max, Scores[J]);
   if (Max == -INFINITY) {
-    std::fill(Scores.begin(), Scores.end(), 0.0f);
+    std::fill_n(Scores, T, 0.0f);
     return;
   }
   double Sum = 0;
-  for (float Score : Scores)
-    Sum += std::exp(double(Score) - Max);
-  for (float &Score : Scores)
-    Score = float(std::exp(double(Score) - Max) / Sum);
+  for (int64_t J = 0; J != T; ++J) {
+    Scores[J] = std::exp(Scores[J] - Max);
+    Sum += Scores[J];
+  }
+  float Inverse = float(1 / Sum);
+  for (int64_t J = 0; J != T; ++J)
+    Scores[J] *= Inverse;
+}
+
+/// Query rows per block: a block's scores (rows x keys) stay within 1 MiB
+/// of f32 (at least 16 rows), so the whole score matrix is never held.
+static int64_t getBlockRows(int64_t Sq, int64_t T) {
+  int64_t Rows =
+      std::max<int64_t>(16, (int64_t(1) << 18) / std::max<int64_t>(T, 1));
+  return std::max<int64_t>(1, std::min(Rows, Sq));
+}
+
+/// Scale * Q K^T of query rows [I0, I0 + R) of (batch B, query head H)
+/// into Scores (R rows of P + Skv keys, the cache's first): one GEMM for
+/// the cache and one for the new keys, the same calls in the forward and
+/// the gradient.
+static void blockScores(const KernelArgs &A, const AttentionPlan &S,
+                        const HeadRows &QR, const HeadRows &KR, int64_t B,
+                        int64_t H, int64_t I0, int64_t R, float Scale,
+                        float *Scores) {
+  int64_t T = S.P + S.Skv, KH = H / (S.Hq / S.Hkv);
+  const float *QBlock = QR.row(B, H, I0);
+  if (S.P)
+    sgemm(false, true, R, S.P, S.D, Scale, QBlock, QR.ld(),
+          A.In[PastKey].data<float>() + (B * S.Hkv + KH) * S.P * S.D, S.D, 0,
+          Scores, T);
+  sgemm(false, true, R, S.Skv, S.D, Scale, QBlock, QR.ld(), KR.row(B, KH, 0),
+        KR.ld(), 0, Scores + S.P, T);
 }
 
 /// The dropout of attention node A (getAttentionDropoutBlock), which takes
@@ -220,58 +252,54 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
   HeadRows QR{A.In[Q].data<float>(), S.ThreeD, S.Hq, S.Sq, S.D};
   HeadRows KR{A.In[K].data<float>(), S.ThreeD, S.Hkv, S.Skv, S.D};
   HeadRows VR{A.In[V].data<float>(), S.ThreeD, S.Hkv, S.Skv, S.Dv};
-  HeadRows YR{nullptr, S.ThreeD, S.Hq, S.Sq, S.Dv};
+  HeadRows YR{A.Out[Y].data<float>(), S.ThreeD, S.Hq, S.Sq, S.Dv};
   int64_t T = S.P + S.Skv, Group = S.Hq / S.Hkv;
-  auto KeyRow = [&](int64_t B, int64_t H, int64_t J) {
-    return J < S.P
-               ? A.In[PastKey].data<float>() + ((B * S.Hkv + H) * S.P + J) * S.D
-               : KR.row(B, H, J - S.P);
-  };
-  auto ValueRow = [&](int64_t B, int64_t H, int64_t J) {
-    return J < S.P ? A.In[PastValue].data<float>() +
-                         ((B * S.Hkv + H) * S.P + J) * S.Dv
-                   : VR.row(B, H, J - S.P);
-  };
-  // Each (batch, head) is independent: threads take whole ones.
+  int64_t Rows = getBlockRows(S.Sq, T);
+  // Each (batch, head) is independent: threads take whole ones, each
+  // calling OpenBLAS alone.
+  SerialBlas Serial;
   parallelFor(S.B * S.Hq, [&](int64_t BH) {
-    int64_t B = BH / S.Hq, H = BH % S.Hq;
-    std::vector<float> Scores(T), Raw(T), Dropped(*Drop && !DroppedOut ? T : 0);
-    for (int64_t I = 0; I != S.Sq; ++I) {
-      int64_t KH = H / Group;
-      const float *QRow = QR.row(B, H, I);
-      for (int64_t J = 0; J != T; ++J) {
-        const float *KRow = KeyRow(B, KH, J);
-        float Dot = 0;
-        for (int64_t D = 0; D != S.D; ++D)
-          Dot += QRow[D] * KRow[D];
-        Raw[J] = Dot * Scale;
-        Scores[J] =
-            Softcap > 0 ? Softcap * std::tanh(Raw[J] / Softcap) : Raw[J];
+    int64_t B = BH / S.Hq, H = BH % S.Hq, KH = H / Group;
+    std::vector<float> Scores(Rows * T),
+        Dropped(*Drop && !DroppedOut ? Rows * T : 0);
+    for (int64_t I0 = 0; I0 < S.Sq; I0 += Rows) {
+      int64_t R = std::min(Rows, S.Sq - I0);
+      int64_t First = (B * S.Hq + H) * S.Sq + I0;
+      blockScores(A, S, QR, KR, B, H, I0, R, Scale, Scores.data());
+      for (int64_t Ri = 0; Ri != R; ++Ri) {
+        int64_t I = I0 + Ri;
+        float *Row = Scores.data() + Ri * T;
+        float *QK = QKData ? QKData + (First + Ri) * T : nullptr;
+        if (QK && Mode == 0)
+          std::copy_n(Row, T, QK);
+        if (Softcap > 0)
+          for (int64_t J = 0; J != T; ++J)
+            Row[J] = Softcap * std::tanh(Row[J] / Softcap);
+        if (QK && Mode == 2)
+          std::copy_n(Row, T, QK);
+        Bias.apply(B, H, I, Row);
+        if (QK && Mode == 1)
+          std::copy_n(Row, T, QK);
+        softmaxRow(Row, T);
+        if (QK && Mode == 3)
+          std::copy_n(Row, T, QK);
+        if (*Drop)
+          dropRow(**Drop, S, B, H, I, Row,
+                  DroppedOut ? DroppedOut + (First + Ri) * T
+                             : Dropped.data() + Ri * T,
+                  MaskOut ? MaskOut + (First + Ri) * T : nullptr);
       }
-      float *QK = QKData ? QKData + ((B * S.Hq + H) * S.Sq + I) * T : nullptr;
-      if (QK && (Mode == 0 || Mode == 2))
-        std::copy_n(Mode == 0 ? Raw.data() : Scores.data(), T, QK);
-      Bias.apply(B, H, I, Scores.data());
-      if (QK && Mode == 1)
-        std::copy_n(Scores.data(), T, QK);
-      float *Out = A.Out[Y].data<float>() + YR.offset(B, H, I);
-      std::fill_n(Out, S.Dv, 0.0f);
-      softmaxRow(Scores);
-      if (QK && Mode == 3)
-        std::copy_n(Scores.data(), T, QK);
-      const float *Weights = Scores.data();
-      if (*Drop) {
-        int64_t Row = ((B * S.Hq + H) * S.Sq + I) * T;
-        float *DroppedRow = DroppedOut ? DroppedOut + Row : Dropped.data();
-        dropRow(**Drop, S, B, H, I, Scores.data(), DroppedRow,
-                MaskOut ? MaskOut + Row : nullptr);
-        Weights = DroppedRow;
-      }
-      for (int64_t J = 0; J != T; ++J) {
-        const float *VRow = ValueRow(B, KH, J);
-        for (int64_t D = 0; D != S.Dv; ++D)
-          Out[D] += Weights[J] * VRow[D];
-      }
+      // The weights of V: the probabilities, or the dropped ones.
+      const float *Weights = !*Drop       ? Scores.data()
+                             : DroppedOut ? DroppedOut + First * T
+                                          : Dropped.data();
+      float *Out = A.Out[Y].data<float>() + YR.offset(B, H, I0);
+      if (S.P)
+        sgemm(false, false, R, S.Dv, S.P, 1, Weights, T,
+              A.In[PastValue].data<float>() + (B * S.Hkv + KH) * S.P * S.Dv,
+              S.Dv, 0, Out, YR.ld());
+      sgemm(false, false, R, S.Dv, S.Skv, 1, Weights + S.P, T, VR.row(B, KH, 0),
+            VR.ld(), S.P ? 1 : 0, Out, YR.ld());
     }
   });
   return Error::success();
@@ -341,8 +369,10 @@ Error autopar::runAttentionWithProbs(const KernelArgs &A) {
 // or drawn again (A.Dropout), else D = P and M = 1. With dD_j = dY . v_j,
 // dP_j = dD_j M_j / (1 - dropout) and dS_j = P_j (dP_j - sum_k P_k dP_k):
 // dQ += scale * sum_j dS_j k_j, dK_j += scale * dS_j q, dV_j += D_j dY.
-// Accumulation is in f64 in the order of (batch, query head, query row), so
-// grouped K/V heads sum their query heads deterministically.
+// The products are GEMMs over blocks of query rows (as in the forward);
+// dK and dV accumulate in f32 over the query heads of their group, then the
+// blocks, on the one thread that takes the (batch, K/V head) pair, so the
+// sums do not depend on the thread count.
 Error autopar::runAttentionGrad(const KernelArgs &A) {
   // The forward operands start at 1: Q, K, V, attn_mask.
   KernelArgs Fwd{A.N, A.In.drop_front(1).take_front(4), {}};
@@ -395,82 +425,79 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
   AttentionBias Bias(Fwd, S);
   if (Error E = Bias.init())
     return E;
-  double Scale = A.floatAttr("scale", 1 / std::sqrt(double(S.D)));
+  float Scale = float(A.floatAttr("scale", 1 / std::sqrt(double(S.D))));
   HeadRows QR{A.In[1].data<float>(), false, S.Hq, S.Sq, S.D};
   HeadRows KR{A.In[2].data<float>(), false, S.Hkv, S.Skv, S.D};
   HeadRows VR{A.In[3].data<float>(), false, S.Hkv, S.Skv, S.Dv};
   HeadRows DYR{A.In[0].data<float>(), false, S.Hq, S.Sq, S.Dv};
-  std::vector<double> DQ(A.In[1].getNumElements(), 0.0),
-      DK(A.In[2].getNumElements(), 0.0), DV(A.In[3].getNumElements(), 0.0);
-  int64_t T = S.Skv, Group = S.Hq / S.Hkv;
+  float *DQ = A.Out[0].data<float>(), *DK = A.Out[1].data<float>(),
+        *DV = A.Out[2].data<float>();
+  int64_t T = S.Skv, Group = S.Hq / S.Hkv, Rows = getBlockRows(S.Sq, T);
+  float DropScale = *Drop ? (*Drop)->Key.Scale : 1.0f;
   // Threads take whole (batch, K/V head) pairs: the query heads of a group
   // add into the same dK and dV rows, in head order within the pair.
+  SerialBlas Serial;
   parallelFor(S.B * S.Hkv, [&](int64_t BKH) {
-    int64_t B = BKH / S.Hkv;
-    std::vector<float> Scores(T), Dropped(*Drop ? T : 0);
-    std::vector<uint8_t> Keep(*Drop ? T : 0);
-    std::vector<double> P(T), DP(T);
-    for (int64_t H = BKH % S.Hkv * Group, HE = H + Group; H != HE; ++H)
-      for (int64_t I = 0; I != S.Sq; ++I) {
-        int64_t KH = H / Group;
-        const float *QRow = QR.row(B, H, I), *DY = DYR.row(B, H, I);
-        if (Kept) {
-          std::copy_n(Kept + ((B * S.Hq + H) * S.Sq + I) * T, T,
-                      Scores.begin());
-        } else {
-          for (int64_t J = 0; J != T; ++J) {
-            const float *KRow = KR.row(B, KH, J);
-            float Dot = 0;
-            for (int64_t D = 0; D != S.D; ++D)
-              Dot += QRow[D] * KRow[D];
-            Scores[J] = Dot * float(Scale);
+    int64_t B = BKH / S.Hkv, KH = BKH % S.Hkv;
+    std::vector<float> Scores(Kept ? 0 : Rows * T), DS(Rows * T),
+        Dropped(*Drop && !MaskIn ? Rows * T : 0);
+    std::vector<uint8_t> Keep(*Drop && !MaskIn ? Rows * T : 0);
+    const float *KRows = KR.row(B, KH, 0), *VRows = VR.row(B, KH, 0);
+    float *DKRows = DK + KR.offset(B, KH, 0),
+          *DVRows = DV + VR.offset(B, KH, 0);
+    std::fill_n(DKRows, T * S.D, 0.0f);
+    std::fill_n(DVRows, T * S.Dv, 0.0f);
+    for (int64_t H = KH * Group, HE = H + Group; H != HE; ++H)
+      for (int64_t I0 = 0; I0 < S.Sq; I0 += Rows) {
+        int64_t R = std::min(Rows, S.Sq - I0);
+        int64_t First = (B * S.Hq + H) * S.Sq + I0;
+        // The probabilities P: kept, or recomputed as the forward does.
+        const float *P = Kept ? Kept + First * T : Scores.data();
+        if (!Kept) {
+          blockScores(Fwd, S, QR, KR, B, H, I0, R, Scale, Scores.data());
+          for (int64_t Ri = 0; Ri != R; ++Ri) {
+            Bias.apply(B, H, I0 + Ri, Scores.data() + Ri * T);
+            softmaxRow(Scores.data() + Ri * T, T);
           }
-          Bias.apply(B, H, I, Scores.data());
-          softmaxRow(Scores);
         }
-        // The weights of V: the dropped probabilities, kept or drawn again.
-        const float *Weights = Scores.data();
-        if (*Drop) {
-          int64_t Row = ((B * S.Hq + H) * S.Sq + I) * T;
-          if (MaskIn) {
-            std::copy_n(MaskIn + Row, T, Keep.begin());
-            std::copy_n(DroppedIn + Row, T, Dropped.begin());
-          } else {
-            dropRow(**Drop, S, B, H, I, Scores.data(), Dropped.data(),
-                    Keep.data());
-          }
+        // The weights of V and the dropout mask: kept or drawn again.
+        const float *Weights = P;
+        const uint8_t *KeepRows = nullptr;
+        if (*Drop && MaskIn) {
+          Weights = DroppedIn + First * T;
+          KeepRows = MaskIn + First * T;
+        } else if (*Drop) {
+          for (int64_t Ri = 0; Ri != R; ++Ri)
+            dropRow(**Drop, S, B, H, I0 + Ri, P + Ri * T,
+                    Dropped.data() + Ri * T, Keep.data() + Ri * T);
           Weights = Dropped.data();
+          KeepRows = Keep.data();
         }
-        double Inner = 0, DropScale = *Drop ? (*Drop)->Key.Scale : 1.0;
-        for (int64_t J = 0; J != T; ++J) {
-          P[J] = Scores[J];
-          const float *VRow = VR.row(B, KH, J);
-          double Dot = 0;
-          for (int64_t D = 0; D != S.Dv; ++D)
-            Dot += double(DY[D]) * VRow[D];
-          if (*Drop)
-            Dot = Keep[J] ? Dot * DropScale : 0.0;
-          DP[J] = Dot;
-          Inner += P[J] * Dot;
+        const float *QBlock = QR.row(B, H, I0), *DYBlock = DYR.row(B, H, I0);
+        // dD = dY V^T, then dP (through the dropout mask) and
+        // dS = P (dP - sum_k P_k dP_k) * scale in place.
+        sgemm(false, true, R, T, S.Dv, 1, DYBlock, S.Dv, VRows, S.Dv, 0,
+              DS.data(), T);
+        for (int64_t Ri = 0; Ri != R; ++Ri) {
+          float *Row = DS.data() + Ri * T;
+          const float *PRow = P + Ri * T;
+          if (KeepRows)
+            for (int64_t J = 0; J != T; ++J)
+              Row[J] = KeepRows[Ri * T + J] ? Row[J] * DropScale : 0.0f;
+          double Inner = 0;
+          for (int64_t J = 0; J != T; ++J)
+            Inner += double(PRow[J]) * Row[J];
+          for (int64_t J = 0; J != T; ++J)
+            Row[J] = float(PRow[J] * (Row[J] - Inner) * Scale);
         }
-        double *DQRow = DQ.data() + QR.offset(B, H, I);
-        for (int64_t J = 0; J != T; ++J) {
-          double DS = P[J] * (DP[J] - Inner) * Scale;
-          const float *KRow = KR.row(B, KH, J);
-          double *DKRow = DK.data() + KR.offset(B, KH, J);
-          double *DVRow = DV.data() + VR.offset(B, KH, J);
-          for (int64_t D = 0; D != S.D; ++D) {
-            DQRow[D] += DS * KRow[D];
-            DKRow[D] += DS * QRow[D];
-          }
-          for (int64_t D = 0; D != S.Dv; ++D)
-            DVRow[D] += double(Weights[J]) * DY[D];
-        }
+        // dQ = dS K, dK += dS^T Q, dV += W^T dY.
+        sgemm(false, false, R, S.D, T, 1, DS.data(), T, KRows, S.D, 0,
+              DQ + QR.offset(B, H, I0), S.D);
+        sgemm(true, false, T, S.D, R, 1, DS.data(), T, QBlock, S.D, 1, DKRows,
+              S.D);
+        sgemm(true, false, T, S.Dv, R, 1, Weights, T, DYBlock, S.Dv, 1, DVRows,
+              S.Dv);
       }
   });
-  const std::vector<double> *Grads[] = {&DQ, &DK, &DV};
-  for (unsigned I = 0; I != 3; ++I)
-    std::transform(Grads[I]->begin(), Grads[I]->end(), A.Out[I].data<float>(),
-                   [](double V) { return float(V); });
   return Error::success();
 }

@@ -53,8 +53,25 @@ llvm::Error runGemm(const KernelArgs &A);
 /// also for empty sizes.
 void sgemm(bool TransA, bool TransB, int64_t M, int64_t N, int64_t K,
            float Alpha, const float *A, const float *B, float Beta, float *C);
+/// The same with leading dimensions (elements between rows) of each
+/// matrix, for blocks of larger ones.
+void sgemm(bool TransA, bool TransB, int64_t M, int64_t N, int64_t K,
+           float Alpha, const float *A, int64_t LdA, const float *B,
+           int64_t LdB, float Beta, float *C, int64_t LdC);
 /// Sets OpenBLAS's thread count.
 void setBlasThreads(int Threads);
+/// While alive, OpenBLAS runs each call on its caller's thread alone (for
+/// kernels whose threads call it, one GEMM each), then as many as before.
+class SerialBlas {
+public:
+  SerialBlas();
+  ~SerialBlas();
+  SerialBlas(const SerialBlas &) = delete;
+  SerialBlas &operator=(const SerialBlas &) = delete;
+
+private:
+  int Threads;
+};
 
 /// The threads kernels may use besides BLAS's (CpuBackendOptions'
 /// BlasThreads; set by the backend).

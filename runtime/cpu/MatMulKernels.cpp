@@ -29,8 +29,21 @@ extern "C" void openblas_set_num_threads(int NumThreads);
 using namespace autopar;
 using namespace llvm;
 
+static int BlasThreads = 1;
+
 void autopar::setBlasThreads(int Threads) {
-  openblas_set_num_threads(std::max(Threads, 1));
+  BlasThreads = std::max(Threads, 1);
+  openblas_set_num_threads(BlasThreads);
+}
+
+SerialBlas::SerialBlas() : Threads(BlasThreads) {
+  if (Threads > 1)
+    openblas_set_num_threads(1);
+}
+
+SerialBlas::~SerialBlas() {
+  if (Threads > 1)
+    openblas_set_num_threads(Threads);
 }
 
 static int KernelThreads = 1;
@@ -61,18 +74,26 @@ void autopar::parallelFor(int64_t N, function_ref<void(int64_t)> Body) {
 void autopar::sgemm(bool TransA, bool TransB, int64_t M, int64_t N, int64_t K,
                     float Alpha, const float *A, const float *B, float Beta,
                     float *C) {
+  sgemm(TransA, TransB, M, N, K, Alpha, A, TransA ? M : K, B, TransB ? K : N,
+        Beta, C, N);
+}
+
+void autopar::sgemm(bool TransA, bool TransB, int64_t M, int64_t N, int64_t K,
+                    float Alpha, const float *A, int64_t LdA, const float *B,
+                    int64_t LdB, float Beta, float *C, int64_t LdC) {
   if (M == 0 || N == 0)
     return;
   if (K == 0) {
-    for (int64_t I = 0; I != M * N; ++I)
-      C[I] = Beta == 0 ? 0.0f : Beta * C[I];
+    for (int64_t I = 0; I != M; ++I)
+      for (int64_t J = 0; J != N; ++J)
+        C[I * LdC + J] = Beta == 0 ? 0.0f : Beta * C[I * LdC + J];
     return;
   }
-  int64_t LdA = std::max<int64_t>(TransA ? M : K, 1);
-  int64_t LdB = std::max<int64_t>(TransB ? K : N, 1);
   cblas_sgemm(CblasRowMajor, TransA ? CblasTrans : CblasNoTrans,
               TransB ? CblasTrans : CblasNoTrans, int(M), int(N), int(K), Alpha,
-              A, int(LdA), B, int(LdB), Beta, C, int(std::max<int64_t>(N, 1)));
+              A, int(std::max<int64_t>(LdA, 1)), B,
+              int(std::max<int64_t>(LdB, 1)), Beta, C,
+              int(std::max<int64_t>(LdC, 1)));
 }
 
 /// An error unless each size fits CBLAS's int arguments.
