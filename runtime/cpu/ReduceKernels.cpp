@@ -19,6 +19,9 @@
 
 #include "ir/Graph.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -103,6 +106,46 @@ std::vector<Acc> reduceTotals(const Tensor &X, ArrayRef<int64_t> KeptShape,
                               int64_t NumOut, ReduceOpInfo Info,
                               ArrayRef<Acc> Shift = {}, bool Exp = false) {
   std::vector<Acc> Totals(NumOut, identity<Acc>(Info.How));
+  // A plain f32 sum over leading axes (a bias's gradient) or trailing ones
+  // runs over contiguous rows: the same sums, in the same order, without
+  // the general walk.
+  if constexpr (!std::is_integral_v<Acc>) {
+    bool Plain = Info.How == Combine::Sum && !Info.Abs && !Info.Square && !Exp;
+    ArrayRef<int64_t> Dims = X.getShape();
+    size_t Leading = 0, Trailing = 0;
+    while (Leading != Dims.size() && KeptShape[Leading] == 1)
+      ++Leading;
+    while (Trailing != Dims.size() &&
+           KeptShape[Dims.size() - 1 - Trailing] == 1)
+      ++Trailing;
+    bool KeptAfterLeading =
+        llvm::all_of(llvm::seq(Leading, Dims.size()),
+                     [&](size_t I) { return KeptShape[I] == Dims[I]; });
+    bool KeptBeforeTrailing =
+        llvm::all_of(llvm::seq(size_t(0), Dims.size() - Trailing),
+                     [&](size_t I) { return KeptShape[I] == Dims[I]; });
+    const T *XD = X.data<T>();
+    int64_t N = X.getNumElements();
+    if (Plain && NumOut > 0 && KeptAfterLeading) {
+      for (int64_t Row = 0; Row != N / NumOut; ++Row) {
+        const T *In = XD + Row * NumOut;
+        for (int64_t J = 0; J != NumOut; ++J)
+          Totals[J] += Acc(In[J]);
+      }
+      return Totals;
+    }
+    if (Plain && NumOut > 0 && KeptBeforeTrailing) {
+      int64_t Len = N / NumOut;
+      for (int64_t O = 0; O != NumOut; ++O) {
+        const T *In = XD + O * Len;
+        Acc Total = Totals[O];
+        for (int64_t J = 0; J != Len; ++J)
+          Total += Acc(In[J]);
+        Totals[O] = Total;
+      }
+      return Totals;
+    }
+  }
   StridedWalk Walk(X.getShape(),
                    {getBroadcastStrides(KeptShape, X.getShape())});
   const T *XD = X.data<T>();
