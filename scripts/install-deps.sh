@@ -14,6 +14,7 @@ packages=(
   zlib1g-dev      # LLVMSupport's CMake config links ZLIB::ZLIB
   libgtest-dev
   libopenblas-dev # CBLAS GEMMs of the CPU runtime (runtime/cpu/)
+  libeigen3-dev   # vectorized exp, tanh and erf of CPU kernels (runtime/cpu/)
   libisal-dev     # ISA-L's crc32_iscsi: CRC32C of offloaded blocks (runtime/)
   libopenmpi-dev  # MPI for multi-rank jobs (runtime/cpu/MpiCommunicator.cpp)
   openmpi-bin     # mpirun: multi-rank runs and test/Runtime/mpi-*.test

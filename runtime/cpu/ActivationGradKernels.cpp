@@ -1,14 +1,15 @@
 //===- ActivationGradKernels.cpp - Gradients of activations, softmax ------===//
 //
-// GeluGrad(dY, X) (erf and tanh forms), SiluGrad(dY, X) and
-// SwiGLUGrad(dY, A, B) -> dA, dB multiply dY by the derivative, computed in
-// f64 per element; SoftmaxGrad(dY, Y) along `axis` is
-// Y * (dY - sum(dY * Y)), the sum in index order.
+// GeluGrad(dY, X) (erf and tanh forms) multiplies dY by the derivative in
+// f32 (cpu/VectorMath.h); SiluGrad(dY, X) and SwiGLUGrad(dY, A, B) -> dA, dB
+// multiply dY by the derivative, computed in f64 per element; SoftmaxGrad(dY,
+// Y) along `axis` is Y * (dY - sum(dY * Y)), the sum in index order.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/VectorMath.h"
 
 #include "ir/Graph.h"
 
@@ -36,21 +37,9 @@ static double sigmoid(double X) { return 1 / (1 + std::exp(-X)); }
 Error autopar::runGeluGrad(const KernelArgs &A) {
   if (Error E = checkSameF32(A, 2))
     return E;
-  bool Tanh = A.stringAttr("approximate", "none") == "tanh";
-  const float *DY = A.In[0].data<float>(), *X = A.In[1].data<float>();
-  float *DX = A.Out[0].data<float>();
-  for (int64_t I = 0, N = A.In[0].getNumElements(); I != N; ++I) {
-    double V = X[I], D;
-    if (Tanh) {
-      const double C = std::sqrt(2 / M_PI), K = 0.044715;
-      double T = std::tanh(C * (V + K * V * V * V));
-      D = 0.5 * (1 + T) + 0.5 * V * (1 - T * T) * C * (1 + 3 * K * V * V);
-    } else {
-      D = 0.5 * (1 + std::erf(V / std::sqrt(2.0))) +
-          V * std::exp(-0.5 * V * V) / std::sqrt(2 * M_PI);
-    }
-    DX[I] = float(DY[I] * D);
-  }
+  geluGradArray(A.In[0].data<float>(), A.In[1].data<float>(),
+                A.Out[0].data<float>(), A.In[0].getNumElements(),
+                A.stringAttr("approximate", "none") == "tanh");
   return Error::success();
 }
 

@@ -4,12 +4,13 @@
 // and i32, Not on bool); ONNX's other unary functions are
 // UnaryMathKernels.cpp's, BitwiseNot BitwiseKernels.cpp's. Gelu is 0.5 x (1 +
 // erf(x / sqrt 2)), or with approximate = "tanh" 0.5 x (1 + tanh(sqrt(2 / pi)
-// (x + 0.044715 x^3))). Silu is x sigmoid(x); SwiGLU(A, B) is A sigmoid(alpha
-// A) B.
+// (x + 0.044715 x^3))), vectorized (cpu/VectorMath.h). Silu is x sigmoid(x);
+// SwiGLU(A, B) is A sigmoid(alpha A) B.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/VectorMath.h"
 
 #include "ir/Graph.h"
 #include "ir/OpFacts.h"
@@ -89,16 +90,9 @@ static Error runFloatUnary(const KernelArgs &A) {
     break;
   case ElementFn::Gelu: {
     StringRef Mode = A.stringAttr("approximate", "none");
-    if (Mode == "tanh") {
-      const float K = 0.7978845608028654f; // sqrt(2 / pi)
-      mapElements<float>(X, Y, [=](float V) {
-        return 0.5f * V * (1.0f + std::tanh(K * (V + 0.044715f * V * V * V)));
-      });
-    } else if (Mode == "none") {
-      const float InvSqrt2 = 0.7071067811865476f;
-      mapElements<float>(X, Y, [=](float V) {
-        return 0.5f * V * (1.0f + std::erf(V * InvSqrt2));
-      });
+    if (Mode == "tanh" || Mode == "none") {
+      geluArray(X.data<float>(), Y.data<float>(), X.getNumElements(),
+                Mode == "tanh");
     } else {
       return A.error("'approximate' must be \"none\" or \"tanh\", got \"" +
                      Mode + "\"");

@@ -1,0 +1,29 @@
+//===- VectorMath.h - Elementwise f32 math over whole arrays ----*- C++ -*-===//
+//
+// The activation kernels' transcendental functions over arrays of f32,
+// vectorized by Eigen (its packet exp, tanh and erf: a few ulp from the C
+// library's, at several elements per instruction) instead of one libm call
+// per element. The arrays are split into chunks over the kernel threads;
+// each element is computed the same way whatever the split, so results do
+// not depend on the thread count.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef AUTOPAR_RUNTIME_CPU_VECTORMATH_H
+#define AUTOPAR_RUNTIME_CPU_VECTORMATH_H
+
+#include <cstdint>
+
+namespace autopar {
+
+/// Y = gelu(X) over N elements: 0.5 x (1 + erf(x / sqrt 2)), or with Tanh
+/// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+void geluArray(const float *X, float *Y, int64_t N, bool Tanh);
+
+/// DX = DY * gelu'(X) over N elements, the derivative of geluArray's form.
+void geluGradArray(const float *DY, const float *X, float *DX, int64_t N,
+                   bool Tanh);
+
+} // namespace autopar
+
+#endif // AUTOPAR_RUNTIME_CPU_VECTORMATH_H
