@@ -166,6 +166,24 @@ StridedWalk::StridedWalk(ArrayRef<int64_t> S, ArrayRef<Shape> OperandStrides,
     Offsets[K] = Bases[K];
 }
 
+int64_t StridedWalk::contiguousRun(unsigned Operand) const {
+  if (Dims.empty() || Strides[Operand].back() != 1)
+    return 1;
+  return Dims.back() - Index.back();
+}
+
+void StridedWalk::advance(int64_t N) {
+  if (N <= 0)
+    return;
+  // All but the last step stay within the innermost dimension.
+  if (!Dims.empty() && N > 1) {
+    Index.back() += N - 1;
+    for (size_t K = 0; K != Offsets.size(); ++K)
+      Offsets[K] += Strides[K].back() * (N - 1);
+  }
+  next();
+}
+
 void StridedWalk::next() {
   for (size_t D = Dims.size(); D-- > 0;) {
     if (++Index[D] < Dims[D]) {

@@ -105,6 +105,13 @@ public:
   /// Moves to the next index (past the last one, the offsets are
   /// meaningless).
   void next();
+  /// The elements from the current index to the end of its innermost
+  /// dimension, when Operand's innermost stride is 1 (a contiguous run of
+  /// it); 1 otherwise.
+  int64_t contiguousRun(unsigned Operand) const;
+  /// Moves N indices on, N at most what is left of the innermost
+  /// dimension.
+  void advance(int64_t N);
 
 private:
   llvm::SmallVector<int64_t, 4> Dims;

@@ -4,6 +4,7 @@
 
 #include "ir/Graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -21,6 +22,18 @@ static void copyStridedAs(char *Dst, const char *Src, int64_t Count,
 void autopar::copyStrided(char *Dst, const char *Src, size_t ElemSize,
                           int64_t Count, StridedWalk &Walk,
                           unsigned SrcOperand) {
+  // Source rows that are contiguous (a transpose that keeps the last axis,
+  // a slice of whole rows) copy a row at a time.
+  if (Walk.contiguousRun(SrcOperand) >= 8) {
+    for (int64_t I = 0; I < Count;) {
+      int64_t Run = std::min(Walk.contiguousRun(SrcOperand), Count - I);
+      std::memcpy(Dst + I * ElemSize, Src + Walk.offset(SrcOperand) * ElemSize,
+                  size_t(Run) * ElemSize);
+      I += Run;
+      Walk.advance(Run);
+    }
+    return;
+  }
   switch (ElemSize) {
   case 1:
     return copyStridedAs<uint8_t>(Dst, Src, Count, Walk, SrcOperand);
