@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/VectorMath.h"
 
 #include "ir/Graph.h"
 #include "runtime/DropoutStream.h"
@@ -161,7 +162,8 @@ static void writePresent(const KernelArgs &A, const AttentionPlan &S,
 
 /// Scores becomes softmax(Scores) in place, as both the forward and the
 /// gradient compute it (so that recomputed probabilities are the forward's
-/// bit for bit): one f32 exp per key, the sum in f64, keys in order; all
+/// bit for bit): one vectorized f32 exp per key (cpu/VectorMath.h), the
+/// sum in f64, keys in order; all
 /// keys masked gives zeros.
 static void softmaxRow(float *Scores, int64_t T) {
   float Max = -INFINITY;
@@ -171,11 +173,7 @@ static void softmaxRow(float *Scores, int64_t T) {
     std::fill_n(Scores, T, 0.0f);
     return;
   }
-  double Sum = 0;
-  for (int64_t J = 0; J != T; ++J) {
-    Scores[J] = std::exp(Scores[J] - Max);
-    Sum += Scores[J];
-  }
+  double Sum = expShifted(Scores, Max, Scores, T);
   float Inverse = float(1 / Sum);
   for (int64_t J = 0; J != T; ++J)
     Scores[J] *= Inverse;

@@ -2,8 +2,9 @@
 //
 // Logits [..., C] as rows of C classes, labels [...] one per row (i64 or
 // i32); a label equal to ignore_index (default -100) counts for nothing.
-// Each counted row's loss is logsumexp(z) - z[label], computed in f64 with
-// the row's maximum subtracted; "sum" adds them in row order, "mean" divides
+// Each counted row's loss is logsumexp(z) - z[label], with the row's
+// maximum subtracted, exp in f32 (vectorized: cpu/VectorMath.h) and its sum
+// and log in f64; "sum" adds them in row order, "mean" divides
 // by the counted rows (0 when none are). The gradient is
 // dloss * (softmax(z) - onehot(label)), divided by the count for "mean".
 //
@@ -11,12 +12,14 @@
 
 #include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/VectorMath.h"
 
 #include "ir/Graph.h"
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <vector>
 
 using namespace autopar;
 using namespace llvm;
@@ -59,15 +62,14 @@ static Expected<LossRows> getLossRows(const KernelArgs &A, unsigned Logits,
   return R;
 }
 
-/// Row I's maximum and log of the sum of exp(z - max).
-static std::pair<double, double> logSumExp(const float *Row, int64_t C) {
-  double Max = -INFINITY;
+/// A row's maximum and the log of the sum of exp(z - max), with
+/// exp(z - max) left in Exp (C entries).
+static std::pair<float, double> logSumExp(const float *Row, int64_t C,
+                                          float *Exp) {
+  float Max = -INFINITY;
   for (int64_t J = 0; J != C; ++J)
-    Max = std::max(Max, double(Row[J]));
-  double Sum = 0;
-  for (int64_t J = 0; J != C; ++J)
-    Sum += std::exp(double(Row[J]) - Max);
-  return {Max, std::log(Sum)};
+    Max = std::max(Max, Row[J]);
+  return {Max, std::log(expShifted(Row, Max, Exp, C))};
 }
 
 Error autopar::runCrossEntropyLoss(const KernelArgs &A) {
@@ -77,13 +79,14 @@ Error autopar::runCrossEntropyLoss(const KernelArgs &A) {
   if (Error E = A.checkShape(0, {}))
     return E;
   const float *Z = A.In[0].data<float>();
+  std::vector<float> Exp(R->Classes);
   double Total = 0;
   for (int64_t I = 0; I != R->Rows; ++I) {
     if (R->Labels[I] == R->Ignore)
       continue;
     const float *Row = Z + I * R->Classes;
-    auto [Max, Log] = logSumExp(Row, R->Classes);
-    Total += Max + Log - Row[R->Labels[I]];
+    auto [Max, Log] = logSumExp(Row, R->Classes, Exp.data());
+    Total += double(Max) + Log - Row[R->Labels[I]];
   }
   if (R->Mean)
     Total = R->Counted ? Total / R->Counted : 0;
@@ -111,11 +114,16 @@ Error autopar::runCrossEntropyLossGrad(const KernelArgs &A) {
       std::fill_n(Out, R->Classes, 0.0f);
       continue;
     }
-    auto [Max, Log] = logSumExp(Row, R->Classes);
-    for (int64_t J = 0; J != R->Classes; ++J) {
-      double P = std::exp(double(Row[J]) - Max - Log);
-      Out[J] = float(Scale * (P - (J == R->Labels[I] ? 1.0 : 0.0)));
-    }
+    // softmax(z) = exp(z - max) / sum, the exponentials written into Out
+    // first.
+    auto [Max, Log] = logSumExp(Row, R->Classes, Out);
+    double Sum = std::exp(Log);
+    float Step = float(Scale / Sum);
+    // The label's entry in f64: p - 1 cancels when p is near 1.
+    double Label = Scale * (Out[R->Labels[I]] / Sum - 1);
+    for (int64_t J = 0; J != R->Classes; ++J)
+      Out[J] *= Step;
+    Out[R->Labels[I]] = float(Label);
   }
   return Error::success();
 }

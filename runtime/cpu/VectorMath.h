@@ -16,6 +16,10 @@
 
 namespace autopar {
 
+/// Y = exp(X - Shift) over N elements, on the calling thread (a row of a
+/// softmax); returns the sum of Y in f64, in element order.
+double expShifted(const float *X, float Shift, float *Y, int64_t N);
+
 /// Y = gelu(X) over N elements: 0.5 x (1 + erf(x / sqrt 2)), or with Tanh
 /// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
 void geluArray(const float *X, float *Y, int64_t N, bool Tanh);
