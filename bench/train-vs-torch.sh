@@ -11,8 +11,13 @@
 #   --install   apt-get install python3-torch when it is missing
 #   --help      the options of bench/train_vs_torch.py (model size, steps,
 #               --threads 1,2, --rounds, --keep DIR)
-# OPENBLAS_CORETYPE (e.g. SkylakeX) applies to both: OpenBLAS 0.3.21 does
-# not know recent Xeons and falls back to its SSE3 (Prescott) kernels.
+# OPENBLAS_CORETYPE (e.g. SkylakeX) applies to both. OpenBLAS 0.3.21 does
+# not know recent Xeons and falls back to its SSE3 (Prescott) kernels;
+# autopar-run then restarts itself with the AVX-512 (or AVX2) kernels
+# (runtime/cpu/BlasCore.h), so when it is unset this script sets it the same
+# way for torch, whose GEMMs run in this process's OpenBLAS; and both get
+# autopar-run's OPENBLAS_THREAD_TIMEOUT (2^20 cycles of spinning after a
+# GEMM instead of 2^28) unless it is set.
 # OMP_WAIT_POLICY defaults to PASSIVE here: torch's spinning OpenMP threads
 # otherwise fight OpenBLAS's own threads for the cores (10x slower steps at
 # 2 threads on a busy 2-core machine).
@@ -53,5 +58,15 @@ if ! "$python" -c 'import torch' 2>/dev/null; then
 fi
 
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then
+  flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+  has() { [[ " $flags " == *" $1 "* ]]; }
+  if has avx512f && has avx512bw && has avx512dq && has avx512vl; then
+    export OPENBLAS_CORETYPE=SkylakeX
+  elif has avx2 && has fma; then
+    export OPENBLAS_CORETYPE=Haswell
+  fi
+fi
+export OPENBLAS_THREAD_TIMEOUT=${OPENBLAS_THREAD_TIMEOUT:-20}
 exec "$python" bench/train_vs_torch.py \
   --build "${AUTOPAR_BUILD:-build}" ${args[@]+"${args[@]}"}

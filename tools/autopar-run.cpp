@@ -123,8 +123,9 @@ static cl::opt<bool>
            cl::cat(Category));
 
 int main(int argc, char **argv) {
-  // OpenBLAS's fastest kernels for this CPU, before anything starts.
-  autopar::restartWithBestBlasCore(argv);
+  // OpenBLAS's fastest kernels for this CPU and short spinning of its
+  // threads, before anything starts.
+  autopar::restartWithBlasSettings(argv);
   InitLLVM X(argc, argv);
   cl::HideUnrelatedOptions(Category);
   cl::ParseCommandLineOptions(argc, argv, "autopar program runner\n");

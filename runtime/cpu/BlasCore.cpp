@@ -26,20 +26,22 @@ StringRef autopar::getBestBlasCore() {
   return "";
 }
 
-void autopar::restartWithBestBlasCore(char **Argv) {
-  if (std::getenv("OPENBLAS_CORETYPE"))
-    return;
-  const char *Loaded = openblas_get_corename();
-  bool Generic = StringSwitch<bool>(Loaded ? StringRef(Loaded).lower() : "")
-                     .Cases("prescott", "core2", "nehalem", "unknown", true)
-                     .Default(false);
-  StringRef Best = getBestBlasCore();
-  if (!Generic || Best.empty())
-    return;
-  if (::setenv("OPENBLAS_CORETYPE", Best.str().c_str(), 1) != 0)
+void autopar::restartWithBlasSettings(char **Argv) {
+  bool Changed = false;
+  if (!std::getenv("OPENBLAS_CORETYPE")) {
+    const char *Loaded = openblas_get_corename();
+    bool Generic = StringSwitch<bool>(Loaded ? StringRef(Loaded).lower() : "")
+                       .Cases("prescott", "core2", "nehalem", "unknown", true)
+                       .Default(false);
+    StringRef Best = getBestBlasCore();
+    if (Generic && !Best.empty())
+      Changed |= ::setenv("OPENBLAS_CORETYPE", Best.str().c_str(), 1) == 0;
+  }
+  if (!std::getenv("OPENBLAS_THREAD_TIMEOUT"))
+    Changed |= ::setenv("OPENBLAS_THREAD_TIMEOUT", BlasThreadTimeout, 1) == 0;
+  if (!Changed)
     return;
   ::execv("/proc/self/exe", Argv);
-  // The exec failed: go on with the kernels loaded, and leave the variable
-  // unset for the programs this one starts.
-  ::unsetenv("OPENBLAS_CORETYPE");
+  // The exec failed: go on with OpenBLAS as it loaded (the variables stay
+  // set for the programs this one starts, which is harmless).
 }

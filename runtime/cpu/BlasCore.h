@@ -9,6 +9,14 @@
 // OpenBLAS reads OPENBLAS_CORETYPE only when it loads, so a program that
 // wants other kernels must set it and start again.
 //
+// The same holds for OPENBLAS_THREAD_TIMEOUT: after a GEMM, OpenBLAS's
+// threads spin for 2^28 cycles (its default) before they sleep, and on a
+// machine with a core per thread they then take the cores the kernels'
+// own threads (parallelFor) need. 2^20 cycles (about 0.4 ms) keeps them
+// ready between the GEMMs of a layer: the bench's GPT at 2 threads took
+// 180 ms per step with the default, 159 with 2^16 and 2^20, 202 with 2^4
+// (autopar-run --profile, 2026-12-06).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef AUTOPAR_RUNTIME_CPU_BLASCORE_H
@@ -24,13 +32,17 @@ namespace autopar {
 /// then as good).
 llvm::StringRef getBestBlasCore();
 
-/// When OpenBLAS loaded its SSE kernels (Prescott, Core2 or Nehalem) on a
-/// CPU with AVX2 or AVX-512, and OPENBLAS_CORETYPE is unset, sets it to
-/// getBestBlasCore() and executes this program again (/proc/self/exe, the
-/// same Argv and environment; the process keeps its id, so under mpirun the
-/// rank stays the rank). Returns if nothing is to be done or the exec
-/// failed. Call it first in main, before threads or MPI start.
-void restartWithBestBlasCore(char **Argv);
+/// The OPENBLAS_THREAD_TIMEOUT autopar sets (2^N cycles of spinning).
+constexpr const char *BlasThreadTimeout = "20";
+
+/// Sets, where they are unset, OPENBLAS_CORETYPE to getBestBlasCore() when
+/// OpenBLAS loaded its SSE kernels (Prescott, Core2 or Nehalem) on a CPU
+/// with AVX2 or AVX-512, and OPENBLAS_THREAD_TIMEOUT to BlasThreadTimeout;
+/// then, if it set either, executes this program again (/proc/self/exe,
+/// the same Argv; the process keeps its id, so under mpirun the rank stays
+/// the rank). Returns if nothing is to be done or the exec failed. Call it
+/// first in main, before threads or MPI start.
+void restartWithBlasSettings(char **Argv);
 
 } // namespace autopar
 

@@ -1,15 +1,17 @@
 //===- OptimizerKernels.cpp - AdamW and SGD steps -------------------------===//
 //
-// One parameter per node, elementwise and in f64 per element, so a result
-// may share its buffer with the operand it replaces (the executor computes
-// optimizer steps in place). AdamW follows torch.optim.AdamW:
-//   p -= lr * wd * p; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
-//   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
-// Sgd: p -= lr * (g + wd * p).
+// One parameter per node, elementwise, so a result may share its buffer
+// with the operand it replaces (the executor computes optimizer steps in
+// place). AdamW follows torch.optim.AdamW, in f32 and in its order of
+// operations (cpu/VectorMath.h, vectorized):
+//   p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+//   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+// Sgd, in f64 per element: p -= lr * (g + wd * p).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/VectorMath.h"
 
 #include "ir/Graph.h"
 
@@ -46,20 +48,20 @@ Error autopar::runAdamW(const KernelArgs &A) {
          Wd = scalarOperand(A, 8), Step = scalarOperand(A, 9);
   if (Step < 1)
     return A.error("step must be 1 or more, got " + Twine(int64_t(Step)));
-  double Correct1 = 1 - std::pow(B1, Step), Correct2 = 1 - std::pow(B2, Step);
-  const float *P = A.In[0].data<float>(), *G = A.In[1].data<float>(),
-              *M = A.In[2].data<float>(), *V = A.In[3].data<float>();
-  float *PO = A.Out[0].data<float>(), *MO = A.Out[1].data<float>(),
-        *VO = A.Out[2].data<float>();
-  for (int64_t I = 0, N = A.In[0].getNumElements(); I != N; ++I) {
-    double Param = P[I] * (1 - Lr * Wd), Grad = G[I];
-    float Mean = float(B1 * M[I] + (1 - B1) * Grad);
-    float Square = float(B2 * V[I] + (1 - B2) * Grad * Grad);
-    double Denom = std::sqrt(Square / Correct2) + Eps;
-    PO[I] = float(Param - Lr * (Mean / Correct1) / Denom);
-    MO[I] = Mean;
-    VO[I] = Square;
-  }
+  // The scalars as torch computes them (Python floats, f64), then f32.
+  AdamWScalars Scalars;
+  Scalars.Decay = float(1 - Lr * Wd);
+  Scalars.Beta1 = float(B1);
+  Scalars.OneMinusBeta1 = float(1 - B1);
+  Scalars.Beta2 = float(B2);
+  Scalars.OneMinusBeta2 = float(1 - B2);
+  Scalars.StepSize = float(Lr / (1 - std::pow(B1, Step)));
+  Scalars.Correction2Sqrt = float(std::sqrt(1 - std::pow(B2, Step)));
+  Scalars.Eps = float(Eps);
+  adamWArray(A.In[0].data<float>(), A.In[1].data<float>(),
+             A.In[2].data<float>(), A.In[3].data<float>(),
+             A.Out[0].data<float>(), A.Out[1].data<float>(),
+             A.Out[2].data<float>(), A.In[0].getNumElements(), Scalars);
   return Error::success();
 }
 

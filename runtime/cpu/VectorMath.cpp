@@ -75,8 +75,25 @@ void autopar::geluGradArray(const float *DY, const float *X, float *DX,
       Out = G * (0.5f * (1.0f + T) + 0.5f * V * (1.0f - T * T) * TanhScale *
                                          (1.0f + 3.0f * TanhCubic * V * V));
     } else {
+      // exp's argument is clamped where its result would be subnormal (a
+      // term below 1e-36 next to 0.5 (1 + erf), about 1).
       Out = G * (0.5f * (1.0f + (V * InvSqrt2).erf()) +
-                 V * expFlushed(-0.5f * V * V) * InvSqrt2Pi);
+                 V * (-0.5f * V * V).max(-87.0f).exp() * InvSqrt2Pi);
     }
+  });
+}
+
+void autopar::adamWArray(const float *P, const float *G, const float *M,
+                         const float *V, float *PO, float *MO, float *VO,
+                         int64_t N, const AdamWScalars &S) {
+  forChunks(N, [&](int64_t Begin, int64_t Count) {
+    ConstArray Grad(G + Begin, Count);
+    Array Mean(MO + Begin, Count), Square(VO + Begin, Count),
+        Param(PO + Begin, Count);
+    Mean = ConstArray(M + Begin, Count) * S.Beta1 + Grad * S.OneMinusBeta1;
+    Square =
+        ConstArray(V + Begin, Count) * S.Beta2 + Grad * Grad * S.OneMinusBeta2;
+    Param = ConstArray(P + Begin, Count) * S.Decay -
+            S.StepSize * Mean / (Square.sqrt() / S.Correction2Sqrt + S.Eps);
   });
 }

@@ -28,6 +28,18 @@ void geluArray(const float *X, float *Y, int64_t N, bool Tanh);
 void geluGradArray(const float *DY, const float *X, float *DX, int64_t N,
                    bool Tanh);
 
+/// One AdamW step over N elements in f32, in torch.optim.AdamW's order of
+/// operations: p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2)
+/// g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). The
+/// results may share their buffers with the operands they replace.
+struct AdamWScalars {
+  float Decay, Beta1, OneMinusBeta1, Beta2, OneMinusBeta2, StepSize,
+      Correction2Sqrt, Eps;
+};
+void adamWArray(const float *P, const float *G, const float *M, const float *V,
+                float *PO, float *MO, float *VO, int64_t N,
+                const AdamWScalars &S);
+
 } // namespace autopar
 
 #endif // AUTOPAR_RUNTIME_CPU_VECTORMATH_H
