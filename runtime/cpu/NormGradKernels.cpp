@@ -6,7 +6,8 @@
 // g = dY * Scale:
 //   LayerNorm: dX = inv * (g - mean(g) - xhat * mean(g * xhat)),
 //   RMSNorm:   dX = inv * (g - xhat * mean(g * xhat)),
-// and dScale (dB) sums dY * xhat (dY) over the rows in row order. The
+// and dScale (dB) sums dY * xhat (dY) over blocks of 64 rows in row order,
+// then over the blocks in order (threads take whole blocks). The
 // statistics are recomputed in f64 as the forward kernels compute them.
 //
 //===----------------------------------------------------------------------===//
@@ -16,6 +17,7 @@
 
 #include "ir/Graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -39,38 +41,54 @@ static Error runNormGrad(const KernelArgs &A, bool Centered) {
   const float *XD = X.data<float>(), *DYD = DY.data<float>(),
               *G = Scale.data<float>();
   float *DX = A.Out[0].data<float>();
-  std::vector<double> DScale(Len, 0.0), DBias(Len, 0.0), XHat(Len), GY(Len);
-  for (int64_t Row = 0; Row != Rows; ++Row) {
-    const float *In = XD + Row * Len, *Up = DYD + Row * Len;
-    double Mean = 0;
-    if (Centered) {
+  // Rows in blocks of a fixed size, which threads take whole: each block
+  // sums its rows' dScale and dB in row order, and the blocks' sums add in
+  // block order, so the result does not depend on the thread count.
+  constexpr int64_t BlockRows = 64;
+  int64_t Blocks = (Rows + BlockRows - 1) / BlockRows;
+  std::vector<double> DScale(Blocks * Len, 0.0), DBias(Blocks * Len, 0.0);
+  parallelFor(Blocks, [&](int64_t Block) {
+    std::vector<double> XHat(Len), GY(Len);
+    double *BlockScale = DScale.data() + Block * Len;
+    double *BlockBias = DBias.data() + Block * Len;
+    for (int64_t Row = Block * BlockRows, End = std::min(Rows, Row + BlockRows);
+         Row != End; ++Row) {
+      const float *In = XD + Row * Len, *Up = DYD + Row * Len;
+      double Mean = 0;
+      if (Centered) {
+        for (int64_t J = 0; J != Len; ++J)
+          Mean += In[J];
+        Mean = Len ? Mean / Len : 0;
+      }
+      double Square = 0;
       for (int64_t J = 0; J != Len; ++J)
-        Mean += In[J];
-      Mean = Len ? Mean / Len : 0;
+        Square += (In[J] - Mean) * (In[J] - Mean);
+      double Inv = 1 / std::sqrt((Len ? Square / Len : 0) + Epsilon);
+      double MeanG = 0, MeanGX = 0;
+      for (int64_t J = 0; J != Len; ++J) {
+        XHat[J] = (In[J] - Mean) * Inv;
+        GY[J] = double(Up[J]) * G[J];
+        MeanG += GY[J];
+        MeanGX += GY[J] * XHat[J];
+        BlockScale[J] += double(Up[J]) * XHat[J];
+        BlockBias[J] += Up[J];
+      }
+      MeanG = Centered && Len ? MeanG / Len : 0;
+      MeanGX = Len ? MeanGX / Len : 0;
+      for (int64_t J = 0; J != Len; ++J)
+        DX[Row * Len + J] = float(Inv * (GY[J] - MeanG - XHat[J] * MeanGX));
     }
-    double Square = 0;
-    for (int64_t J = 0; J != Len; ++J)
-      Square += (In[J] - Mean) * (In[J] - Mean);
-    double Inv = 1 / std::sqrt((Len ? Square / Len : 0) + Epsilon);
-    double MeanG = 0, MeanGX = 0;
-    for (int64_t J = 0; J != Len; ++J) {
-      XHat[J] = (In[J] - Mean) * Inv;
-      GY[J] = double(Up[J]) * G[J];
-      MeanG += GY[J];
-      MeanGX += GY[J] * XHat[J];
-      DScale[J] += double(Up[J]) * XHat[J];
-      DBias[J] += Up[J];
-    }
-    MeanG = Centered && Len ? MeanG / Len : 0;
-    MeanGX = Len ? MeanGX / Len : 0;
-    for (int64_t J = 0; J != Len; ++J)
-      DX[Row * Len + J] = float(Inv * (GY[J] - MeanG - XHat[J] * MeanGX));
-  }
+  });
   for (int64_t J = 0; J != Len; ++J) {
+    double Scale = 0, Bias = 0;
+    for (int64_t Block = 0; Block != Blocks; ++Block) {
+      Scale += DScale[Block * Len + J];
+      Bias += DBias[Block * Len + J];
+    }
     if (A.hasResult(1))
-      A.Out[1].data<float>()[J] = float(DScale[J]);
+      A.Out[1].data<float>()[J] = float(Scale);
     if (Centered && A.hasResult(2))
-      A.Out[2].data<float>()[J] = float(DBias[J]);
+      A.Out[2].data<float>()[J] = float(Bias);
   }
   return Error::success();
 }

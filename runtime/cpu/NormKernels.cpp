@@ -89,7 +89,10 @@ Error autopar::runLayerNorm(const KernelArgs &A) {
   double Epsilon = A.floatAttr("epsilon", 1e-5);
   const float *XD = X.data<float>();
   float *YD = A.Out[0].data<float>();
-  for (int64_t Row = 0; Row != R->Rows; ++Row) {
+  float *MeanOut = A.hasResult(1) ? A.Out[1].data<float>() : nullptr;
+  float *InvOut = A.hasResult(2) ? A.Out[2].data<float>() : nullptr;
+  // Rows are independent: threads take whole ones.
+  parallelFor(R->Rows, [&](int64_t Row) {
     const float *In = XD + Row * R->Len;
     float *Out = YD + Row * R->Len;
     double Sum = 0;
@@ -105,11 +108,11 @@ Error autopar::runLayerNorm(const KernelArgs &A) {
       double V = (In[J] - Mean) * InvStdDev * R->Scale[J];
       Out[J] = float(R->Bias.empty() ? V : V + R->Bias[J]);
     }
-    if (A.hasResult(1))
-      A.Out[1].data<float>()[Row] = float(Mean);
-    if (A.hasResult(2))
-      A.Out[2].data<float>()[Row] = float(InvStdDev);
-  }
+    if (MeanOut)
+      MeanOut[Row] = float(Mean);
+    if (InvOut)
+      InvOut[Row] = float(InvStdDev);
+  });
   return Error::success();
 }
 
@@ -120,7 +123,7 @@ Error autopar::runRMSNorm(const KernelArgs &A) {
   double Epsilon = A.floatAttr("epsilon", 1e-5);
   const float *XD = A.In[0].data<float>();
   float *YD = A.Out[0].data<float>();
-  for (int64_t Row = 0; Row != R->Rows; ++Row) {
+  parallelFor(R->Rows, [&](int64_t Row) {
     const float *In = XD + Row * R->Len;
     float *Out = YD + Row * R->Len;
     double SquareSum = 0;
@@ -129,6 +132,6 @@ Error autopar::runRMSNorm(const KernelArgs &A) {
     double Inv = 1 / std::sqrt((R->Len ? SquareSum / R->Len : 0) + Epsilon);
     for (int64_t J = 0; J != R->Len; ++J)
       Out[J] = float(In[J] * Inv * R->Scale[J]);
-  }
+  });
   return Error::success();
 }
