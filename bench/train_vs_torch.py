@@ -87,6 +87,98 @@ class TinyGPT(nn.Module):
         return self.head(self.ln_f(x))
 
 
+class RMSNorm(nn.Module):
+    def __init__(self, hidden, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(hidden))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) \
+            * self.weight
+
+
+def rotate(x, cos, sin):
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+class LlamaBlock(nn.Module):
+    """A Llama block: RMSNorm, grouped-query attention with rotary
+    embeddings, a SwiGLU MLP; no biases."""
+
+    def __init__(self, hidden, heads, kv_heads, ffn, eps):
+        super().__init__()
+        self.heads, self.kv_heads = heads, kv_heads
+        d = hidden // heads
+        self.n1, self.n2 = RMSNorm(hidden, eps), RMSNorm(hidden, eps)
+        self.q = nn.Linear(hidden, hidden, bias=False)
+        self.k = nn.Linear(hidden, kv_heads * d, bias=False)
+        self.v = nn.Linear(hidden, kv_heads * d, bias=False)
+        self.o = nn.Linear(hidden, hidden, bias=False)
+        self.gate = nn.Linear(hidden, ffn, bias=False)
+        self.up = nn.Linear(hidden, ffn, bias=False)
+        self.down = nn.Linear(ffn, hidden, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, s, h = x.shape
+        d = h // self.heads
+        y = self.n1(x)
+        q = self.q(y).view(b, s, self.heads, d).transpose(1, 2)
+        k = self.k(y).view(b, s, self.kv_heads, d).transpose(1, 2)
+        v = self.v(y).view(b, s, self.kv_heads, d).transpose(1, 2)
+        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+        group = self.heads // self.kv_heads
+        k = k.repeat_interleave(group, dim=1)
+        v = v.repeat_interleave(group, dim=1)
+        scores = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(d)) + mask
+        att = torch.softmax(scores, dim=-1) @ v
+        x = x + self.o(att.transpose(1, 2).reshape(b, s, h))
+        y = self.n2(x)
+        return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+
+class TinyLlama(nn.Module):
+    def __init__(self, layers, hidden, heads, kv_heads, ffn, vocab, seq,
+                 eps=1e-6):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, hidden)
+        self.blocks = nn.ModuleList(
+            LlamaBlock(hidden, heads, kv_heads, ffn, eps)
+            for _ in range(layers))
+        self.norm = RMSNorm(hidden, eps)
+        self.head = nn.Linear(hidden, vocab, bias=False)
+        d = hidden // heads
+        inv = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+        angles = torch.outer(torch.arange(seq).float(), inv)
+        angles = torch.cat((angles, angles), dim=-1)
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+        self.register_buffer(
+            "mask", torch.full((seq, seq), float("-inf")).triu(1))
+
+    def forward(self, input_ids):
+        s = input_ids.shape[1]
+        x = self.emb(input_ids)
+        for block in self.blocks:
+            x = block(x, self.cos[:s], self.sin[:s], self.mask[:s, :s])
+        return self.head(self.norm(x))
+
+
+# The shared models (../shared/models/torch_export) and the torch modules of
+# their shapes, read from their programs: 2 layers, hidden 64, 4 heads of
+# 16 (Llama: 2 K/V heads), GPT-2's MLP of 256 with tanh GELU (timed with
+# the erf GELU of Block: the same work), Llama's SwiGLU of 172, vocabulary
+# 1000. torch trains modules of these shapes from their own seeded weights,
+# so the two runs' losses differ; the times compare the same work.
+SHARED_MODELS = {
+    "gpt2_tiny": lambda seq: TinyGPT(argparse.Namespace(
+        vocab=1000, hidden=64, seq=seq, heads=4, ffn=256, layers=2)),
+    "llama_tiny": lambda seq: TinyLlama(2, 64, 4, 2, 172, 1000, seq),
+}
+
+
 def next_token_loss(logits, ids):
     return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
                            ids[:, 1:].reshape(-1))
@@ -112,15 +204,18 @@ def openblas_core():
     return lib.openblas_get_corename().decode() if lib else "unknown"
 
 
-def time_torch(model_state, a, ids, threads):
+def time_torch(model_state, a, ids, threads, make_model=None):
     # torch.set_num_threads leaves OpenBLAS's own pool (one thread a core) as
     # it is; autopar-run --threads sets exactly that pool: set both.
     torch.set_num_threads(threads)
     lib = openblas()
     if lib:
         lib.openblas_set_num_threads(threads)
-    model = TinyGPT(a)
-    model.load_state_dict(model_state)
+    if make_model:
+        model = make_model()
+    else:
+        model = TinyGPT(a)
+        model.load_state_dict(model_state)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999),
                             eps=1e-8, weight_decay=0.0)
@@ -186,6 +281,13 @@ def main():
     p.add_argument("--threads", default="1,2",
                    help="comma-separated thread counts")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--shared", metavar="DIR",
+                   default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                        "shared", "models", "torch_export"),
+                   help="the shared gpt2_tiny and llama_tiny exports "
+                        "(skipped when absent)")
+    p.add_argument("--shared-batch", type=int, default=8)
+    p.add_argument("--shared-seq", type=int, default=64)
     p.add_argument("--keep", metavar="DIR",
                    help="write model.onnx, train.air, tokens.i32 here")
     a = p.parse_args()
@@ -280,8 +382,44 @@ def main():
     if worst > 1e-4:
         print("WARNING: first-step losses differ by %.1e relative: the two "
               "programs do not compute the same model" % worst)
+    shared_models(a, opt_tool, run_tool, threads, work)
     if tmp:
         tmp.cleanup()
+
+
+def shared_models(a, opt_tool, run_tool, threads, work):
+    """The shared exports in autopar-run against torch modules of their
+    shapes, at --shared-batch x --shared-seq."""
+    if not os.path.isdir(a.shared):
+        print("shared models: %s is absent; skipped" % a.shared)
+        return
+    b, s = a.shared_batch, a.shared_seq
+    gen = torch.Generator().manual_seed(a.seed + 2)
+    ids = torch.randint(0, 1000, (b, s), generator=gen)
+    tokens_path = os.path.join(work, "shared-tokens.i32")
+    ids.to(torch.int32).numpy().astype("<i4").tofile(tokens_path)
+    print("shared models, batch %d x sequence %d (torch: modules of the same "
+          "shapes, their own weights)" % (b, s))
+    print("%-11s %7s %10s %9s %6s" % ("model", "threads", "autopar ms",
+                                      "torch ms", "ratio"))
+    for name, make in SHARED_MODELS.items():
+        onnx_path = os.path.join(a.shared, name + "_opset17.onnx")
+        air_path = os.path.join(work, name + ".air")
+        subprocess.run([opt_tool, onnx_path, "--load-weights",
+                        "--dim", "batch=%d" % b, "--dim", "sequence=%d" % s,
+                        "--passes=import-canonical,autodiff,insert-optimizer",
+                        "-o", air_path], check=True)
+        for t in threads:
+            ap_ms = th_ms = math.inf
+            for _ in range(a.rounds):
+                ap_times, _, _ = time_autopar(run_tool, air_path, tokens_path,
+                                              a, t, a.steps)
+                th_times, _, _ = time_torch(None, a, ids, t,
+                                            lambda: make(s))
+                ap_ms = min(ap_ms, median_after_warmup(ap_times, a.warmup))
+                th_ms = min(th_ms, median_after_warmup(th_times, a.warmup))
+            print("%-11s %7d %10.1f %9.1f %6.2f"
+                  % (name, t, ap_ms, th_ms, ap_ms / th_ms))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@
 // bias: with is_causal, key j is masked when j > i + P; a bool attn_mask
 // masks where false, a float one is added; the mask broadcasts to
 // [B, Hq, Sq, T] except its last dimension, which may be shorter than T and
-// is then padded with masked positions. Softmax (sums in f64, keys in
-// order) and the weighted sum of V rows follow. A row whose keys are all
+// is then padded with masked positions. Softmax (sums in f64) and the
+// weighted sum of V rows follow. A row whose keys are all
 // masked gives zeros (not NaN).
 //
 // qk_matmul_output holds, by qk_matmul_output_mode: 0 the scaled QK
@@ -162,13 +162,11 @@ static void writePresent(const KernelArgs &A, const AttentionPlan &S,
 
 /// Scores becomes softmax(Scores) in place, as both the forward and the
 /// gradient compute it (so that recomputed probabilities are the forward's
-/// bit for bit): one vectorized f32 exp per key (cpu/VectorMath.h), the
-/// sum in f64, keys in order; all
+/// bit for bit): one vectorized f32 exp per key and the sum in f64
+/// (cpu/VectorMath.h); all
 /// keys masked gives zeros.
 static void softmaxRow(float *Scores, int64_t T) {
-  float Max = -INFINITY;
-  for (int64_t J = 0; J != T; ++J)
-    Max = std::max(Max, Scores[J]);
+  float Max = maxOf(Scores, T);
   if (Max == -INFINITY) {
     std::fill_n(Scores, T, 0.0f);
     return;

@@ -66,9 +66,7 @@ static Expected<LossRows> getLossRows(const KernelArgs &A, unsigned Logits,
 /// exp(z - max) left in Exp (C entries).
 static std::pair<float, double> logSumExp(const float *Row, int64_t C,
                                           float *Exp) {
-  float Max = -INFINITY;
-  for (int64_t J = 0; J != C; ++J)
-    Max = std::max(Max, Row[J]);
+  float Max = maxOf(Row, C);
   return {Max, std::log(expShifted(Row, Max, Exp, C))};
 }
 

@@ -17,8 +17,13 @@
 namespace autopar {
 
 /// Y = exp(X - Shift) over N elements, on the calling thread (a row of a
-/// softmax); returns the sum of Y in f64, in element order.
+/// softmax), 0 where exp's result would be subnormal; returns the sum of Y
+/// in f64 (in a fixed order for a given N).
 double expShifted(const float *X, float Shift, float *Y, int64_t N);
+
+/// The largest of N elements (-inf for none), vectorized; a NaN may or may
+/// not be returned (the softmax it shifts then gives NaN either way).
+float maxOf(const float *X, int64_t N);
 
 /// Y = gelu(X) over N elements: 0.5 x (1 + erf(x / sqrt 2)), or with Tanh
 /// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
