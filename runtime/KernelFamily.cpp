@@ -3,6 +3,7 @@
 #include "runtime/KernelFamily.h"
 
 using namespace autopar;
+using namespace llvm;
 
 bool autopar::onlyMovesElements(KernelFamily F) {
   switch (F) {
@@ -90,4 +91,100 @@ bool autopar::onlyMovesElements(KernelFamily F) {
     return false;
   }
   return false;
+}
+
+StringRef autopar::getKernelKind(KernelFamily F) {
+  switch (F) {
+  case KernelFamily::MatMul:
+  case KernelFamily::Linear:
+  case KernelFamily::Gemm:
+  case KernelFamily::Conv:
+  case KernelFamily::MatMulInteger:
+  case KernelFamily::ConvInteger:
+  case KernelFamily::MatMulNBits:
+    return "gemm";
+  case KernelFamily::Attention:
+  case KernelFamily::AttentionWithProbs:
+  case KernelFamily::AttentionGrad:
+    return "attention";
+  case KernelFamily::LayerNorm:
+  case KernelFamily::RMSNorm:
+  case KernelFamily::LayerNormGrad:
+  case KernelFamily::RMSNormGrad:
+  case KernelFamily::BatchNorm:
+  case KernelFamily::LRN:
+    return "norm";
+  case KernelFamily::Softmax:
+  case KernelFamily::Hardmax:
+  case KernelFamily::SoftmaxGrad:
+    return "softmax";
+  case KernelFamily::CrossEntropyLoss:
+  case KernelFamily::NllLoss:
+  case KernelFamily::CrossEntropyLossGrad:
+  case KernelFamily::NllLossGrad:
+    return "loss";
+  case KernelFamily::Binary:
+  case KernelFamily::Sum:
+  case KernelFamily::Where:
+  case KernelFamily::Trilu:
+  case KernelFamily::Unary:
+  case KernelFamily::SwiGLU:
+  case KernelFamily::GeluGrad:
+  case KernelFamily::SiluGrad:
+  case KernelFamily::SwiGLUGrad:
+  case KernelFamily::Dropout:
+  case KernelFamily::DropoutGrad:
+  case KernelFamily::RotaryEmbedding:
+  case KernelFamily::Cast:
+  case KernelFamily::Quantize:
+  case KernelFamily::Dequantize:
+  case KernelFamily::DynamicQuantize:
+    return "elementwise";
+  case KernelFamily::Reduce:
+  case KernelFamily::ArgReduce:
+  case KernelFamily::MaxPool:
+  case KernelFamily::AveragePool:
+  case KernelFamily::GlobalAveragePool:
+  case KernelFamily::LpPool:
+  case KernelFamily::GlobalLpPool:
+    return "reduce";
+  case KernelFamily::None:
+  case KernelFamily::Resize:
+  case KernelFamily::ReshapeLike:
+  case KernelFamily::Transpose:
+  case KernelFamily::Expand:
+  case KernelFamily::Concat:
+  case KernelFamily::Split:
+  case KernelFamily::Slice:
+  case KernelFamily::Gather:
+  case KernelFamily::GatherGrad:
+  case KernelFamily::GatherElements:
+  case KernelFamily::ScatterElements:
+  case KernelFamily::GatherND:
+  case KernelFamily::ScatterND:
+  case KernelFamily::Pad:
+  case KernelFamily::DepthSpace:
+  case KernelFamily::ReverseSequence:
+  case KernelFamily::Constant:
+  case KernelFamily::ConstantOfShape:
+  case KernelFamily::Shape:
+  case KernelFamily::Size:
+  case KernelFamily::EyeLike:
+  case KernelFamily::OneHot:
+  case KernelFamily::GatherBlockQuantized:
+    return "layout";
+  case KernelFamily::AdamW:
+  case KernelFamily::Sgd:
+    return "optimizer";
+  case KernelFamily::AllReduce:
+  case KernelFamily::AllGather:
+  case KernelFamily::ReduceScatter:
+  case KernelFamily::AllToAll:
+  case KernelFamily::ShardSlice:
+  case KernelFamily::SendRecv:
+  case KernelFamily::Send:
+  case KernelFamily::Recv:
+    return "communication";
+  }
+  return "layout";
 }

@@ -12,12 +12,19 @@
 
 #include "ir/OpFacts.h"
 
+#include "llvm/ADT/StringRef.h"
+
 namespace autopar {
 
 /// True for families whose kernels only move elements (layouts, slices,
 /// gathers, data ops, communication): they take every element type as it
 /// is stored.
 bool onlyMovesElements(KernelFamily F);
+
+/// The broad kind of kernel of F, for profiles (runtime/StepProfile.h):
+/// gemm, attention, norm, softmax, loss, elementwise, reduce, layout,
+/// optimizer or communication.
+llvm::StringRef getKernelKind(KernelFamily F);
 
 } // namespace autopar
 

@@ -33,10 +33,6 @@ namespace autopar {
 
 class Node;
 
-/// The broad kind of kernel that runs an op (ir/OpFacts.h's KernelFamily,
-/// grouped), for the profile's first table.
-llvm::StringRef getKernelKind(const Node &N);
-
 /// Bytes N's static operands and results hold (each once); none for the
 /// views, constants and shape queries, which move no data.
 int64_t getTouchedBytes(const Node &N);
