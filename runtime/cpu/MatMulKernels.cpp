@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <thread>
 #include <vector>
 
 // OpenBLAS's own call; declared here in case the cblas.h found is another
@@ -44,31 +43,6 @@ SerialBlas::SerialBlas() : Threads(BlasThreads) {
 SerialBlas::~SerialBlas() {
   if (Threads > 1)
     openblas_set_num_threads(Threads);
-}
-
-static int KernelThreads = 1;
-
-void autopar::setKernelThreads(int Threads) {
-  KernelThreads = std::max(Threads, 1);
-}
-
-void autopar::parallelFor(int64_t N, function_ref<void(int64_t)> Body) {
-  int64_t Threads = std::min<int64_t>(KernelThreads, N);
-  if (Threads <= 1) {
-    for (int64_t I = 0; I != N; ++I)
-      Body(I);
-    return;
-  }
-  auto Range = [&](int64_t T) {
-    for (int64_t I = N * T / Threads, E = N * (T + 1) / Threads; I != E; ++I)
-      Body(I);
-  };
-  std::vector<std::thread> Workers;
-  for (int64_t T = 1; T != Threads; ++T)
-    Workers.emplace_back(Range, T);
-  Range(0);
-  for (std::thread &W : Workers)
-    W.join();
 }
 
 void autopar::sgemm(bool TransA, bool TransB, int64_t M, int64_t N, int64_t K,
