@@ -204,6 +204,24 @@ def openblas_core():
     return lib.openblas_get_corename().decode() if lib else "unknown"
 
 
+def reset_peak_rss():
+    """Starts this process's peak resident memory (VmHWM) again from what it
+    holds now (Linux: 5 into /proc/self/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def time_torch(model_state, a, ids, threads, make_model=None):
     # torch.set_num_threads leaves OpenBLAS's own pool (one thread a core) as
     # it is; autopar-run --threads sets exactly that pool: set both.
@@ -220,6 +238,7 @@ def time_torch(model_state, a, ids, threads, make_model=None):
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.999),
                             eps=1e-8, weight_decay=0.0)
     times, cpu, losses = [], [], []
+    reset_peak_rss()
     for _ in range(a.steps):
         start, start_cpu = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
@@ -230,35 +249,41 @@ def time_torch(model_state, a, ids, threads, make_model=None):
         times.append((time.perf_counter() - start) * 1e3)
         cpu.append((time.process_time() - start_cpu) * 1e3)
         losses.append(value)
-    return times, cpu, losses
+    return times, cpu, losses, peak_rss_mib()
 
 
 STEP_LINE = re.compile(r"^step (\d+) loss (\S+) time_ms (\S+) tokens_per_s")
 
 
-def children_cpu_s():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def time_autopar(run_tool, program, tokens, a, threads, steps):
-    """Per-step wall ms and losses of `autopar-run`, and its CPU seconds."""
+    """Per-step wall ms and losses of `autopar-run`, its CPU seconds and its
+    peak resident memory (MiB)."""
     cmd = [run_tool, program, "--steps", str(steps), "--data", tokens,
            "--lr", str(a.lr), "--weight-decay", "0", "--threads",
            str(threads)]
-    cpu = children_cpu_s()
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
-    cpu = children_cpu_s() - cpu
+    # Output to files and the child reaped with wait4: its own CPU time and
+    # peak resident memory (ru_maxrss, KiB), not every child's.
+    with tempfile.TemporaryFile("w+") as out, \
+            tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode != 0:
+        sys.exit("train-vs-torch: autopar-run failed:\n%s" % (stdout + stderr))
     times, losses = [], []
-    for line in out.stdout.splitlines():
+    for line in stdout.splitlines():
         m = STEP_LINE.match(line)
         if m:
             losses.append(float(m.group(2)))
             times.append(float(m.group(3)))
     if len(times) != steps:
         sys.exit("train-vs-torch: autopar-run logged %d steps, expected %d:\n%s"
-                 % (len(times), steps, out.stdout + out.stderr))
-    return times, losses, cpu
+                 % (len(times), steps, stdout + stderr))
+    return (times, losses, usage.ru_utime + usage.ru_stime,
+            usage.ru_maxrss / 1024)
 
 
 def main():
@@ -352,17 +377,22 @@ def main():
     losses = ["%7s %14s %14s %8s %14s %14s %8s"
               % ("threads", "autopar step 1", "torch step 1", "rel",
                  "autopar last", "torch last", "rel")]
+    memory = ["%7s %14s %12s %6s" % ("threads", "autopar MiB", "torch MiB",
+                                       "ratio")]
     worst = 0.0
     for t in threads:
         # Alternate the two, best of the rounds: on a shared machine a load
         # spike then hits one round, not one side.
-        ap_ms = th_ms = ap_cpu = th_cpu = math.inf
+        ap_ms = th_ms = ap_cpu = th_cpu = ap_peak = th_peak = math.inf
         for _ in range(a.rounds):
-            _, _, one_cpu = time_autopar(run_tool, air_path, tokens_path, a, t,
-                                         1)
-            ap_times, ap_losses, run_cpu = time_autopar(
+            _, _, one_cpu, _ = time_autopar(run_tool, air_path, tokens_path,
+                                            a, t, 1)
+            ap_times, ap_losses, run_cpu, ap_rss = time_autopar(
                 run_tool, air_path, tokens_path, a, t, a.steps)
-            th_times, th_cpus, th_losses = time_torch(state, a, ids, t)
+            th_times, th_cpus, th_losses, th_rss = time_torch(state, a, ids,
+                                                              t)
+            ap_peak = min(ap_peak, ap_rss)
+            th_peak = min(th_peak, th_rss)
             ap_ms = min(ap_ms, median_after_warmup(ap_times, a.warmup))
             th_ms = min(th_ms, median_after_warmup(th_times, a.warmup))
             ap_cpu = min(ap_cpu, (run_cpu - one_cpu) * 1e3 / (a.steps - 1))
@@ -376,9 +406,15 @@ def main():
         losses.append("%7d %14.7f %14.7f %8.1e %14.7f %14.7f %8.1e"
                       % (t, ap_losses[0], th_losses[0], rel, ap_losses[-1],
                          th_losses[-1], last_rel))
+        memory.append("%7d %14.1f %12.1f %6.2f"
+                      % (t, ap_peak, th_peak, ap_peak / th_peak))
     print("\n".join(times))
     print("losses (the same weights and batch; last: step %d)" % a.steps)
     print("\n".join(losses))
+    print("peak resident memory while training (autopar-run's process; "
+          "torch's from the start of its steps, the interpreter and torch "
+          "included)")
+    print("\n".join(memory))
     if worst > 1e-4:
         print("WARNING: first-step losses differ by %.1e relative: the two "
               "programs do not compute the same model" % worst)
@@ -412,10 +448,10 @@ def shared_models(a, opt_tool, run_tool, threads, work):
         for t in threads:
             ap_ms = th_ms = math.inf
             for _ in range(a.rounds):
-                ap_times, _, _ = time_autopar(run_tool, air_path, tokens_path,
-                                              a, t, a.steps)
-                th_times, _, _ = time_torch(None, a, ids, t,
-                                            lambda: make(s))
+                ap_times, _, _, _ = time_autopar(run_tool, air_path,
+                                                 tokens_path, a, t, a.steps)
+                th_times, _, _, _ = time_torch(None, a, ids, t,
+                                               lambda: make(s))
                 ap_ms = min(ap_ms, median_after_warmup(ap_times, a.warmup))
                 th_ms = min(th_ms, median_after_warmup(th_times, a.warmup))
             print("%-11s %7d %10.1f %9.1f %6.2f"
