@@ -12,8 +12,8 @@
 // masks where false, a float one is added; the mask broadcasts to
 // [B, Hq, Sq, T] except its last dimension, which may be shorter than T and
 // is then padded with masked positions. Softmax (sums in f64) and the
-// weighted sum of V rows follow. A row whose keys are all
-// masked gives zeros (not NaN).
+// weighted sum of V rows follow. A row whose keys are all masked gives
+// zeros (not NaN). The products run as GEMMs over blocks of query rows.
 //
 // qk_matmul_output holds, by qk_matmul_output_mode: 0 the scaled QK
 // product, 1 the scores after softcap and bias, 2 after softcap, 3 the
@@ -163,8 +163,7 @@ static void writePresent(const KernelArgs &A, const AttentionPlan &S,
 /// Scores becomes softmax(Scores) in place, as both the forward and the
 /// gradient compute it (so that recomputed probabilities are the forward's
 /// bit for bit): one vectorized f32 exp per key and the sum in f64
-/// (cpu/VectorMath.h); all
-/// keys masked gives zeros.
+/// (cpu/VectorMath.h); all keys masked gives zeros.
 static void softmaxRow(float *Scores, int64_t T) {
   float Max = maxOf(Scores, T);
   if (Max == -INFINITY) {
