@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 using namespace autopar;
 using namespace llvm;
@@ -36,8 +37,11 @@ void TraceRecorder::record(const Node &N,
   E.Step = Step;
   E.StartUs = Us(Start.time_since_epoch()).count();
   E.DurationUs = Us(End - Start).count();
-  E.Flops = getForwardFlops(N).value_or(-1);
-  E.Bytes = uint64_t(getTouchedBytes(N));
+  auto [It, New] = NodeFigures.try_emplace(&N);
+  if (New)
+    It->second = {getForwardFlops(N).value_or(-1),
+                  uint64_t(getTouchedBytes(N))};
+  std::tie(E.Flops, E.Bytes) = It->second;
   Events.push_back(std::move(E));
 }
 

@@ -29,6 +29,7 @@
 #include "runtime/OffloadStore.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -73,6 +74,8 @@ private:
   int Rank;
   int64_t Step = 0;
   std::vector<Event> Events;
+  /// Each node's forward FLOPs and bytes, worked out at its first event.
+  llvm::DenseMap<const Node *, std::pair<int64_t, uint64_t>> NodeFigures;
 };
 
 /// Every rank's Text, in rank order, on rank 0 (empty elsewhere): sizes

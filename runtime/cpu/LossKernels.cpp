@@ -62,12 +62,12 @@ static Expected<LossRows> getLossRows(const KernelArgs &A, unsigned Logits,
   return R;
 }
 
-/// A row's maximum and the log of the sum of exp(z - max), with
-/// exp(z - max) left in Exp (C entries).
-static std::pair<float, double> logSumExp(const float *Row, int64_t C,
-                                          float *Exp) {
+/// A row's maximum and the sum of exp(z - max), with exp(z - max) left in
+/// Exp (C entries).
+static std::pair<float, double> expSum(const float *Row, int64_t C,
+                                       float *Exp) {
   float Max = maxOf(Row, C);
-  return {Max, std::log(expShifted(Row, Max, Exp, C))};
+  return {Max, expShifted(Row, Max, Exp, C)};
 }
 
 Error autopar::runCrossEntropyLoss(const KernelArgs &A) {
@@ -83,8 +83,8 @@ Error autopar::runCrossEntropyLoss(const KernelArgs &A) {
     if (R->Labels[I] == R->Ignore)
       continue;
     const float *Row = Z + I * R->Classes;
-    auto [Max, Log] = logSumExp(Row, R->Classes, Exp.data());
-    Total += double(Max) + Log - Row[R->Labels[I]];
+    auto [Max, Sum] = expSum(Row, R->Classes, Exp.data());
+    Total += double(Max) + std::log(Sum) - Row[R->Labels[I]];
   }
   if (R->Mean)
     Total = R->Counted ? Total / R->Counted : 0;
@@ -114,8 +114,7 @@ Error autopar::runCrossEntropyLossGrad(const KernelArgs &A) {
     }
     // softmax(z) = exp(z - max) / sum, the exponentials written into Out
     // first.
-    auto [Max, Log] = logSumExp(Row, R->Classes, Out);
-    double Sum = std::exp(Log);
+    double Sum = expSum(Row, R->Classes, Out).second;
     float Step = float(Scale / Sum);
     // The label's entry in f64: p - 1 cancels when p is near 1.
     double Label = Scale * (Out[R->Labels[I]] / Sum - 1);
