@@ -20,6 +20,7 @@
 #include "llvm/Support/Error.h"
 
 #include <chrono>
+#include <string>
 
 namespace autopar {
 
@@ -85,6 +86,15 @@ public:
                                           llvm::ArrayRef<int64_t> Shape) = 0;
   /// Releases memory from allocate; T must not be used afterwards.
   virtual void deallocate(const Tensor &T) = 0;
+  /// The executor brackets each run of a program (Program: which one) with
+  /// these, so that a backend can plan its memory from what the runs
+  /// allocate and release (CpuBackend: cpu/StepArena.h). By default
+  /// nothing.
+  virtual void beginRun(const void * /*Program*/) {}
+  virtual void endRun() {}
+  /// A line on how memory was planned, for autopar-run --profile; empty by
+  /// default.
+  virtual std::string describeMemoryPlan() const { return {}; }
   /// Copies Bytes (Dst's size exactly, layout of weights/TensorBytes.h) into
   /// Dst, and back.
   virtual llvm::Error copyFromHost(const Tensor &Dst,

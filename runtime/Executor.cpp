@@ -684,6 +684,9 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
                              "the graph takes " + Twine(GraphInputs.size()) +
                                  " inputs; " + Twine(Inputs.size()) +
                                  " were given");
+  // Ended after State frees what is left: every buffer of the run.
+  B.beginRun(this);
+  auto EndRun = make_scope_exit([&] { B.endRun(); });
   RunState State(B, Gradients, Gathered, PeakValueCount);
   for (unsigned I = 0; I != Inputs.size(); ++I) {
     const Value &V = *GraphInputs[I];

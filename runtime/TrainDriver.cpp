@@ -833,7 +833,7 @@ static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
   Communicator &Comm = B.getCommunicator();
   if (O.Profile) {
     Expected<std::vector<std::string>> All =
-        gatherTexts(B, Profile.format(Comm.getRank()));
+        gatherTexts(B, Profile.format(Comm.getRank()) + B.describeMemoryPlan());
     if (!All)
       return fail(RunFailure, "--profile: " + toString(All.takeError()));
     for (const std::string &Text : *All)

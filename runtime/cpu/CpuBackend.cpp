@@ -231,8 +231,6 @@ CpuBackend::CpuBackend(const CpuBackendOptions &Options)
 
 CpuBackend::~CpuBackend() { MpiCommunicator::abortIfFailed(); }
 
-static constexpr std::align_val_t Alignment{64};
-
 Expected<Tensor> CpuBackend::allocate(ElementType Elem,
                                       ArrayRef<int64_t> Shape) {
   for (int64_t D : Shape)
@@ -243,7 +241,7 @@ Expected<Tensor> CpuBackend::allocate(ElementType Elem,
                                    ": negative dimension");
   Tensor Probe(Elem, Shape, nullptr);
   size_t Size = std::max<size_t>(Probe.getSizeInBytes(), 1);
-  void *Data = ::operator new(Size, Alignment, std::nothrow);
+  void *Data = Arena.allocate(Size);
   if (!Data)
     return createStringError(inconvertibleErrorCode(),
                              "cannot allocate " + Twine(Size) + " bytes for " +
@@ -253,7 +251,7 @@ Expected<Tensor> CpuBackend::allocate(ElementType Elem,
 
 void CpuBackend::deallocate(const Tensor &T) {
   if (T.isPresent())
-    ::operator delete(T.getData(), Alignment);
+    Arena.release(T.getData());
 }
 
 Error CpuBackend::copyFromHost(const Tensor &Dst, ArrayRef<uint8_t> Bytes) {

@@ -1,12 +1,13 @@
 //===- CpuBackend.h - The CPU backend ---------------------------*- C++ -*-===//
 //
-// Host memory (64-byte aligned), the kernels of Kernels.h found by the
-// node's op, GEMMs through OpenBLAS with a thread count the runtime sets (1
-// by default), and the communication ops (CollectiveKernels.h) through an
-// MPI communicator when the process was started by mpirun, else through the
-// single-rank communicator. Under MPI, a backend one of whose nodes failed
-// aborts the job when it is destroyed, so that the other ranks do not wait
-// for this one.
+// Host memory (64-byte aligned; what a run allocates comes from an arena
+// planned from the program's liveness, StepArena.h), the kernels of Kernels.h
+// found by the node's op, GEMMs through OpenBLAS with a thread count the
+// runtime sets (1 by default), and the communication ops (CollectiveKernels.h)
+// through an MPI communicator when the process was started by mpirun, else
+// through the single-rank communicator. Under MPI, a backend one of whose nodes
+// failed aborts the job when it is destroyed, so that the other ranks do not
+// wait for this one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +15,7 @@
 #define AUTOPAR_RUNTIME_CPU_CPUBACKEND_H
 
 #include "runtime/Backend.h"
+#include "runtime/cpu/StepArena.h"
 
 #include <algorithm>
 #include <chrono>
@@ -51,6 +53,9 @@ public:
   llvm::Expected<Tensor> allocate(ElementType Elem,
                                   llvm::ArrayRef<int64_t> Shape) override;
   void deallocate(const Tensor &T) override;
+  void beginRun(const void *Program) override { Arena.beginRun(Program); }
+  void endRun() override { Arena.endRun(); }
+  std::string describeMemoryPlan() const override { return Arena.describe(); }
   llvm::Error copyFromHost(const Tensor &Dst,
                            llvm::ArrayRef<uint8_t> Bytes) override;
   llvm::Error copyToHost(const Tensor &Src,
@@ -69,6 +74,7 @@ private:
 
   std::unique_ptr<Communicator> Comm;
   std::chrono::milliseconds CommTimeout;
+  StepArena Arena;
 };
 
 } // namespace autopar

@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/VectorMath.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/VectorMathAvx2.h"
 
 // GCC 12's AVX-512 intrinsics (the -march=native build, AUTOPAR_NATIVE)
 // start from a self-initialized vector, which -Wuninitialized reports once
@@ -12,6 +13,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 using namespace autopar;
@@ -69,7 +71,36 @@ constexpr float TanhCubic = 0.044715f;
 
 } // namespace
 
+namespace {
+std::atomic<bool> Generic{false};
+} // namespace
+
+void autopar::setGenericVectorMath(bool G) { Generic = G; }
+
+bool autopar::avx2::isAvailable() {
+#if defined(AUTOPAR_HAVE_AVX2_MATH)
+  static const bool Available =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return Available && !Generic.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
+#if !defined(AUTOPAR_HAVE_AVX2_MATH)
+// Never called: isAvailable() is false.
+void autopar::avx2::expShifted(const float *, float, float *, int64_t) {}
+float autopar::avx2::maxOf(const float *, int64_t) { return 0; }
+void autopar::avx2::gelu(const float *, float *, int64_t, bool) {}
+void autopar::avx2::geluGrad(const float *, const float *, float *, int64_t,
+                             bool) {}
+#endif
+
 double autopar::expShifted(const float *X, float Shift, float *Y, int64_t N) {
+  if (avx2::isAvailable()) {
+    avx2::expShifted(X, Shift, Y, N);
+    return sumAsDouble(Y, N);
+  }
   Array Out(Y, N);
   ConstArray In(X, N);
   Out = (In - Shift).max(ExpFloor).exp();
@@ -78,11 +109,15 @@ double autopar::expShifted(const float *X, float Shift, float *Y, int64_t N) {
 }
 
 float autopar::maxOf(const float *X, int64_t N) {
+  if (avx2::isAvailable())
+    return avx2::maxOf(X, N);
   return N ? ConstArray(X, N).maxCoeff() : -INFINITY;
 }
 
 void autopar::geluArray(const float *X, float *Y, int64_t N, bool Tanh) {
   forChunks(N, [&](int64_t Begin, int64_t Count) {
+    if (avx2::isAvailable())
+      return avx2::gelu(X + Begin, Y + Begin, Count, Tanh);
     ConstArray V(X + Begin, Count);
     Array Out(Y + Begin, Count);
     if (Tanh)
@@ -96,6 +131,8 @@ void autopar::geluArray(const float *X, float *Y, int64_t N, bool Tanh) {
 void autopar::geluGradArray(const float *DY, const float *X, float *DX,
                             int64_t N, bool Tanh) {
   forChunks(N, [&](int64_t Begin, int64_t Count) {
+    if (avx2::isAvailable())
+      return avx2::geluGrad(DY + Begin, X + Begin, DX + Begin, Count, Tanh);
     ConstArray G(DY + Begin, Count), V(X + Begin, Count);
     Array Out(DX + Begin, Count);
     if (Tanh) {

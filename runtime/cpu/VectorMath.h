@@ -16,6 +16,10 @@
 
 namespace autopar {
 
+/// For tests: with Generic, the portable (Eigen) kernels run even on a CPU
+/// with AVX2 and FMA (VectorMathAvx2.h), which otherwise run.
+void setGenericVectorMath(bool Generic);
+
 /// Y = exp(X - Shift) over N elements, on the calling thread (a row of a
 /// softmax), 0 where exp's result would be subnormal; returns the sum of Y
 /// in f64 (in a fixed order for a given N).
