@@ -171,9 +171,7 @@ static void softmaxRow(float *Scores, int64_t T) {
     return;
   }
   double Sum = expShifted(Scores, Max, Scores, T);
-  float Inverse = float(1 / Sum);
-  for (int64_t J = 0; J != T; ++J)
-    Scores[J] *= Inverse;
+  scaleRow(Scores, float(1 / Sum), T);
 }
 
 /// Query rows per block: a block's scores (rows x keys) stay within 1 MiB
@@ -479,11 +477,7 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
           if (KeepRows)
             for (int64_t J = 0; J != T; ++J)
               Row[J] = KeepRows[Ri * T + J] ? Row[J] * DropScale : 0.0f;
-          double Inner = 0;
-          for (int64_t J = 0; J != T; ++J)
-            Inner += double(PRow[J]) * Row[J];
-          for (int64_t J = 0; J != T; ++J)
-            Row[J] = float(PRow[J] * (Row[J] - Inner) * Scale);
+          softmaxGradRow(PRow, Row, float(dotAsDouble(PRow, Row, T)), Scale, T);
         }
         // dQ = dS K, dK += dS^T Q, dV += W^T dY.
         sgemm(false, false, R, S.D, T, 1, DS.data(), T, KRows, S.D, 0,

@@ -7,13 +7,17 @@
 //   LayerNorm: dX = inv * (g - mean(g) - xhat * mean(g * xhat)),
 //   RMSNorm:   dX = inv * (g - xhat * mean(g * xhat)),
 // and dScale (dB) sums dY * xhat (dY) over blocks of 64 rows in row order,
-// then over the blocks in order (threads take whole blocks). The
-// statistics are recomputed in f64 as the forward kernels compute them.
+// then over the blocks in order (threads take whole blocks), in f64. The
+// statistics are recomputed as the forward kernels compute them; a row
+// takes three passes (cpu/VectorMath.h: rowMoments, normGradSums for the
+// row's sums and the parameters', normGradRow for dX), xhat and g in f32
+// and their sums in f64.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/VectorMath.h"
 
 #include "ir/Graph.h"
 
@@ -48,35 +52,19 @@ static Error runNormGrad(const KernelArgs &A, bool Centered) {
   int64_t Blocks = (Rows + BlockRows - 1) / BlockRows;
   std::vector<double> DScale(Blocks * Len, 0.0), DBias(Blocks * Len, 0.0);
   parallelFor(Blocks, [&](int64_t Block) {
-    std::vector<double> XHat(Len), GY(Len);
     double *BlockScale = DScale.data() + Block * Len;
     double *BlockBias = DBias.data() + Block * Len;
     for (int64_t Row = Block * BlockRows, End = std::min(Rows, Row + BlockRows);
          Row != End; ++Row) {
       const float *In = XD + Row * Len, *Up = DYD + Row * Len;
-      double Mean = 0;
-      if (Centered) {
-        for (int64_t J = 0; J != Len; ++J)
-          Mean += In[J];
-        Mean = Len ? Mean / Len : 0;
-      }
-      double Square = 0;
-      for (int64_t J = 0; J != Len; ++J)
-        Square += (In[J] - Mean) * (In[J] - Mean);
-      double Inv = 1 / std::sqrt((Len ? Square / Len : 0) + Epsilon);
-      double MeanG = 0, MeanGX = 0;
-      for (int64_t J = 0; J != Len; ++J) {
-        XHat[J] = (In[J] - Mean) * Inv;
-        GY[J] = double(Up[J]) * G[J];
-        MeanG += GY[J];
-        MeanGX += GY[J] * XHat[J];
-        BlockScale[J] += double(Up[J]) * XHat[J];
-        BlockBias[J] += Up[J];
-      }
-      MeanG = Centered && Len ? MeanG / Len : 0;
-      MeanGX = Len ? MeanGX / Len : 0;
-      for (int64_t J = 0; J != Len; ++J)
-        DX[Row * Len + J] = float(Inv * (GY[J] - MeanG - XHat[J] * MeanGX));
+      RowMoments M = rowMoments(In, Len, Centered);
+      float Mean = float(M.Mean);
+      float Inv = float(1 / std::sqrt(M.Variance + Epsilon));
+      NormGradSums Sums = normGradSums(In, Up, G, Mean, Inv, Len, BlockScale,
+                                       Centered ? BlockBias : nullptr);
+      float MeanG = Centered && Len ? float(Sums.G / Len) : 0.0f;
+      float MeanGX = Len ? float(Sums.GX / Len) : 0.0f;
+      normGradRow(In, Up, G, Mean, Inv, MeanG, MeanGX, DX + Row * Len, Len);
     }
   });
   for (int64_t J = 0; J != Len; ++J) {

@@ -2,14 +2,17 @@
 //
 // Both normalise over the dimensions from `axis` (default -1) on; Scale and
 // B broadcast to that normalised shape. Statistics are computed in f64 in
-// index order: LayerNormalization's mean and population variance, with the
+// one pass per row (cpu/VectorMath.h's rowMoments: shifted sums in eight
+// chains): LayerNormalization's mean and population variance, with the
 // optional Mean and InvStdDev results of shape [X's leading dimensions, 1,
-// ..., 1]; RMSNormalization's mean of squares.
+// ..., 1]; RMSNormalization's mean of squares. The normalized row is
+// computed in f32 in a second pass.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/OpShapes.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/VectorMath.h"
 
 #include "ir/Graph.h"
 
@@ -92,24 +95,15 @@ Error autopar::runLayerNorm(const KernelArgs &A) {
   float *MeanOut = A.hasResult(1) ? A.Out[1].data<float>() : nullptr;
   float *InvOut = A.hasResult(2) ? A.Out[2].data<float>() : nullptr;
   // Rows are independent: threads take whole ones.
+  const float *Bias = R->Bias.empty() ? nullptr : R->Bias.data();
   parallelFor(R->Rows, [&](int64_t Row) {
     const float *In = XD + Row * R->Len;
-    float *Out = YD + Row * R->Len;
-    double Sum = 0;
-    for (int64_t J = 0; J != R->Len; ++J)
-      Sum += In[J];
-    double Mean = R->Len ? Sum / R->Len : 0;
-    double SquareSum = 0;
-    for (int64_t J = 0; J != R->Len; ++J)
-      SquareSum += (In[J] - Mean) * (In[J] - Mean);
-    double Variance = R->Len ? SquareSum / R->Len : 0;
-    double InvStdDev = 1 / std::sqrt(Variance + Epsilon);
-    for (int64_t J = 0; J != R->Len; ++J) {
-      double V = (In[J] - Mean) * InvStdDev * R->Scale[J];
-      Out[J] = float(R->Bias.empty() ? V : V + R->Bias[J]);
-    }
+    RowMoments M = rowMoments(In, R->Len, /*Centered=*/true);
+    double InvStdDev = 1 / std::sqrt(M.Variance + Epsilon);
+    normalizeRow(In, R->Scale.data(), Bias, float(M.Mean), float(InvStdDev),
+                 YD + Row * R->Len, R->Len);
     if (MeanOut)
-      MeanOut[Row] = float(Mean);
+      MeanOut[Row] = float(M.Mean);
     if (InvOut)
       InvOut[Row] = float(InvStdDev);
   });
@@ -125,13 +119,10 @@ Error autopar::runRMSNorm(const KernelArgs &A) {
   float *YD = A.Out[0].data<float>();
   parallelFor(R->Rows, [&](int64_t Row) {
     const float *In = XD + Row * R->Len;
-    float *Out = YD + Row * R->Len;
-    double SquareSum = 0;
-    for (int64_t J = 0; J != R->Len; ++J)
-      SquareSum += double(In[J]) * In[J];
-    double Inv = 1 / std::sqrt((R->Len ? SquareSum / R->Len : 0) + Epsilon);
-    for (int64_t J = 0; J != R->Len; ++J)
-      Out[J] = float(In[J] * Inv * R->Scale[J]);
+    RowMoments M = rowMoments(In, R->Len, /*Centered=*/false);
+    double Inv = 1 / std::sqrt(M.Variance + Epsilon);
+    normalizeRow(In, R->Scale.data(), nullptr, 0.0f, float(Inv),
+                 YD + Row * R->Len, R->Len);
   });
   return Error::success();
 }

@@ -48,22 +48,6 @@ constexpr float ExpFloor = -87.0f;
 /// pass that works in place (it reads only the results).
 constexpr float ExpZero = 2.3509887e-38f;
 
-/// The sum of N floats in f64, in four interleaved chains (a fixed order
-/// for a given N, four times the speed of one chain).
-double sumAsDouble(const float *X, int64_t N) {
-  double S0 = 0, S1 = 0, S2 = 0, S3 = 0;
-  int64_t I = 0;
-  for (; I + 4 <= N; I += 4) {
-    S0 += X[I];
-    S1 += X[I + 1];
-    S2 += X[I + 2];
-    S3 += X[I + 3];
-  }
-  for (; I != N; ++I)
-    S0 += X[I];
-  return (S0 + S1) + (S2 + S3);
-}
-
 constexpr float InvSqrt2 = 0.7071067811865476f;
 constexpr float InvSqrt2Pi = 0.3989422804014327f; // 1 / sqrt(2 pi)
 constexpr float TanhScale = 0.7978845608028654f;  // sqrt(2 / pi)
@@ -87,6 +71,12 @@ bool autopar::avx2::isAvailable() {
 #endif
 }
 
+namespace autopar {
+namespace generic {
+#include "runtime/cpu/RowMath.inc"
+} // namespace generic
+} // namespace autopar
+
 #if !defined(AUTOPAR_HAVE_AVX2_MATH)
 // Never called: isAvailable() is false.
 void autopar::avx2::expShifted(const float *, float, float *, int64_t) {}
@@ -94,7 +84,55 @@ float autopar::avx2::maxOf(const float *, int64_t) { return 0; }
 void autopar::avx2::gelu(const float *, float *, int64_t, bool) {}
 void autopar::avx2::geluGrad(const float *, const float *, float *, int64_t,
                              bool) {}
+namespace autopar {
+namespace avx2 {
+#include "runtime/cpu/RowMath.inc"
+} // namespace avx2
+} // namespace autopar
 #endif
+
+/// The row kernel Name of this CPU's instruction set.
+#define DISPATCH(Name, ...)                                                    \
+  (avx2::isAvailable() ? avx2::Name(__VA_ARGS__) : generic::Name(__VA_ARGS__))
+
+double autopar::sumAsDouble(const float *X, int64_t N) {
+  return DISPATCH(sumAsDouble, X, N);
+}
+
+double autopar::dotAsDouble(const float *X, const float *Y, int64_t N) {
+  return DISPATCH(dotAsDouble, X, Y, N);
+}
+
+RowMoments autopar::rowMoments(const float *X, int64_t N, bool Centered) {
+  return DISPATCH(rowMoments, X, N, Centered);
+}
+
+void autopar::normalizeRow(const float *X, const float *Scale,
+                           const float *Bias, float Mean, float Inv, float *Y,
+                           int64_t N) {
+  DISPATCH(normalizeRow, X, Scale, Bias, Mean, Inv, Y, N);
+}
+
+NormGradSums autopar::normGradSums(const float *X, const float *DY,
+                                   const float *Scale, float Mean, float Inv,
+                                   int64_t N, double *DScale, double *DBias) {
+  return DISPATCH(normGradSums, X, DY, Scale, Mean, Inv, N, DScale, DBias);
+}
+
+void autopar::normGradRow(const float *X, const float *DY, const float *Scale,
+                          float Mean, float Inv, float MeanG, float MeanGX,
+                          float *DX, int64_t N) {
+  DISPATCH(normGradRow, X, DY, Scale, Mean, Inv, MeanG, MeanGX, DX, N);
+}
+
+void autopar::softmaxGradRow(const float *P, float *DP, float Inner,
+                             float Scale, int64_t N) {
+  DISPATCH(softmaxGradRow, P, DP, Inner, Scale, N);
+}
+
+void autopar::scaleRow(float *X, float Factor, int64_t N) {
+  DISPATCH(scaleRow, X, Factor, N);
+}
 
 double autopar::expShifted(const float *X, float Shift, float *Y, int64_t N) {
   if (avx2::isAvailable()) {

@@ -210,3 +210,9 @@ void autopar::avx2::geluGrad(const float *DY, const float *X, float *DX,
                                   _mm256_maskload_ps(X + I, Mask), Tanh));
   }
 }
+
+namespace autopar {
+namespace avx2 {
+#include "runtime/cpu/RowMath.inc"
+} // namespace avx2
+} // namespace autopar

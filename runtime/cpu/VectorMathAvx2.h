@@ -6,7 +6,9 @@
 // portable build (SSE2 otherwise) still computes 8 floats per instruction.
 // That file defines nothing that another file may also define (no
 // templates, no inline functions of headers other than the intrinsics'),
-// so no AVX2 code can stand in for a portable copy at link time.
+// so no AVX2 code can stand in for a portable copy at link time. The row
+// kernels (RowMath.inc) are the portable ones' source compiled again for
+// AVX2, which the compiler vectorizes 8 floats (4 doubles) wide.
 //
 // Every element is computed the same way wherever it lies in the array (the
 // last partial vector is loaded and stored with a mask), so results do not
@@ -20,6 +22,8 @@
 
 #ifndef AUTOPAR_RUNTIME_CPU_VECTORMATHAVX2_H
 #define AUTOPAR_RUNTIME_CPU_VECTORMATHAVX2_H
+
+#include "runtime/cpu/VectorMath.h"
 
 #include <cstdint>
 
@@ -37,6 +41,23 @@ float maxOf(const float *X, int64_t N);
 /// As geluArray and geluGradArray of VectorMath.h.
 void gelu(const float *X, float *Y, int64_t N, bool Tanh);
 void geluGrad(const float *DY, const float *X, float *DX, int64_t N, bool Tanh);
+
+/// The row kernels of VectorMath.h (RowMath.inc, compiled for AVX2 and
+/// FMA).
+double sumAsDouble(const float *X, int64_t N);
+double dotAsDouble(const float *X, const float *Y, int64_t N);
+RowMoments rowMoments(const float *X, int64_t N, bool Centered);
+void normalizeRow(const float *X, const float *Scale, const float *Bias,
+                  float Mean, float Inv, float *Y, int64_t N);
+NormGradSums normGradSums(const float *X, const float *DY, const float *Scale,
+                          float Mean, float Inv, int64_t N, double *DScale,
+                          double *DBias);
+void normGradRow(const float *X, const float *DY, const float *Scale,
+                 float Mean, float Inv, float MeanG, float MeanGX, float *DX,
+                 int64_t N);
+void softmaxGradRow(const float *P, float *DP, float Inner, float Scale,
+                    int64_t N);
+void scaleRow(float *X, float Factor, int64_t N);
 
 } // namespace avx2
 } // namespace autopar
