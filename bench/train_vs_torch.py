@@ -214,6 +214,19 @@ def reset_peak_rss():
         pass
 
 
+def vm_hwm_kib(pid):
+    """The peak resident memory (VmHWM, KiB) of a running process; 0 once
+    it has exited."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def peak_rss_mib():
     with open("/proc/self/status") as f:
         for line in f:
@@ -261,12 +274,21 @@ def time_autopar(run_tool, program, tokens, a, threads, steps):
     cmd = [run_tool, program, "--steps", str(steps), "--data", tokens,
            "--lr", str(a.lr), "--weight-decay", "0", "--threads",
            str(threads)]
-    # Output to files and the child reaped with wait4: its own CPU time and
-    # peak resident memory (ru_maxrss, KiB), not every child's.
+    # Output to files and the child reaped with wait4: its own CPU time, not
+    # every child's. Its peak resident memory is its VmHWM, read while it
+    # runs (it only grows): wait4's ru_maxrss would be this Python process's
+    # when it is larger, because Linux carries the memory of the process
+    # that execs (here a vfork of this one) into the child's maximum.
+    peak_kib = 0
     with tempfile.TemporaryFile("w+") as out, \
             tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
+        while True:
+            peak_kib = max(peak_kib, vm_hwm_kib(proc.pid))
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(0.01)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
@@ -282,8 +304,7 @@ def time_autopar(run_tool, program, tokens, a, threads, steps):
     if len(times) != steps:
         sys.exit("train-vs-torch: autopar-run logged %d steps, expected %d:\n%s"
                  % (len(times), steps, stdout + stderr))
-    return (times, losses, usage.ru_utime + usage.ru_stime,
-            usage.ru_maxrss / 1024)
+    return (times, losses, usage.ru_utime + usage.ru_stime, peak_kib / 1024)
 
 
 def main():

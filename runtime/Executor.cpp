@@ -443,6 +443,7 @@ void Executor::findGatheredParams() {
 
 void Executor::planViews() {
   ViewOf.assign(Nodes.size(), nullptr);
+  ViewRoots.clear();
   for (unsigned I = 0; I != Nodes.size(); ++I) {
     const Node &N = *Nodes[I];
     if (getKernelFamily(N.getOp()) != KernelFamily::ReshapeLike ||
@@ -470,9 +471,22 @@ void Executor::planViews() {
   }
 }
 
+void Executor::setReadOutputs(ArrayRef<unsigned> Positions) {
+  OutputRead.assign(G.getOutputs().size(), false);
+  for (unsigned P : Positions)
+    if (P < OutputRead.size())
+      OutputRead[P] = true;
+  planFrees();
+}
+
 void Executor::planFrees() {
   planViews();
-  DenseSet<const Value *> Outputs(G.getOutputs().begin(), G.getOutputs().end());
+  UnusedInputs.clear();
+  // The outputs run reads back live to the end of the run.
+  DenseSet<const Value *> Outputs;
+  for (unsigned P = 0; P != G.getOutputs().size(); ++P)
+    if (isReadOutput(P))
+      Outputs.insert(G.getOutputs()[P]);
   DenseMap<const Value *, unsigned> LastUse;
   for (unsigned I = 0; I != Nodes.size(); ++I) {
     for (Value *V : Nodes[I]->getOperands())
@@ -903,7 +917,17 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
     ++OffloadVersion;
 
   std::vector<HostTensor> Results;
-  for (const Value *V : G.getOutputs()) {
+  Results.reserve(G.getOutputs().size());
+  for (unsigned Pos = 0; Pos != G.getOutputs().size(); ++Pos) {
+    const Value *V = G.getOutputs()[Pos];
+    if (!isReadOutput(Pos)) {
+      HostTensor H;
+      H.Elem = V->getType().getElementType();
+      auto Sizes = V->getType().getStaticSizes();
+      H.Shape.assign(Sizes.begin(), Sizes.end());
+      Results.push_back(std::move(H));
+      continue;
+    }
     if (OffloadTiers.count(V) ||
         (getUpdatedParam(*V) && OffloadTiers.count(getUpdatedParam(*V)))) {
       // An offloaded parameter as an output: its stored bytes.

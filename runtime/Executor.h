@@ -81,6 +81,14 @@ public:
   llvm::Expected<std::vector<HostTensor>>
   run(llvm::ArrayRef<HostTensor> Inputs);
 
+  /// Only the graph outputs at Positions are read back by run; the others
+  /// come back with their type and no bytes, and are freed after their
+  /// last use as any other value is. A training step that returns its
+  /// gradients and logits (autodiff's outputs) then neither holds them to
+  /// the end of the step nor copies them to the host. By default run reads
+  /// every output.
+  void setReadOutputs(llvm::ArrayRef<unsigned> Positions);
+
   /// A copy of parameter P's current data: its initial data as updated by
   /// the runs so far (optimizer steps write into their parameters). An
   /// error naming P unless it is one of the graph's parameters.
@@ -150,6 +158,10 @@ private:
   /// store; else none: it lives in backend memory.
   std::optional<OffloadTier> getStoredTier(const Value &P) const;
   void planFrees();
+  /// Whether run reads back the graph output at Position.
+  bool isReadOutput(unsigned Position) const {
+    return OutputRead.empty() || OutputRead[Position];
+  }
   /// Reshape-like nodes whose result can share its operand's bytes.
   void planViews();
   /// An Add whose operand dies there writes into that operand's tensor
@@ -180,6 +192,8 @@ private:
   /// without a copy), or null; ViewRoots maps each view to that tensor.
   std::vector<const Value *> ViewOf;
   llvm::DenseMap<const Value *, const Value *> ViewRoots;
+  /// Per graph output, whether run reads it back (empty: all).
+  std::vector<bool> OutputRead;
   /// Inputs that no node or output uses.
   std::vector<const Value *> UnusedInputs;
   /// The values optimizer steps read as gradients.

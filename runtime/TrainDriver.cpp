@@ -919,6 +919,8 @@ static Error train(const TrainOptions &O) {
   Expected<std::unique_ptr<Executor>> Exec = Executor::create(G, Backend, EO);
   if (!Exec)
     return fail(RunIOError, toString(Exec.takeError()));
+  // The loop reads the loss, the first output, only.
+  (*Exec)->setReadOutputs({0});
   if (O.MemoryReport)
     (*Exec)->setPeakValueCount(5);
   TraceRecorder Trace(Comm.getRank());
