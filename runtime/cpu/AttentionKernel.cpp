@@ -13,7 +13,10 @@
 // [B, Hq, Sq, T] except its last dimension, which may be shorter than T and
 // is then padded with masked positions. Softmax (sums in f64) and the
 // weighted sum of V rows follow. A row whose keys are all masked gives
-// zeros (not NaN). The products run as GEMMs over blocks of query rows.
+// zeros (not NaN). The products run as GEMMs over blocks of query rows;
+// with is_causal, a block's products leave out the keys after its last row
+// (masked for all of its rows), unless qk_matmul_output holds scores
+// before the softmax.
 //
 // qk_matmul_output holds, by qk_matmul_output_mode: 0 the scaled QK
 // product, 1 the scores after softcap and bias, 2 after softcap, 3 the
@@ -91,9 +94,23 @@ public:
     return Error::success();
   }
 
-  /// Adds the bias of row (B, H, I) to Scores.
-  void apply(int64_t B, int64_t H, int64_t I, float *Scores) const {
+  bool isCausal() const { return Causal; }
+
+  /// Keys [0, Visible) of rows [I0, I0 + R): with is_causal the keys after
+  /// the block's last row (j > I0 + R - 1 + P) are masked for all of its
+  /// rows, whatever the mask adds, so their probabilities are 0 and the
+  /// products can leave them out. All T keys otherwise.
+  int64_t getVisibleKeys(int64_t I0, int64_t R) const {
     int64_t T = S.P + S.Skv;
+    return Causal ? std::min(T, I0 + R + S.P) : T;
+  }
+
+  /// Adds the bias of row (B, H, I) to its first T scores (all keys by
+  /// default).
+  void apply(int64_t B, int64_t H, int64_t I, float *Scores,
+             int64_t T = -1) const {
+    if (T < 0)
+      T = S.P + S.Skv;
     if (Causal)
       for (int64_t J = I + S.P + 1; J < T; ++J)
         Scores[J] = -INFINITY;
@@ -174,30 +191,40 @@ static void softmaxRow(float *Scores, int64_t T) {
   scaleRow(Scores, float(1 / Sum), T);
 }
 
+/// Query rows per causal block (getBlockRows): at sequence S the products
+/// cover (S / CausalRows + 1) / (2 S / CausalRows) of the keys, five
+/// eighths at 128.
+constexpr int64_t CausalRows = 32;
+
 /// Query rows per block: a block's scores (rows x keys) stay within 1 MiB
 /// of f32 (at least 16 rows), so the whole score matrix is never held.
-static int64_t getBlockRows(int64_t Sq, int64_t T) {
+static int64_t getBlockRows(int64_t Sq, int64_t T, bool Causal) {
   int64_t Rows =
       std::max<int64_t>(16, (int64_t(1) << 18) / std::max<int64_t>(T, 1));
+  // Causal blocks see the keys up to their last row: smaller blocks leave
+  // out more of the products, at GEMMs that cost more per FLOP.
+  if (Causal)
+    Rows = std::min(Rows, CausalRows);
   return std::max<int64_t>(1, std::min(Rows, Sq));
 }
 
 /// Scale * Q K^T of query rows [I0, I0 + R) of (batch B, query head H)
-/// into Scores (R rows of P + Skv keys, the cache's first): one GEMM for
-/// the cache and one for the new keys, the same calls in the forward and
-/// the gradient.
+/// into Scores (R rows of P + Skv keys, the cache's first), keys [0,
+/// Visible) only (at least the cache's): one GEMM for the cache and one
+/// for the new keys, the same calls in the forward and the gradient.
 static void blockScores(const KernelArgs &A, const AttentionPlan &S,
                         const HeadRows &QR, const HeadRows &KR, int64_t B,
                         int64_t H, int64_t I0, int64_t R, float Scale,
-                        float *Scores) {
+                        float *Scores, int64_t Visible) {
   int64_t T = S.P + S.Skv, KH = H / (S.Hq / S.Hkv);
   const float *QBlock = QR.row(B, H, I0);
   if (S.P)
     sgemm(false, true, R, S.P, S.D, Scale, QBlock, QR.ld(),
           A.In[PastKey].data<float>() + (B * S.Hkv + KH) * S.P * S.D, S.D, 0,
           Scores, T);
-  sgemm(false, true, R, S.Skv, S.D, Scale, QBlock, QR.ld(), KR.row(B, KH, 0),
-        KR.ld(), 0, Scores + S.P, T);
+  if (Visible > S.P)
+    sgemm(false, true, R, Visible - S.P, S.D, Scale, QBlock, QR.ld(),
+          KR.row(B, KH, 0), KR.ld(), 0, Scores + S.P, T);
 }
 
 /// The dropout of attention node A (getAttentionDropoutBlock), which takes
@@ -247,7 +274,9 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
   HeadRows VR{A.In[V].data<float>(), S.ThreeD, S.Hkv, S.Skv, S.Dv};
   HeadRows YR{A.Out[Y].data<float>(), S.ThreeD, S.Hq, S.Sq, S.Dv};
   int64_t T = S.P + S.Skv, Group = S.Hq / S.Hkv;
-  int64_t Rows = getBlockRows(S.Sq, T);
+  // The pre-softmax outputs (modes 0-2) hold every key's score.
+  bool Skip = Bias.isCausal() && (!QKData || Mode == 3);
+  int64_t Rows = getBlockRows(S.Sq, T, Skip);
   // Each (batch, head) is independent: threads take whole ones, each
   // calling OpenBLAS alone.
   SerialBlas Serial;
@@ -258,7 +287,9 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
     for (int64_t I0 = 0; I0 < S.Sq; I0 += Rows) {
       int64_t R = std::min(Rows, S.Sq - I0);
       int64_t First = (B * S.Hq + H) * S.Sq + I0;
-      blockScores(A, S, QR, KR, B, H, I0, R, Scale, Scores.data());
+      // Keys [0, Vis) take part; the others' probabilities are 0.
+      int64_t Vis = Skip ? Bias.getVisibleKeys(I0, R) : T;
+      blockScores(A, S, QR, KR, B, H, I0, R, Scale, Scores.data(), Vis);
       for (int64_t Ri = 0; Ri != R; ++Ri) {
         int64_t I = I0 + Ri;
         float *Row = Scores.data() + Ri * T;
@@ -270,10 +301,11 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
             Row[J] = Softcap * std::tanh(Row[J] / Softcap);
         if (QK && Mode == 2)
           std::copy_n(Row, T, QK);
-        Bias.apply(B, H, I, Row);
+        Bias.apply(B, H, I, Row, Vis);
         if (QK && Mode == 1)
           std::copy_n(Row, T, QK);
-        softmaxRow(Row, T);
+        softmaxRow(Row, Vis);
+        std::fill(Row + Vis, Row + T, 0.0f);
         if (QK && Mode == 3)
           std::copy_n(Row, T, QK);
         if (*Drop)
@@ -291,8 +323,12 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
         sgemm(false, false, R, S.Dv, S.P, 1, Weights, T,
               A.In[PastValue].data<float>() + (B * S.Hkv + KH) * S.P * S.Dv,
               S.Dv, 0, Out, YR.ld());
-      sgemm(false, false, R, S.Dv, S.Skv, 1, Weights + S.P, T, VR.row(B, KH, 0),
-            VR.ld(), S.P ? 1 : 0, Out, YR.ld());
+      if (Vis > S.P)
+        sgemm(false, false, R, S.Dv, Vis - S.P, 1, Weights + S.P, T,
+              VR.row(B, KH, 0), VR.ld(), S.P ? 1 : 0, Out, YR.ld());
+      else if (!S.P)
+        for (int64_t Ri = 0; Ri != R; ++Ri)
+          std::fill_n(Out + Ri * YR.ld(), S.Dv, 0.0f);
     }
   });
   return Error::success();
@@ -425,7 +461,8 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
   HeadRows DYR{A.In[0].data<float>(), false, S.Hq, S.Sq, S.Dv};
   float *DQ = A.Out[0].data<float>(), *DK = A.Out[1].data<float>(),
         *DV = A.Out[2].data<float>();
-  int64_t T = S.Skv, Group = S.Hq / S.Hkv, Rows = getBlockRows(S.Sq, T);
+  int64_t T = S.Skv, Group = S.Hq / S.Hkv;
+  int64_t Rows = getBlockRows(S.Sq, T, Bias.isCausal());
   float DropScale = *Drop ? (*Drop)->Key.Scale : 1.0f;
   // Threads take whole (batch, K/V head) pairs: the query heads of a group
   // add into the same dK and dV rows, in head order within the pair.
@@ -444,13 +481,16 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
       for (int64_t I0 = 0; I0 < S.Sq; I0 += Rows) {
         int64_t R = std::min(Rows, S.Sq - I0);
         int64_t First = (B * S.Hq + H) * S.Sq + I0;
+        // Keys [0, Vis) take part (all unless causal): the others'
+        // probabilities are 0, and so are their terms below.
+        int64_t Vis = Bias.getVisibleKeys(I0, R);
         // The probabilities P: kept, or recomputed as the forward does.
         const float *P = Kept ? Kept + First * T : Scores.data();
         if (!Kept) {
-          blockScores(Fwd, S, QR, KR, B, H, I0, R, Scale, Scores.data());
+          blockScores(Fwd, S, QR, KR, B, H, I0, R, Scale, Scores.data(), Vis);
           for (int64_t Ri = 0; Ri != R; ++Ri) {
-            Bias.apply(B, H, I0 + Ri, Scores.data() + Ri * T);
-            softmaxRow(Scores.data() + Ri * T, T);
+            Bias.apply(B, H, I0 + Ri, Scores.data() + Ri * T, Vis);
+            softmaxRow(Scores.data() + Ri * T, Vis);
           }
         }
         // The weights of V and the dropout mask: kept or drawn again.
@@ -469,23 +509,24 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
         const float *QBlock = QR.row(B, H, I0), *DYBlock = DYR.row(B, H, I0);
         // dD = dY V^T, then dP (through the dropout mask) and
         // dS = P (dP - sum_k P_k dP_k) * scale in place.
-        sgemm(false, true, R, T, S.Dv, 1, DYBlock, S.Dv, VRows, S.Dv, 0,
+        sgemm(false, true, R, Vis, S.Dv, 1, DYBlock, S.Dv, VRows, S.Dv, 0,
               DS.data(), T);
         for (int64_t Ri = 0; Ri != R; ++Ri) {
           float *Row = DS.data() + Ri * T;
           const float *PRow = P + Ri * T;
           if (KeepRows)
-            for (int64_t J = 0; J != T; ++J)
+            for (int64_t J = 0; J != Vis; ++J)
               Row[J] = KeepRows[Ri * T + J] ? Row[J] * DropScale : 0.0f;
-          softmaxGradRow(PRow, Row, float(dotAsDouble(PRow, Row, T)), Scale, T);
+          softmaxGradRow(PRow, Row, float(dotAsDouble(PRow, Row, Vis)), Scale,
+                         Vis);
         }
-        // dQ = dS K, dK += dS^T Q, dV += W^T dY.
-        sgemm(false, false, R, S.D, T, 1, DS.data(), T, KRows, S.D, 0,
+        // dQ = dS K, dK += dS^T Q, dV += W^T dY, over key rows [0, Vis).
+        sgemm(false, false, R, S.D, Vis, 1, DS.data(), T, KRows, S.D, 0,
               DQ + QR.offset(B, H, I0), S.D);
-        sgemm(true, false, T, S.D, R, 1, DS.data(), T, QBlock, S.D, 1, DKRows,
+        sgemm(true, false, Vis, S.D, R, 1, DS.data(), T, QBlock, S.D, 1, DKRows,
               S.D);
-        sgemm(true, false, T, S.Dv, R, 1, Weights, T, DYBlock, S.Dv, 1, DVRows,
-              S.Dv);
+        sgemm(true, false, Vis, S.Dv, R, 1, Weights, T, DYBlock, S.Dv, 1,
+              DVRows, S.Dv);
       }
   });
   return Error::success();

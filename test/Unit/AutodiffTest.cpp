@@ -281,6 +281,19 @@ TEST(AutodiffTest, CausalAttentionWithGroupedHeads) {
       {randomF32({1, 4, 3, 2}, 13)});
 }
 
+// Sequence 40: two causal blocks of query rows in the kernels (32 and 8),
+// the first's products without the keys after row 31.
+TEST(AutodiffTest, CausalAttentionOverSeveralBlocks) {
+  checkGradients(
+      program("  param %q: f32[1, 2, 40, 2]\n  param %k: f32[1, 1, 40, 2]\n"
+              "  param %v: f32[1, 1, 40, 2]\n",
+              "",
+              "  %y = Attention(%q, %k, %v) {is_causal = 1} : "
+              "f32[1, 2, 40, 2]\n",
+              "f32[1, 2, 40, 2]"),
+      {randomF32({1, 2, 40, 2}, 15)});
+}
+
 // Training-mode dropout: the masks are a function of the step, the stream
 // and the element (dropout-streams numbers them), so the loss is a smooth
 // function of the parameters and central differences check the gradients

@@ -253,6 +253,27 @@ graph @g(%q: f32[2, 2, 5, 4], %k: f32[2, 2, 5, 4], %v: f32[2, 2, 5, 4]) {
                                               }));
 }
 
+// Sequence 70 takes three causal blocks of query rows (32, 32, 6), whose
+// products leave out the keys after each block's last row.
+TEST(RuntimeKernels, CausalAttentionOverSeveralBlocks) {
+  Random R(7);
+  const int B = 1, H = 2, S = 70, D = 4;
+  std::vector<float> Q = R.vector(B * H * S * D), K = R.vector(B * H * S * D),
+                     V = R.vector(B * H * S * D);
+  std::vector<HostTensor> Out = runProgram(
+      R"(
+graph @g(%q: f32[1, 2, 70, 4], %k: f32[1, 2, 70, 4], %v: f32[1, 2, 70, 4]) {
+  %y = Attention(%q, %k, %v) {is_causal = 1} : f32[1, 2, 70, 4]
+  return %y
+})",
+      {f32({B, H, S, D}, Q), f32({B, H, S, D}, K), f32({B, H, S, D}, V)});
+  ASSERT_EQ(Out.size(), 1u);
+  expectNear(floatsOf(Out[0]), naiveAttention(Q, K, V, B, H, H, S, S, D, D, 0.5,
+                                              [](int, int, int I, int J) {
+                                                return J > I ? -INFINITY : 0.0;
+                                              }));
+}
+
 TEST(RuntimeKernels, AttentionDropoutWithoutAStreamIsAnError) {
   // fuse-attention folds a training-mode Dropout into the ratio; without
   // the random stream dropout-streams gives it, running it is an error,
