@@ -10,6 +10,9 @@
 #define AUTOPAR_RUNTIME_CPU_BROADCAST_H
 
 #include "runtime/KernelArgs.h"
+#include "runtime/cpu/Kernels.h"
+
+#include <algorithm>
 
 #include <type_traits>
 
@@ -51,6 +54,33 @@ template <typename T> T wrapSub(T A, T B) {
 template <typename T> T wrapMul(T A, T B) {
   using U = std::make_unsigned_t<T>;
   return T(U(A) * U(B));
+}
+
+/// broadcastBinary with the elements split over the kernel threads in
+/// chunks when X and Y have Z's shape (or Y is one element); Fn must be
+/// safe to call from several threads at once (no state).
+template <typename T, typename R, typename FnTy>
+void broadcastBinaryOnThreads(const Tensor &X, const Tensor &Y, const Tensor &Z,
+                              FnTy Fn) {
+  constexpr int64_t Chunk = 1 << 16;
+  llvm::ArrayRef<int64_t> Out = Z.getShape();
+  int64_t N = Z.getNumElements();
+  bool Same = X.getShape() == Out && Y.getShape() == Out;
+  bool Scalar = X.getShape() == Out && Y.getNumElements() == 1;
+  if (N < 2 * Chunk || (!Same && !Scalar))
+    return broadcastBinary<T, R>(X, Y, Z, Fn);
+  const T *XD = X.data<T>();
+  const T *YD = Y.data<T>();
+  R *ZD = Z.data<R>();
+  parallelFor((N + Chunk - 1) / Chunk, [&](int64_t C) {
+    int64_t Begin = C * Chunk, End = std::min(N, Begin + Chunk);
+    if (Same)
+      for (int64_t I = Begin; I != End; ++I)
+        ZD[I] = Fn(XD[I], YD[I]);
+    else
+      for (int64_t I = Begin; I != End; ++I)
+        ZD[I] = Fn(XD[I], YD[0]);
+  });
 }
 
 } // namespace autopar

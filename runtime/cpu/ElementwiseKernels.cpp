@@ -61,17 +61,17 @@ template <typename T> static Error runArithmetic(const KernelArgs &A, OpId Op) {
     if constexpr (Int)
       broadcastBinary<T, T>(X, Y, Z, wrapAdd<T>);
     else
-      broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P + Q; });
+      broadcastBinaryOnThreads<T, T>(X, Y, Z, [](T P, T Q) { return P + Q; });
   } else if (Fn == ElementFn::Sub) {
     if constexpr (Int)
       broadcastBinary<T, T>(X, Y, Z, wrapSub<T>);
     else
-      broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P - Q; });
+      broadcastBinaryOnThreads<T, T>(X, Y, Z, [](T P, T Q) { return P - Q; });
   } else if (Fn == ElementFn::Mul) {
     if constexpr (Int)
       broadcastBinary<T, T>(X, Y, Z, wrapMul<T>);
     else
-      broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P * Q; });
+      broadcastBinaryOnThreads<T, T>(X, Y, Z, [](T P, T Q) { return P * Q; });
   } else if (Fn == ElementFn::PRelu) {
     broadcastBinary<T, T>(X, Y, Z, [](T P, T Slope) {
       if constexpr (Int)
@@ -90,7 +90,7 @@ template <typename T> static Error runArithmetic(const KernelArgs &A, OpId Op) {
       if (ByZero)
         return A.error("integer division by zero");
     } else {
-      broadcastBinary<T, T>(X, Y, Z, [](T P, T Q) { return P / Q; });
+      broadcastBinaryOnThreads<T, T>(X, Y, Z, [](T P, T Q) { return P / Q; });
     }
   } else if (Fn == ElementFn::Mod) {
     bool CRemainder = A.intAttr("fmod", 0) == 1;

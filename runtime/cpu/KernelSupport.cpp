@@ -1,6 +1,7 @@
 //===- KernelSupport.cpp - What CPU kernels share -------------------------===//
 
 #include "runtime/cpu/KernelSupport.h"
+#include "runtime/cpu/Kernels.h"
 
 #include "ir/Graph.h"
 
@@ -47,6 +48,25 @@ void autopar::copyStrided(char *Dst, const char *Src, size_t ElemSize,
   for (int64_t I = 0; I != Count; ++I, Walk.next())
     std::memcpy(Dst + I * ElemSize, Src + Walk.offset(SrcOperand) * ElemSize,
                 ElemSize);
+}
+
+void autopar::copyStridedOnThreads(char *Dst, const char *Src, size_t ElemSize,
+                                   ArrayRef<int64_t> Extents,
+                                   ArrayRef<int64_t> Strides) {
+  int64_t Count = getNumElements(Extents);
+  // Below this a thread's start costs more than the copy.
+  constexpr int64_t MinParallel = 1 << 15;
+  if (Extents.size() < 2 || Extents[0] < 2 || Count < MinParallel) {
+    StridedWalk Walk(Extents, {Shape(Strides.begin(), Strides.end())});
+    copyStrided(Dst, Src, ElemSize, Count, Walk, 0);
+    return;
+  }
+  int64_t Inner = Count / Extents[0];
+  Shape InnerStrides(Strides.begin() + 1, Strides.end());
+  parallelFor(Extents[0], [&](int64_t I) {
+    StridedWalk Walk(Extents.drop_front(), {InnerStrides}, {I * Strides[0]});
+    copyStrided(Dst + I * Inner * ElemSize, Src, ElemSize, Inner, Walk, 0);
+  });
 }
 
 float autopar::halfToFloat(uint16_t H) {

@@ -20,6 +20,12 @@ namespace autopar {
 /// Copies Count elements of ElemSize bytes from Src (offsets given by
 /// SrcOffset) to consecutive elements of Dst, as Walk visits them: the
 /// gather loop behind transposes, expands and slices.
+/// copyStrided of a whole shape (Extents, with Src's Strides) into Dst in
+/// row-major order, the outermost dimension's indices split over the
+/// kernel threads when there are enough elements.
+void copyStridedOnThreads(char *Dst, const char *Src, size_t ElemSize,
+                          llvm::ArrayRef<int64_t> Extents,
+                          llvm::ArrayRef<int64_t> Strides);
 void copyStrided(char *Dst, const char *Src, size_t ElemSize, int64_t Count,
                  StridedWalk &Walk, unsigned SrcOperand);
 

@@ -142,9 +142,8 @@ Error autopar::runTranspose(const KernelArgs &A) {
     return V.takeError();
   if (Error E = A.checkResultType(0, {X.getElementType()}))
     return E;
-  StridedWalk Walk(V->Out, {V->Strides});
-  copyStrided(Y.data<char>(), X.data<char>(),
-              getElementSize(X.getElementType()), Y.getNumElements(), Walk, 0);
+  copyStridedOnThreads(Y.data<char>(), X.data<char>(),
+                       getElementSize(X.getElementType()), V->Out, V->Strides);
   return Error::success();
 }
 
@@ -160,8 +159,8 @@ Error autopar::runExpand(const KernelArgs &A) {
     return E;
   if (Error E = A.checkResultType(0, {X.getElementType()}))
     return E;
-  StridedWalk Walk(*Out, {getBroadcastStrides(X.getShape(), *Out)});
-  copyStrided(Y.data<char>(), X.data<char>(),
-              getElementSize(X.getElementType()), Y.getNumElements(), Walk, 0);
+  copyStridedOnThreads(Y.data<char>(), X.data<char>(),
+                       getElementSize(X.getElementType()), *Out,
+                       getBroadcastStrides(X.getShape(), *Out));
   return Error::success();
 }

@@ -126,23 +126,30 @@ std::vector<Acc> reduceTotals(const Tensor &X, ArrayRef<int64_t> KeptShape,
                      [&](size_t I) { return KeptShape[I] == Dims[I]; });
     const T *XD = X.data<T>();
     int64_t N = X.getNumElements();
+    // Threads take whole blocks of columns (whole results): each sum keeps
+    // its order whatever the thread count.
     if (Plain && NumOut > 0 && KeptAfterLeading) {
-      for (int64_t Row = 0; Row != N / NumOut; ++Row) {
-        const T *In = XD + Row * NumOut;
-        for (int64_t J = 0; J != NumOut; ++J)
-          Totals[J] += Acc(In[J]);
-      }
+      constexpr int64_t Columns = 256;
+      int64_t Rows = N / NumOut;
+      parallelFor((NumOut + Columns - 1) / Columns, [&](int64_t Block) {
+        int64_t J0 = Block * Columns, J1 = std::min(NumOut, J0 + Columns);
+        for (int64_t Row = 0; Row != Rows; ++Row) {
+          const T *In = XD + Row * NumOut;
+          for (int64_t J = J0; J != J1; ++J)
+            Totals[J] += Acc(In[J]);
+        }
+      });
       return Totals;
     }
     if (Plain && NumOut > 0 && KeptBeforeTrailing) {
       int64_t Len = N / NumOut;
-      for (int64_t O = 0; O != NumOut; ++O) {
+      parallelFor(NumOut, [&](int64_t O) {
         const T *In = XD + O * Len;
         Acc Total = Totals[O];
         for (int64_t J = 0; J != Len; ++J)
           Total += Acc(In[J]);
         Totals[O] = Total;
-      }
+      });
       return Totals;
     }
   }

@@ -253,6 +253,57 @@ graph @g(%q: f32[2, 2, 5, 4], %k: f32[2, 2, 5, 4], %v: f32[2, 2, 5, 4]) {
                                               }));
 }
 
+// The kernels that split their work over threads (norms and their
+// gradients, attention, GELU, transposes, bias-gradient sums, same-shape
+// arithmetic) give the same bits on 1 and 2 threads.
+TEST(RuntimeKernels, ResultsDoNotDependOnTheThreadCount) {
+  // Large enough that each kernel splits: 8 outer indices of the transpose,
+  // 96 query rows in causal blocks, 12 chunks of the Add, 2 column blocks of
+  // the ReduceSum, 1536 norm rows.
+  Random R(8);
+  std::string Text = R"(
+graph @g(%x: f32[8, 96, 2, 64], %w: f32[512], %b: f32[512], %dy: f32[1536, 512]) {
+  %shape = Constant() {value = dense<i64[2], [1536, 64]>} : i64[2]
+  %t = Transpose(%x) {perm = [0, 2, 1, 3]} : f32[8, 2, 96, 64]
+  %y = Attention(%t, %t, %t) {is_causal = 1} : f32[8, 2, 96, 64]
+  %s = Reshape(%y, %shape) : f32[1536, 64]
+  %c = Concat(%s, %s, %s, %s, %s, %s, %s, %s) {axis = 1} : f32[1536, 512]
+  %n = LayerNormalization(%c, %w, %b) : f32[1536, 512]
+  %g = Gelu(%n) : f32[1536, 512]
+  %a = Add(%g, %dy) : f32[1536, 512]
+  %m = Mul(%a, %a) : f32[1536, 512]
+  %r = ReduceSum(%m) {axes = [0], keepdims = 0} : f32[512]
+  %dx, %dw, %db = LayerNormalizationGrad(%dy, %c, %w) : f32[1536, 512], f32[512], f32[512]
+  return %m, %r, %dx, %dw, %db, %t
+}
+)";
+  std::vector<HostTensor> In = {
+      f32({8, 96, 2, 64}, R.vector(8 * 96 * 2 * 64)), f32({512}, R.vector(512)),
+      f32({512}, R.vector(512)), f32({1536, 512}, R.vector(1536 * 512))};
+  std::vector<HostTensor> One = runProgram(Text, In, nullptr, true, 1);
+  std::vector<HostTensor> Two = runProgram(Text, In, nullptr, true, 2);
+  ASSERT_EQ(One.size(), 6u);
+  ASSERT_EQ(Two.size(), 6u);
+  for (size_t I = 0; I != One.size(); ++I)
+    EXPECT_EQ(One[I].Bytes, Two[I].Bytes) << "output " << I;
+  // And the split kernels are right: the transpose moves every element,
+  // the column sums are the sums.
+  std::vector<float> X = floatsOf(In[0]), T = floatsOf(One[5]);
+  for (int B = 0; B != 8; ++B)
+    for (int S = 0; S != 96; ++S)
+      for (int H = 0; H != 2; ++H)
+        for (int D = 0; D != 64; ++D)
+          ASSERT_EQ(T[((B * 2 + H) * 96 + S) * 64 + D],
+                    X[((B * 96 + S) * 2 + H) * 64 + D]);
+  std::vector<float> M = floatsOf(One[0]), Sums = floatsOf(One[1]);
+  for (int J = 0; J != 512; ++J) {
+    double Want = 0;
+    for (int Row = 0; Row != 1536; ++Row)
+      Want += M[Row * 512 + J];
+    EXPECT_NEAR(Sums[J], Want, 1e-5 * std::fabs(Want)) << "column " << J;
+  }
+}
+
 // Sequence 70 takes three causal blocks of query rows (32, 32, 6), whose
 // products leave out the keys after each block's last row.
 TEST(RuntimeKernels, CausalAttentionOverSeveralBlocks) {

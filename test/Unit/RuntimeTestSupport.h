@@ -89,7 +89,7 @@ inline std::vector<float> floatsOf(const HostTensor &H) {
 inline std::vector<HostTensor> runProgram(llvm::StringRef Text,
                                           std::vector<HostTensor> Inputs,
                                           std::string *Error = nullptr,
-                                          bool Verify = true) {
+                                          bool Verify = true, int Threads = 1) {
   llvm::SourceMgr SM;
   SM.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(Text, "test.air"),
                         llvm::SMLoc());
@@ -101,7 +101,9 @@ inline std::vector<HostTensor> runProgram(llvm::StringRef Text,
     ADD_FAILURE() << "invalid test program:\n" << OS.str();
     return {};
   }
-  CpuBackend Backend;
+  CpuBackendOptions Options;
+  Options.BlasThreads = Threads;
+  CpuBackend Backend(Options);
   llvm::Expected<std::unique_ptr<Executor>> Exec =
       Executor::create(*M->getGraphs().front(), Backend, ExecutorOptions());
   if (!Exec) {
