@@ -32,6 +32,15 @@ Error Communicator::recv(const Tensor &Out, int SrcRank, int Tag,
 }
 Backend::~Backend() = default;
 
+Error Backend::runNodes(ArrayRef<const Node *> Nodes,
+                        ArrayRef<ArrayRef<Tensor>> Inputs,
+                        ArrayRef<ArrayRef<Tensor>> Outputs) {
+  for (size_t K = 0; K != Nodes.size(); ++K)
+    if (Error E = runNode(*Nodes[K], Inputs[K], Outputs[K]))
+      return E;
+  return Error::success();
+}
+
 int64_t autopar::getNumElements(ArrayRef<int64_t> Shape) {
   int64_t N = 1;
   for (int64_t D : Shape)

@@ -116,6 +116,14 @@ public:
   /// name the node and its op.
   virtual llvm::Error runNode(const Node &N, llvm::ArrayRef<Tensor> Inputs,
                               llvm::ArrayRef<Tensor> Outputs) = 0;
+  /// Runs Nodes in order, node K with Inputs[K] and Outputs[K] as runNode
+  /// takes them. The executor passes groups of consecutive optimizer steps
+  /// of one kind that share their hyper-parameters, so that a backend can
+  /// update all of their parameters in one loop (a multi-tensor step:
+  /// CpuBackend's AdamW); by default one runNode per node.
+  virtual llvm::Error runNodes(llvm::ArrayRef<const Node *> Nodes,
+                               llvm::ArrayRef<llvm::ArrayRef<Tensor>> Inputs,
+                               llvm::ArrayRef<llvm::ArrayRef<Tensor>> Outputs);
 
   virtual Communicator &getCommunicator() = 0;
 

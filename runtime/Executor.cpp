@@ -107,6 +107,7 @@ Executor::create(const Graph &G, Backend &B, const ExecutorOptions &Options) {
   if (Error E = X->readOffloadLists())
     return E;
   X->planFrees();
+  X->planStepGroups();
   X->findGradients();
   X->findGatheredParams();
   return X;
@@ -545,6 +546,44 @@ void Executor::planFrees() {
   planInPlaceAdds();
 }
 
+void Executor::planStepGroups() {
+  GroupEnd.assign(Nodes.size(), 0);
+  // A node that moves offloaded state, or whose results are not all
+  // updates in place of its operands, runs alone.
+  auto Groupable = [&](unsigned I) {
+    const Node &N = *Nodes[I];
+    if (N.getOp() != OpId::AdamW || !FetchAt[I].empty() ||
+        !WritebackAt[I].empty() || !PrefetchAt[I].empty() ||
+        !EvictAt[I].empty() || !UploadAt[I].empty() || InPlaceOperand[I] ||
+        HomeAt[I] || ViewOf[I])
+      return false;
+    for (unsigned R = 0; R != N.getNumResults(); ++R)
+      if (!getUpdatedOperand(N.getOp(), R))
+        return false;
+    return true;
+  };
+  // The hyper-parameters and step: AdamW's operands from 4 on.
+  auto SameScalars = [&](unsigned A, unsigned B) {
+    return Nodes[A]->getOperands().drop_front(4) ==
+           Nodes[B]->getOperands().drop_front(4);
+  };
+  for (unsigned I = 0; I != Nodes.size();) {
+    unsigned J = I + 1;
+    if (Groupable(I))
+      while (J != Nodes.size() && Groupable(J) && SameScalars(I, J))
+        ++J;
+    GroupEnd[I] = J;
+    I = J;
+  }
+}
+
+unsigned Executor::getStepGroupCount() const {
+  unsigned Count = 0;
+  for (unsigned I = 0; I != GroupEnd.size(); ++I)
+    Count += GroupEnd[I] > I + 1;
+  return Count;
+}
+
 void Executor::planInPlaceAdds() {
   InPlaceOperand.assign(Nodes.size(), nullptr);
   DenseSet<const Value *> HasViews;
@@ -785,11 +824,73 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
     UploadsAhead = 0;
   }
 
+  // A node's operand tensors.
+  auto Operand = [&](const Value *V) {
+    if (!V)
+      return Tensor();
+    if (V->isParam())
+      return ParamTensor(V);
+    if (const Value *P = getUpdatedParam(*V))
+      return ParamTensor(P);
+    return *State.lookup(V);
+  };
+  // Nodes [I, End) of a group of optimizer steps (planStepGroups), run by
+  // the backend at once: their results update their parameters in place.
+  auto RunGroup = [&](unsigned I, unsigned End) -> Error {
+    std::vector<SmallVector<Tensor, 10>> Ins(End - I), Outs(End - I);
+    std::vector<ArrayRef<Tensor>> InRefs, OutRefs;
+    std::vector<const Node *> Group;
+    for (unsigned K = I; K != End; ++K) {
+      const Node &N = *Nodes[K];
+      for (Value *V : N.getOperands())
+        Ins[K - I].push_back(Operand(V));
+      for (unsigned R = 0; R != N.getNumResults(); ++R)
+        Outs[K - I].push_back(
+            ParamTensor(N.getOperand(*getUpdatedOperand(N.getOp(), R))));
+      Group.push_back(&N);
+      InRefs.push_back(Ins[K - I]);
+      OutRefs.push_back(Outs[K - I]);
+    }
+    auto Start = std::chrono::steady_clock::now();
+    if (Error E = B.runNodes(Group, InRefs, OutRefs))
+      return E;
+    auto Finish = std::chrono::steady_clock::now();
+    if (Observer) {
+      // Each node gets its share of the group's time by elements.
+      uint64_t Total = 0, Done = 0;
+      for (const Node *N : Group)
+        Total += N->getOperand(0)->getType().getStaticNumElements().value_or(0);
+      for (const Node *N : Group) {
+        auto At = [&](uint64_t Elements) {
+          return Start + std::chrono::duration_cast<
+                             std::chrono::steady_clock::duration>(
+                             (Finish - Start) *
+                             (Total ? double(Elements) / double(Total) : 0.0));
+        };
+        uint64_t Size =
+            N->getOperand(0)->getType().getStaticNumElements().value_or(0);
+        Observer(*N, At(Done), At(Done + Size));
+        Done += Size;
+      }
+    }
+    for (unsigned K = I; K != End; ++K)
+      for (const Value *V : FreeAfter[K])
+        State.free(V);
+    return Error::success();
+  };
+
   SmallVector<Tensor, 6> In, Out;
   for (unsigned I = 0; I != Nodes.size(); ++I) {
     const Node &N = *Nodes[I];
     In.clear();
     Out.clear();
+    if (!Prefetcher && GroupEnd[I] > I + 1) {
+      if (Error E = RunGroup(I, GroupEnd[I]))
+        return E;
+      I = GroupEnd[I] - 1;
+      ReportFetches();
+      continue;
+    }
     if (Prefetcher)
       if (Error E = UploadReady(I))
         return E;

@@ -89,6 +89,10 @@ public:
   /// every output.
   void setReadOutputs(llvm::ArrayRef<unsigned> Positions);
 
+  /// The groups of consecutive optimizer steps that run together
+  /// (Backend::runNodes: a multi-tensor step).
+  unsigned getStepGroupCount() const;
+
   /// A copy of parameter P's current data: its initial data as updated by
   /// the runs so far (optimizer steps write into their parameters). An
   /// error naming P unless it is one of the graph's parameters.
@@ -167,6 +171,9 @@ private:
   /// An Add whose operand dies there writes into that operand's tensor
   /// (gradient sums over micro-batches grow in place).
   void planInPlaceAdds();
+  /// Consecutive AdamW nodes with the same hyper-parameters and step, none
+  /// moving offloaded state: run together (Backend::runNodes).
+  void planStepGroups();
   /// Gradients: what optimizer steps read, and the sums over micro-batches
   /// (trees of Adds) that build it. Gathered: whole copies of parameters.
   void findGradients();
@@ -185,6 +192,9 @@ private:
   llvm::DenseMap<const Value *, Tensor> Params;
   /// FreeAfter[I]: the values whose last use is node I.
   std::vector<std::vector<const Value *>> FreeAfter;
+  /// GroupEnd[I]: past the last node of the group that starts at node I
+  /// (I + 1 when it runs alone); 0 inside a group.
+  std::vector<unsigned> GroupEnd;
   /// InPlaceOperand[I]: the operand whose tensor node I's result takes, or
   /// null.
   std::vector<const Value *> InPlaceOperand;

@@ -338,6 +338,27 @@ Error CpuBackend::runNode(const Node &N, ArrayRef<Tensor> Inputs,
   return E;
 }
 
+Error CpuBackend::runNodes(ArrayRef<const Node *> Nodes,
+                           ArrayRef<ArrayRef<Tensor>> Inputs,
+                           ArrayRef<ArrayRef<Tensor>> Outputs) {
+  auto IsF32 = [](const Tensor &T) {
+    return !T.isPresent() || T.getElementType() == ElementType::F32;
+  };
+  bool Group = Nodes.size() > 1;
+  for (size_t K = 0; K != Nodes.size() && Group; ++K)
+    Group = Nodes[K]->getOp() == OpId::AdamW && all_of(Inputs[K], IsF32) &&
+            all_of(Outputs[K], IsF32);
+  if (!Group)
+    return Backend::runNodes(Nodes, Inputs, Outputs);
+  std::vector<KernelArgs> Args;
+  for (size_t K = 0; K != Nodes.size(); ++K)
+    Args.push_back(KernelArgs{*Nodes[K], Inputs[K], Outputs[K]});
+  Error E = runAdamWGroup(Args);
+  if (E)
+    MpiCommunicator::noteFailure();
+  return E;
+}
+
 Error CpuBackend::runKernel(const Node &N, ArrayRef<Tensor> Inputs,
                             ArrayRef<Tensor> Outputs) {
   // Communication moves the tensors as they are (sums of narrow floats

@@ -62,6 +62,11 @@ public:
                          llvm::MutableArrayRef<uint8_t> Bytes) override;
   llvm::Error runNode(const Node &N, llvm::ArrayRef<Tensor> Inputs,
                       llvm::ArrayRef<Tensor> Outputs) override;
+  /// A group of f32 AdamW steps runs as one loop over all their elements
+  /// (runAdamWGroup); anything else node by node.
+  llvm::Error runNodes(llvm::ArrayRef<const Node *> Nodes,
+                       llvm::ArrayRef<llvm::ArrayRef<Tensor>> Inputs,
+                       llvm::ArrayRef<llvm::ArrayRef<Tensor>> Outputs) override;
   Communicator &getCommunicator() override { return *Comm; }
   Communicator::Duration getCommTimeout() const override { return CommTimeout; }
 

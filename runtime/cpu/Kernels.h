@@ -193,6 +193,10 @@ llvm::Error runGatherBlockQuantized(const KernelArgs &A);
 
 // OptimizerKernels.cpp: AdamW and Sgd steps (in place).
 llvm::Error runAdamW(const KernelArgs &A);
+/// AdamW nodes that read the same hyper-parameters and step, as one
+/// multi-tensor loop over all their elements (each element as runAdamW
+/// computes it).
+llvm::Error runAdamWGroup(llvm::ArrayRef<KernelArgs> Nodes);
 llvm::Error runSgd(const KernelArgs &A);
 
 } // namespace autopar

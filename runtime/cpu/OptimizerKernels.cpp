@@ -2,8 +2,11 @@
 //
 // One parameter per node, elementwise, so a result may share its buffer
 // with the operand it replaces (the executor computes optimizer steps in
-// place). AdamW follows torch.optim.AdamW, in f32 and in its order of
-// operations (cpu/VectorMath.h, vectorized):
+// place). The executor hands consecutive AdamW nodes that share their
+// hyper-parameters to the backend together (Backend::runNodes): one loop
+// over all their elements, split over the threads in fixed chunks that may
+// span parameters (runAdamWGroup). AdamW follows torch.optim.AdamW, in f32 and
+// in its order of operations (cpu/VectorMath.h, vectorized):
 //   p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
 // Sgd, in f64 per element: p -= lr * (g + wd * p).
@@ -16,6 +19,9 @@
 #include "ir/Graph.h"
 
 #include <cmath>
+#include <cstring>
+#include <optional>
+#include <vector>
 
 using namespace autopar;
 using namespace llvm;
@@ -40,7 +46,8 @@ static double scalarOperand(const KernelArgs &A, unsigned I) {
   return A.In[I].data<float>()[0];
 }
 
-Error autopar::runAdamW(const KernelArgs &A) {
+/// The checks of an AdamW node and its scalars as torch computes them.
+static Expected<AdamWScalars> getAdamWScalars(const KernelArgs &A) {
   if (Error E = checkParamLike(A, {0, 1, 2, 3}))
     return E;
   double Lr = scalarOperand(A, 4), B1 = scalarOperand(A, 5),
@@ -58,10 +65,39 @@ Error autopar::runAdamW(const KernelArgs &A) {
   Scalars.StepSize = float(Lr / (1 - std::pow(B1, Step)));
   Scalars.Correction2Sqrt = float(std::sqrt(1 - std::pow(B2, Step)));
   Scalars.Eps = float(Eps);
-  adamWArray(A.In[0].data<float>(), A.In[1].data<float>(),
-             A.In[2].data<float>(), A.In[3].data<float>(),
-             A.Out[0].data<float>(), A.Out[1].data<float>(),
-             A.Out[2].data<float>(), A.In[0].getNumElements(), Scalars);
+  return Scalars;
+}
+
+static AdamWTensor getAdamWTensor(const KernelArgs &A) {
+  return {A.In[0].data<float>(),  A.In[1].data<float>(),
+          A.In[2].data<float>(),  A.In[3].data<float>(),
+          A.Out[0].data<float>(), A.Out[1].data<float>(),
+          A.Out[2].data<float>(), A.In[0].getNumElements()};
+}
+
+Error autopar::runAdamW(const KernelArgs &A) {
+  Expected<AdamWScalars> Scalars = getAdamWScalars(A);
+  if (!Scalars)
+    return Scalars.takeError();
+  adamWTensors(getAdamWTensor(A), *Scalars);
+  return Error::success();
+}
+
+Error autopar::runAdamWGroup(ArrayRef<KernelArgs> Nodes) {
+  std::vector<AdamWTensor> Tensors;
+  std::optional<AdamWScalars> First;
+  for (const KernelArgs &A : Nodes) {
+    Expected<AdamWScalars> Scalars = getAdamWScalars(A);
+    if (!Scalars)
+      return Scalars.takeError();
+    if (First && std::memcmp(&*First, &*Scalars, sizeof(AdamWScalars)))
+      return A.error("a multi-tensor AdamW step with hyper-parameters that "
+                     "differ from its group's");
+    First = *Scalars;
+    Tensors.push_back(getAdamWTensor(A));
+  }
+  if (First)
+    adamWTensors(Tensors, *First);
   return Error::success();
 }
 

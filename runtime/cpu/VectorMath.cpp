@@ -15,8 +15,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <vector>
 
 using namespace autopar;
+using namespace llvm;
 
 namespace {
 
@@ -74,8 +76,32 @@ bool autopar::avx2::isAvailable() {
 namespace autopar {
 namespace generic {
 #include "runtime/cpu/RowMath.inc"
+void adamWRange(const float *P, const float *G, const float *M, const float *V,
+                float *PO, float *MO, float *VO, int64_t N,
+                const AdamWScalars &S);
 } // namespace generic
 } // namespace autopar
+
+/// AdamW one element at a time, in torch's order: the compiler vectorizes
+/// it where the results do not replace the operands; either way each
+/// element is the same IEEE operations (no FMA in the portable build).
+void autopar::generic::adamWRange(const float *P, const float *G,
+                                  const float *M, const float *V, float *PO,
+                                  float *MO, float *VO, int64_t N,
+                                  const AdamWScalars &S) {
+  const AdamWScalars C = S;
+  for (int64_t J = 0; J != N; ++J) {
+    float Grad = G[J];
+    float Mean = M[J] * C.Beta1 + Grad * C.OneMinusBeta1;
+    float Square = V[J] * C.Beta2 + Grad * Grad * C.OneMinusBeta2;
+    float Param =
+        P[J] * C.Decay -
+        C.StepSize * Mean / (std::sqrt(Square) / C.Correction2Sqrt + C.Eps);
+    MO[J] = Mean;
+    VO[J] = Square;
+    PO[J] = Param;
+  }
+}
 
 #if !defined(AUTOPAR_HAVE_AVX2_MATH)
 // Never called: isAvailable() is false.
@@ -84,6 +110,9 @@ float autopar::avx2::maxOf(const float *, int64_t) { return 0; }
 void autopar::avx2::gelu(const float *, float *, int64_t, bool) {}
 void autopar::avx2::geluGrad(const float *, const float *, float *, int64_t,
                              bool) {}
+void autopar::avx2::adamWRange(const float *, const float *, const float *,
+                               const float *, float *, float *, float *,
+                               int64_t, const AdamWScalars &) {}
 namespace autopar {
 namespace avx2 {
 #include "runtime/cpu/RowMath.inc"
@@ -186,17 +215,34 @@ void autopar::geluGradArray(const float *DY, const float *X, float *DX,
   });
 }
 
+/// AdamW over Count elements from Begin of one parameter.
+static void adamWRange(const AdamWTensor &T, int64_t Begin, int64_t Count,
+                       const AdamWScalars &S) {
+  DISPATCH(adamWRange, T.P + Begin, T.G + Begin, T.M + Begin, T.V + Begin,
+           T.PO + Begin, T.MO + Begin, T.VO + Begin, Count, S);
+}
+
 void autopar::adamWArray(const float *P, const float *G, const float *M,
                          const float *V, float *PO, float *MO, float *VO,
                          int64_t N, const AdamWScalars &S) {
-  forChunks(N, [&](int64_t Begin, int64_t Count) {
-    ConstArray Grad(G + Begin, Count);
-    Array Mean(MO + Begin, Count), Square(VO + Begin, Count),
-        Param(PO + Begin, Count);
-    Mean = ConstArray(M + Begin, Count) * S.Beta1 + Grad * S.OneMinusBeta1;
-    Square =
-        ConstArray(V + Begin, Count) * S.Beta2 + Grad * Grad * S.OneMinusBeta2;
-    Param = ConstArray(P + Begin, Count) * S.Decay -
-            S.StepSize * Mean / (Square.sqrt() / S.Correction2Sqrt + S.Eps);
+  adamWTensors(AdamWTensor{P, G, M, V, PO, MO, VO, N}, S);
+}
+
+void autopar::adamWTensors(ArrayRef<AdamWTensor> Tensors,
+                           const AdamWScalars &S) {
+  // Where each parameter starts in the elements of all of them.
+  std::vector<int64_t> Starts(Tensors.size() + 1, 0);
+  for (size_t K = 0; K != Tensors.size(); ++K)
+    Starts[K + 1] = Starts[K] + Tensors[K].N;
+  forChunks(Starts.back(), [&](int64_t Begin, int64_t Count) {
+    int64_t End = Begin + Count;
+    size_t K = std::upper_bound(Starts.begin(), Starts.end(), Begin) -
+               Starts.begin() - 1;
+    for (; K != Tensors.size() && Starts[K] < End; ++K) {
+      int64_t From = std::max(Begin, Starts[K]);
+      int64_t To = std::min(End, Starts[K + 1]);
+      if (To > From)
+        adamWRange(Tensors[K], From - Starts[K], To - From, S);
+    }
   });
 }

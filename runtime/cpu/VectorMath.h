@@ -12,6 +12,10 @@
 #ifndef AUTOPAR_RUNTIME_CPU_VECTORMATH_H
 #define AUTOPAR_RUNTIME_CPU_VECTORMATH_H
 
+#include "runtime/cpu/VectorMathTypes.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
 #include <cstdint>
 
 namespace autopar {
@@ -44,9 +48,6 @@ double dotAsDouble(const float *X, const float *Y, int64_t N);
 
 /// A row's mean (0 unless Centered) and its variance about it (the mean of
 /// squares for RMSNorm), from one pass of shifted sums in f64.
-struct RowMoments {
-  double Mean, Variance;
-};
 RowMoments rowMoments(const float *X, int64_t N, bool Centered);
 /// Y = (X - Mean) Inv Scale + Bias over a row, in f32 (Bias may be null).
 void normalizeRow(const float *X, const float *Scale, const float *Bias,
@@ -54,9 +55,6 @@ void normalizeRow(const float *X, const float *Scale, const float *Bias,
 /// The sums a norm's gradient row needs, with XHat = (X - Mean) Inv and
 /// G = DY Scale: sum G and sum G XHat (f64); DScale += DY XHat and DBias
 /// += DY (f64, per column; DBias may be null).
-struct NormGradSums {
-  double G, GX;
-};
 NormGradSums normGradSums(const float *X, const float *DY, const float *Scale,
                           float Mean, float Inv, int64_t N, double *DScale,
                           double *DBias);
@@ -72,15 +70,24 @@ void scaleRow(float *X, float Factor, int64_t N);
 
 /// One AdamW step over N elements in f32, in torch.optim.AdamW's order of
 /// operations: p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2)
-/// g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps). The
-/// results may share their buffers with the operands they replace.
-struct AdamWScalars {
-  float Decay, Beta1, OneMinusBeta1, Beta2, OneMinusBeta2, StepSize,
-      Correction2Sqrt, Eps;
-};
+/// g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps) (with
+/// AVX2, each product that is then added is fused with the add, as torch's
+/// vectorized add with alpha does). The results may share their buffers
+/// with the operands they replace. Every element is computed the same way
+/// wherever it lies.
 void adamWArray(const float *P, const float *G, const float *M, const float *V,
                 float *PO, float *MO, float *VO, int64_t N,
                 const AdamWScalars &S);
+/// The operands and results of one parameter's AdamW step (N elements).
+struct AdamWTensor {
+  const float *P, *G, *M, *V;
+  float *PO, *MO, *VO;
+  int64_t N;
+};
+/// adamWArray over several parameters as one array: chunks of a fixed
+/// size over the elements of all of them in order, split over the kernel
+/// threads (a multi-tensor step; small parameters share a chunk).
+void adamWTensors(llvm::ArrayRef<AdamWTensor> Tensors, const AdamWScalars &S);
 
 } // namespace autopar
 

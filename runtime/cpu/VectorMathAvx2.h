@@ -23,7 +23,7 @@
 #ifndef AUTOPAR_RUNTIME_CPU_VECTORMATHAVX2_H
 #define AUTOPAR_RUNTIME_CPU_VECTORMATHAVX2_H
 
-#include "runtime/cpu/VectorMath.h"
+#include "runtime/cpu/VectorMathTypes.h"
 
 #include <cstdint>
 
@@ -58,6 +58,12 @@ void normGradRow(const float *X, const float *DY, const float *Scale,
 void softmaxGradRow(const float *P, float *DP, float Inner, float Scale,
                     int64_t N);
 void scaleRow(float *X, float Factor, int64_t N);
+/// AdamW over N elements (VectorMath.h's adamWArray, one thread), the
+/// operands loaded before the results are stored so that they may share
+/// buffers.
+void adamWRange(const float *P, const float *G, const float *M, const float *V,
+                float *PO, float *MO, float *VO, int64_t N,
+                const AdamWScalars &S);
 
 } // namespace avx2
 } // namespace autopar

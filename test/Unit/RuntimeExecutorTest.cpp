@@ -276,6 +276,68 @@ graph @g(%x: f32[1024]) {
   EXPECT_EQ((*First)[2].Shape, (*All)[2].Shape);
 }
 
+// Consecutive AdamW steps with the same hyper-parameters run as one
+// multi-tensor loop whose chunks span parameters (70000 elements, then 3,
+// then 100000); they give the bits of the same steps run one by one (a
+// node between them keeps them apart), over two steps.
+TEST_F(ExecutorTest, AdamWStepsRunAsOneGroup) {
+  std::string Params, Steps, Apart;
+  const char *Sizes[] = {"70000", "3", "100000"};
+  for (int K = 0; K != 3; ++K) {
+    std::string Ty = std::string("f32[") + Sizes[K] + "]",
+                N = std::to_string(K);
+    Params += "  param %p" + N + ": " + Ty + " {init = \"normal\"}\n";
+    Params += "  param %m" + N + ": " + Ty + " {init = \"zeros\"}\n";
+    Params += "  param %v" + N + ": " + Ty + " {init = \"zeros\"}\n";
+    std::string Step = "  %p" + N + "n, %m" + N + "n, %v" + N + "n = AdamW(%p" +
+                       N + ", %g" + N + ", %m" + N + ", %v" + N +
+                       ", %lr, %b1, %b2, %eps, %wd, %t) : " + Ty + ", " + Ty +
+                       ", " + Ty + "\n";
+    Steps += Step;
+    Apart += Step + "  %x" + N + " = Neg(%lr) : f32[]\n";
+  }
+  auto Program = [&](const std::string &Body) {
+    return "graph @g(%g0: f32[70000], %g1: f32[3], %g2: f32[100000], %lr: "
+           "f32[], %b1: f32[], %b2: f32[], %eps: f32[], %wd: f32[], %t: "
+           "f32[]) {\n" +
+           Params + Body + "  return %p0n, %m1n, %v2n, %p2n, %p1n\n}\n";
+  };
+  std::vector<std::vector<HostTensor>> Results;
+  for (bool Grouped : {true, false}) {
+    const std::string &Body = Grouped ? Steps : Apart;
+    SM = SourceMgr();
+    const Graph &G = parse(Program(Body));
+    std::unique_ptr<Executor> X = create(G);
+    ASSERT_TRUE(X);
+    EXPECT_EQ(X->getStepGroupCount(), Grouped ? 1u : 0u);
+    Random Gen(21);
+    std::vector<HostTensor> In = {f32({70000}, Gen.vector(70000)),
+                                  f32({3}, Gen.vector(3)),
+                                  f32({100000}, Gen.vector(100000)),
+                                  f32({}, {0.01f}),
+                                  f32({}, {0.9f}),
+                                  f32({}, {0.999f}),
+                                  f32({}, {1e-8f}),
+                                  f32({}, {0.1f}),
+                                  f32({}, {1.0f})};
+    ASSERT_TRUE(bool(X->run(In)));
+    In.back() = f32({}, {2.0f});
+    Expected<std::vector<HostTensor>> Out = X->run(In);
+    ASSERT_TRUE(bool(Out));
+    Results.push_back(std::move(*Out));
+  }
+  ASSERT_EQ(Results[0].size(), 5u);
+  for (size_t I = 0; I != 5; ++I) {
+    std::vector<float> A = floatsOf(Results[0][I]), B = floatsOf(Results[1][I]);
+    ASSERT_EQ(A.size(), B.size());
+    size_t Differ = 0;
+    while (Differ != A.size() && A[Differ] == B[Differ])
+      ++Differ;
+    EXPECT_EQ(Differ, A.size()) << "output " << I << " element " << Differ
+                                << ": " << A[Differ] << " and " << B[Differ];
+  }
+}
+
 TEST_F(ExecutorTest, ReshapesViewTheirOperand) {
   // %v and %w view %a's bytes (a reshape with a constant shape copies
   // nothing): %a, %v and %w are one buffer, kept while %w (an output) is,
