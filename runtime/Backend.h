@@ -120,7 +120,9 @@ public:
   /// takes them. The executor passes groups of consecutive optimizer steps
   /// of one kind that share their hyper-parameters, so that a backend can
   /// update all of their parameters in one loop (a multi-tensor step:
-  /// CpuBackend's AdamW); by default one runNode per node.
+  /// CpuBackend's AdamW), and a Linear with the Gelu or Add that reads its
+  /// result next, so that it can fuse them (CpuBackend: the epilogue on
+  /// each block of the GEMM's rows); by default one runNode per node.
   virtual llvm::Error runNodes(llvm::ArrayRef<const Node *> Nodes,
                                llvm::ArrayRef<llvm::ArrayRef<Tensor>> Inputs,
                                llvm::ArrayRef<llvm::ArrayRef<Tensor>> Outputs);

@@ -550,12 +550,14 @@ void Executor::planStepGroups() {
   GroupEnd.assign(Nodes.size(), 0);
   // A node that moves offloaded state, or whose results are not all
   // updates in place of its operands, runs alone.
+  auto Plain = [&](unsigned I) {
+    return FetchAt[I].empty() && WritebackAt[I].empty() &&
+           PrefetchAt[I].empty() && EvictAt[I].empty() && UploadAt[I].empty() &&
+           !HomeAt[I] && !ViewOf[I];
+  };
   auto Groupable = [&](unsigned I) {
     const Node &N = *Nodes[I];
-    if (N.getOp() != OpId::AdamW || !FetchAt[I].empty() ||
-        !WritebackAt[I].empty() || !PrefetchAt[I].empty() ||
-        !EvictAt[I].empty() || !UploadAt[I].empty() || InPlaceOperand[I] ||
-        HomeAt[I] || ViewOf[I])
+    if (N.getOp() != OpId::AdamW || !Plain(I) || InPlaceOperand[I])
       return false;
     for (unsigned R = 0; R != N.getNumResults(); ++R)
       if (!getUpdatedOperand(N.getOp(), R))
@@ -567,9 +569,25 @@ void Executor::planStepGroups() {
     return Nodes[A]->getOperands().drop_front(4) ==
            Nodes[B]->getOperands().drop_front(4);
   };
+  // A Linear and the Gelu or Add right after it that reads its result (a
+  // fusable epilogue), each computing a new value.
+  auto Epilogue = [&](unsigned I) {
+    if (I + 1 >= Nodes.size() || !Plain(I) || !Plain(I + 1) ||
+        InPlaceOperand[I])
+      return false;
+    const Node &L = *Nodes[I], &E = *Nodes[I + 1];
+    if (L.getOp() != OpId::Linear || L.getNumResults() != 1 ||
+        getUpdatedParam(*L.getResult(0)) ||
+        (E.getOp() != OpId::Gelu && E.getOp() != OpId::Add) ||
+        E.getNumResults() != 1 || getUpdatedParam(*E.getResult(0)))
+      return false;
+    return is_contained(E.getOperands(), L.getResult(0));
+  };
   for (unsigned I = 0; I != Nodes.size();) {
     unsigned J = I + 1;
-    if (Groupable(I))
+    if (Epilogue(I))
+      J = I + 2;
+    else if (Groupable(I))
       while (J != Nodes.size() && Groupable(J) && SameScalars(I, J))
         ++J;
     GroupEnd[I] = J;
@@ -834,8 +852,7 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
       return ParamTensor(P);
     return *State.lookup(V);
   };
-  // Nodes [I, End) of a group of optimizer steps (planStepGroups), run by
-  // the backend at once: their results update their parameters in place.
+  // Nodes [I, End) of a group (planStepGroups), run by the backend at once.
   auto RunGroup = [&](unsigned I, unsigned End) -> Error {
     std::vector<SmallVector<Tensor, 10>> Ins(End - I), Outs(End - I);
     std::vector<ArrayRef<Tensor>> InRefs, OutRefs;
@@ -844,9 +861,18 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
       const Node &N = *Nodes[K];
       for (Value *V : N.getOperands())
         Ins[K - I].push_back(Operand(V));
-      for (unsigned R = 0; R != N.getNumResults(); ++R)
-        Outs[K - I].push_back(
-            ParamTensor(N.getOperand(*getUpdatedOperand(N.getOp(), R))));
+      for (unsigned R = 0; R != N.getNumResults(); ++R) {
+        if (std::optional<unsigned> Op = getUpdatedOperand(N.getOp(), R)) {
+          Outs[K - I].push_back(ParamTensor(N.getOperand(*Op)));
+        } else if (const Value *X = InPlaceOperand[K]) {
+          Outs[K - I].push_back(State.rename(X, *N.getResult(R)));
+        } else {
+          Expected<Tensor> T = State.allocate(*N.getResult(R));
+          if (!T)
+            return T.takeError();
+          Outs[K - I].push_back(*T);
+        }
+      }
       Group.push_back(&N);
       InRefs.push_back(Ins[K - I]);
       OutRefs.push_back(Outs[K - I]);
@@ -855,8 +881,13 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
     if (Error E = B.runNodes(Group, InRefs, OutRefs))
       return E;
     auto Finish = std::chrono::steady_clock::now();
-    if (Observer) {
-      // Each node gets its share of the group's time by elements.
+    if (Observer && Group.front()->getOp() != OpId::AdamW) {
+      // A fused epilogue's time counts with its GEMM.
+      Observer(*Group.front(), Start, Finish);
+      for (const Node *N : ArrayRef<const Node *>(Group).drop_front())
+        Observer(*N, Finish, Finish);
+    } else if (Observer) {
+      // Each step gets its share of the group's time by elements.
       uint64_t Total = 0, Done = 0;
       for (const Node *N : Group)
         Total += N->getOperand(0)->getType().getStaticNumElements().value_or(0);

@@ -89,8 +89,8 @@ public:
   /// every output.
   void setReadOutputs(llvm::ArrayRef<unsigned> Positions);
 
-  /// The groups of consecutive optimizer steps that run together
-  /// (Backend::runNodes: a multi-tensor step).
+  /// The groups of nodes that run together (Backend::runNodes: a
+  /// multi-tensor step, a GEMM with its epilogue).
   unsigned getStepGroupCount() const;
 
   /// A copy of parameter P's current data: its initial data as updated by
@@ -171,8 +171,10 @@ private:
   /// An Add whose operand dies there writes into that operand's tensor
   /// (gradient sums over micro-batches grow in place).
   void planInPlaceAdds();
-  /// Consecutive AdamW nodes with the same hyper-parameters and step, none
-  /// moving offloaded state: run together (Backend::runNodes).
+  /// Groups the backend runs at once (Backend::runNodes), none moving
+  /// offloaded state: consecutive AdamW nodes with the same
+  /// hyper-parameters and step, and a Linear with the Gelu or Add right
+  /// after it that reads its result (a fused epilogue).
   void planStepGroups();
   /// Gradients: what optimizer steps read, and the sums over micro-batches
   /// (trees of Adds) that build it. Gathered: whole copies of parameters.

@@ -344,6 +344,18 @@ Error CpuBackend::runNodes(ArrayRef<const Node *> Nodes,
   auto IsF32 = [](const Tensor &T) {
     return !T.isPresent() || T.getElementType() == ElementType::F32;
   };
+  if (Nodes.size() == 2 && Nodes[0]->getOp() == OpId::Linear) {
+    Expected<bool> Fused =
+        runLinearEpilogue(KernelArgs{*Nodes[0], Inputs[0], Outputs[0]},
+                          KernelArgs{*Nodes[1], Inputs[1], Outputs[1]});
+    if (!Fused) {
+      MpiCommunicator::noteFailure();
+      return Fused.takeError();
+    }
+    if (*Fused)
+      return Error::success();
+    return Backend::runNodes(Nodes, Inputs, Outputs);
+  }
   bool Group = Nodes.size() > 1;
   for (size_t K = 0; K != Nodes.size() && Group; ++K)
     Group = Nodes[K]->getOp() == OpId::AdamW && all_of(Inputs[K], IsF32) &&

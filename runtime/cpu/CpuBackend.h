@@ -63,7 +63,8 @@ public:
   llvm::Error runNode(const Node &N, llvm::ArrayRef<Tensor> Inputs,
                       llvm::ArrayRef<Tensor> Outputs) override;
   /// A group of f32 AdamW steps runs as one loop over all their elements
-  /// (runAdamWGroup); anything else node by node.
+  /// (runAdamWGroup), a Linear and its epilogue fused (runLinearEpilogue);
+  /// anything else node by node.
   llvm::Error runNodes(llvm::ArrayRef<const Node *> Nodes,
                        llvm::ArrayRef<llvm::ArrayRef<Tensor>> Inputs,
                        llvm::ArrayRef<llvm::ArrayRef<Tensor>> Outputs) override;

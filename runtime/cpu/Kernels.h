@@ -48,6 +48,13 @@ llvm::Error runHardmax(const KernelArgs &A);
 // MatMulKernels.cpp: GEMMs through CBLAS.
 llvm::Error runMatMul(const KernelArgs &A);
 llvm::Error runLinear(const KernelArgs &A);
+/// Linear followed by a node that reads its result: Gelu of it, or an Add
+/// of it and a tensor of its shape (a residual). Fused, the GEMM runs over
+/// blocks of rows (bias preloaded) and the epilogue on each block while it
+/// is in cache; each element as the two kernels compute it. False when the
+/// pair is not one of these (nothing was run).
+llvm::Expected<bool> runLinearEpilogue(const KernelArgs &Lin,
+                                       const KernelArgs &Epi);
 llvm::Error runGemm(const KernelArgs &A);
 /// Row-major C[M, N] = Alpha * op(A) op(B) + Beta * C through cblas_sgemm,
 /// also for empty sizes.

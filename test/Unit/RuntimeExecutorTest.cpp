@@ -338,6 +338,50 @@ TEST_F(ExecutorTest, AdamWStepsRunAsOneGroup) {
   }
 }
 
+// A Linear and the Gelu or residual Add right after it run fused (the
+// epilogue on blocks of 512 of the 600 rows of a [600, 2048] result) and
+// give the bits of the same nodes run apart (a node between them).
+TEST_F(ExecutorTest, LinearEpiloguesRunFused) {
+  auto Program = [](bool Apart) {
+    auto Between = [&](int K) {
+      return Apart ? "  %z" + std::to_string(K) + " = Neg(%b) : f32[2048]\n"
+                   : std::string();
+    };
+    return "graph @g(%x: f32[600, 64], %w: f32[64, 2048], %b: f32[2048], %r: "
+           "f32[600, 2048]) {\n"
+           "  %y = Linear(%x, %w, %b) : f32[600, 2048]\n" +
+           Between(0) +
+           "  %g = Gelu(%y) : f32[600, 2048]\n"
+           "  %y2 = Linear(%x, %w) : f32[600, 2048]\n" +
+           Between(1) +
+           "  %s = Add(%r, %y2) : f32[600, 2048]\n"
+           "  return %g, %s, %y\n}\n";
+  };
+  Random Gen(22);
+  std::vector<HostTensor> In = {f32({600, 64}, Gen.vector(600 * 64)),
+                                f32({64, 2048}, Gen.vector(64 * 2048)),
+                                f32({2048}, Gen.vector(2048)),
+                                f32({600, 2048}, Gen.vector(600 * 2048))};
+  std::vector<std::vector<HostTensor>> Results;
+  for (bool Apart : {false, true}) {
+    SM = SourceMgr();
+    const Graph &G = parse(Program(Apart));
+    std::unique_ptr<Executor> X = create(G);
+    ASSERT_TRUE(X);
+    EXPECT_EQ(X->getStepGroupCount(), Apart ? 0u : 2u);
+    Expected<std::vector<HostTensor>> Out = X->run(In);
+    ASSERT_TRUE(bool(Out));
+    Results.push_back(std::move(*Out));
+  }
+  for (size_t I = 0; I != 3; ++I)
+    EXPECT_EQ(Results[0][I].Bytes, Results[1][I].Bytes) << "output " << I;
+  // And the fused results are right.
+  std::vector<float> Y = floatsOf(Results[0][2]), G = floatsOf(Results[0][0]);
+  for (size_t I = 0; I < Y.size(); I += 997)
+    EXPECT_NEAR(G[I], 0.5 * Y[I] * (1 + std::erf(Y[I] / std::sqrt(2.0))),
+                1e-5 * (1 + std::fabs(Y[I])));
+}
+
 TEST_F(ExecutorTest, ReshapesViewTheirOperand) {
   // %v and %w view %a's bytes (a reshape with a constant shape copies
   // nothing): %a, %v and %w are one buffer, kept while %w (an output) is,
