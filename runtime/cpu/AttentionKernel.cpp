@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/cpu/KernelSupport.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/VectorMath.h"
 
@@ -282,17 +283,19 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
   SerialBlas Serial;
   parallelFor(S.B * S.Hq, [&](int64_t BH) {
     int64_t B = BH / S.Hq, H = BH % S.Hq, KH = H / Group;
-    std::vector<float> Scores(Rows * T),
-        Dropped(*Drop && !DroppedOut ? Rows * T : 0);
+    // Scratch kept by the thread: no allocation per call.
+    float *Scores = getScratchFloats(0, Rows * T);
+    float *Dropped =
+        *Drop && !DroppedOut ? getScratchFloats(1, Rows * T) : nullptr;
     for (int64_t I0 = 0; I0 < S.Sq; I0 += Rows) {
       int64_t R = std::min(Rows, S.Sq - I0);
       int64_t First = (B * S.Hq + H) * S.Sq + I0;
       // Keys [0, Vis) take part; the others' probabilities are 0.
       int64_t Vis = Skip ? Bias.getVisibleKeys(I0, R) : T;
-      blockScores(A, S, QR, KR, B, H, I0, R, Scale, Scores.data(), Vis);
+      blockScores(A, S, QR, KR, B, H, I0, R, Scale, Scores, Vis);
       for (int64_t Ri = 0; Ri != R; ++Ri) {
         int64_t I = I0 + Ri;
-        float *Row = Scores.data() + Ri * T;
+        float *Row = Scores + Ri * T;
         float *QK = QKData ? QKData + (First + Ri) * T : nullptr;
         if (QK && Mode == 0)
           std::copy_n(Row, T, QK);
@@ -310,14 +313,13 @@ static Error attentionForward(const KernelArgs &A, const AttentionPlan &S,
           std::copy_n(Row, T, QK);
         if (*Drop)
           dropRow(**Drop, S, B, H, I, Row,
-                  DroppedOut ? DroppedOut + (First + Ri) * T
-                             : Dropped.data() + Ri * T,
+                  DroppedOut ? DroppedOut + (First + Ri) * T : Dropped + Ri * T,
                   MaskOut ? MaskOut + (First + Ri) * T : nullptr);
       }
       // The weights of V: the probabilities, or the dropped ones.
-      const float *Weights = !*Drop       ? Scores.data()
+      const float *Weights = !*Drop       ? Scores
                              : DroppedOut ? DroppedOut + First * T
-                                          : Dropped.data();
+                                          : Dropped;
       float *Out = A.Out[Y].data<float>() + YR.offset(B, H, I0);
       if (S.P)
         sgemm(false, false, R, S.Dv, S.P, 1, Weights, T,
@@ -469,9 +471,12 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
   SerialBlas Serial;
   parallelFor(S.B * S.Hkv, [&](int64_t BKH) {
     int64_t B = BKH / S.Hkv, KH = BKH % S.Hkv;
-    std::vector<float> Scores(Kept ? 0 : Rows * T), DS(Rows * T),
-        Dropped(*Drop && !MaskIn ? Rows * T : 0);
-    std::vector<uint8_t> Keep(*Drop && !MaskIn ? Rows * T : 0);
+    // Scratch kept by the thread: no allocation per call.
+    bool Redraw = *Drop && !MaskIn;
+    float *Scores = Kept ? nullptr : getScratchFloats(0, Rows * T);
+    float *DS = getScratchFloats(1, Rows * T);
+    float *Dropped = Redraw ? getScratchFloats(2, Rows * T) : nullptr;
+    uint8_t *Keep = Redraw ? getScratchBytes(3, Rows * T) : nullptr;
     const float *KRows = KR.row(B, KH, 0), *VRows = VR.row(B, KH, 0);
     float *DKRows = DK + KR.offset(B, KH, 0),
           *DVRows = DV + VR.offset(B, KH, 0);
@@ -485,12 +490,13 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
         // probabilities are 0, and so are their terms below.
         int64_t Vis = Bias.getVisibleKeys(I0, R);
         // The probabilities P: kept, or recomputed as the forward does.
-        const float *P = Kept ? Kept + First * T : Scores.data();
+        const float *P = Kept ? Kept + First * T : Scores;
         if (!Kept) {
-          blockScores(Fwd, S, QR, KR, B, H, I0, R, Scale, Scores.data(), Vis);
+          blockScores(Fwd, S, QR, KR, B, H, I0, R, Scale, Scores, Vis);
           for (int64_t Ri = 0; Ri != R; ++Ri) {
-            Bias.apply(B, H, I0 + Ri, Scores.data() + Ri * T, Vis);
-            softmaxRow(Scores.data() + Ri * T, Vis);
+            Bias.apply(B, H, I0 + Ri, Scores + Ri * T, Vis);
+            softmaxRow(Scores + Ri * T, Vis);
+            std::fill(Scores + Ri * T + Vis, Scores + (Ri + 1) * T, 0.0f);
           }
         }
         // The weights of V and the dropout mask: kept or drawn again.
@@ -501,18 +507,18 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
           KeepRows = MaskIn + First * T;
         } else if (*Drop) {
           for (int64_t Ri = 0; Ri != R; ++Ri)
-            dropRow(**Drop, S, B, H, I0 + Ri, P + Ri * T,
-                    Dropped.data() + Ri * T, Keep.data() + Ri * T);
-          Weights = Dropped.data();
-          KeepRows = Keep.data();
+            dropRow(**Drop, S, B, H, I0 + Ri, P + Ri * T, Dropped + Ri * T,
+                    Keep + Ri * T);
+          Weights = Dropped;
+          KeepRows = Keep;
         }
         const float *QBlock = QR.row(B, H, I0), *DYBlock = DYR.row(B, H, I0);
         // dD = dY V^T, then dP (through the dropout mask) and
         // dS = P (dP - sum_k P_k dP_k) * scale in place.
-        sgemm(false, true, R, Vis, S.Dv, 1, DYBlock, S.Dv, VRows, S.Dv, 0,
-              DS.data(), T);
+        sgemm(false, true, R, Vis, S.Dv, 1, DYBlock, S.Dv, VRows, S.Dv, 0, DS,
+              T);
         for (int64_t Ri = 0; Ri != R; ++Ri) {
-          float *Row = DS.data() + Ri * T;
+          float *Row = DS + Ri * T;
           const float *PRow = P + Ri * T;
           if (KeepRows)
             for (int64_t J = 0; J != Vis; ++J)
@@ -521,10 +527,9 @@ Error autopar::runAttentionGrad(const KernelArgs &A) {
                          Vis);
         }
         // dQ = dS K, dK += dS^T Q, dV += W^T dY, over key rows [0, Vis).
-        sgemm(false, false, R, S.D, Vis, 1, DS.data(), T, KRows, S.D, 0,
+        sgemm(false, false, R, S.D, Vis, 1, DS, T, KRows, S.D, 0,
               DQ + QR.offset(B, H, I0), S.D);
-        sgemm(true, false, Vis, S.D, R, 1, DS.data(), T, QBlock, S.D, 1, DKRows,
-              S.D);
+        sgemm(true, false, Vis, S.D, R, 1, DS, T, QBlock, S.D, 1, DKRows, S.D);
         sgemm(true, false, Vis, S.Dv, R, 1, Weights, T, DYBlock, S.Dv, 1,
               DVRows, S.Dv);
       }

@@ -6,8 +6,10 @@
 #include "ir/Graph.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 using namespace autopar;
 using namespace llvm;
@@ -48,6 +50,35 @@ void autopar::copyStrided(char *Dst, const char *Src, size_t ElemSize,
   for (int64_t I = 0; I != Count; ++I, Walk.next())
     std::memcpy(Dst + I * ElemSize, Src + Walk.offset(SrcOperand) * ElemSize,
                 ElemSize);
+}
+
+namespace {
+/// Grows to the largest size asked for, never shrinks; new bytes are left
+/// uninitialised (unique_ptr<T[]> of a default-initialised array).
+struct ScratchBuffer {
+  std::unique_ptr<uint8_t[]> Data;
+  size_t Size = 0;
+
+  uint8_t *get(size_t Bytes) {
+    if (Bytes > Size) {
+      Data.reset(new uint8_t[Bytes]);
+      Size = Bytes;
+    }
+    return Data.get();
+  }
+};
+thread_local ScratchBuffer Scratch[ScratchSlots];
+} // namespace
+
+float *autopar::getScratchFloats(unsigned Slot, size_t Elements) {
+  assert(Slot < ScratchSlots && "no such scratch slot");
+  return reinterpret_cast<float *>(
+      Scratch[Slot].get(std::max<size_t>(Elements, 1) * sizeof(float)));
+}
+
+uint8_t *autopar::getScratchBytes(unsigned Slot, size_t Bytes) {
+  assert(Slot < ScratchSlots && "no such scratch slot");
+  return Scratch[Slot].get(std::max<size_t>(Bytes, 1));
 }
 
 void autopar::copyStridedOnThreads(char *Dst, const char *Src, size_t ElemSize,

@@ -20,6 +20,14 @@ namespace autopar {
 /// Copies Count elements of ElemSize bytes from Src (offsets given by
 /// SrcOffset) to consecutive elements of Dst, as Walk visits them: the
 /// gather loop behind transposes, expands and slices.
+/// Scratch memory of the calling thread, kept between calls (kernel
+/// threads live as long as the process): no allocation and no zero fill
+/// once it is large enough. Slot (below ScratchSlots) tells apart the
+/// buffers one kernel uses at the same time; the contents are undefined.
+constexpr unsigned ScratchSlots = 4;
+float *getScratchFloats(unsigned Slot, size_t Elements);
+uint8_t *getScratchBytes(unsigned Slot, size_t Bytes);
+
 /// copyStrided of a whole shape (Extents, with Src's Strides) into Dst in
 /// row-major order, the outermost dimension's indices split over the
 /// kernel threads when there are enough elements.
