@@ -118,36 +118,54 @@ Error autopar::runMatMul(const KernelArgs &A) {
   return Error::success();
 }
 
-Error autopar::runLinear(const KernelArgs &A) {
+/// Linear over blocks of BlockRows rows of X (all of them at once when 0),
+/// each block's bias preloaded, then Epilogue (when given) on the block's
+/// rows [First, First + Count) of the result.
+static Error
+runLinearRows(const KernelArgs &A, int64_t BlockRows,
+              function_ref<void(int64_t First, int64_t Count)> Epilogue) {
   if (Error E = checkAllF32(A))
     return E;
-  const Tensor &X = A.In[0], &W = A.In[1], &Y = A.Out[0];
   Expected<LinearPlan> P = planLinear(A);
   if (!P)
     return P.takeError();
   int64_t Rows = P->Rows, N = P->N, K = P->K;
   if (Error E = checkBlasSizes(A, {Rows, N, K}))
     return E;
-  float *YD = Y.data<float>();
-  if (A.has(2))
-    for (int64_t R = 0; R != Rows; ++R)
-      std::copy_n(A.In[2].data<float>(), N, YD + R * N);
-  sgemm(false, false, Rows, N, K, 1.0f, X.data<float>(), W.data<float>(),
-        A.has(2) ? 1.0f : 0.0f, YD);
+  const float *X = A.In[0].data<float>(), *W = A.In[1].data<float>();
+  const float *Bias = A.has(2) ? A.In[2].data<float>() : nullptr;
+  float *YD = A.Out[0].data<float>();
+  if (BlockRows <= 0)
+    BlockRows = std::max<int64_t>(Rows, 1);
+  for (int64_t R0 = 0; R0 < Rows; R0 += BlockRows) {
+    int64_t Count = std::min(BlockRows, Rows - R0);
+    float *YBlock = YD + R0 * N;
+    if (Bias)
+      for (int64_t Row = 0; Row != Count; ++Row)
+        std::copy_n(Bias, N, YBlock + Row * N);
+    sgemm(false, false, Count, N, K, 1.0f, X + R0 * K, W, Bias ? 1.0f : 0.0f,
+          YBlock);
+    if (Epilogue)
+      Epilogue(R0, Count);
+  }
   return Error::success();
+}
+
+Error autopar::runLinear(const KernelArgs &A) {
+  return runLinearRows(A, 0, nullptr);
 }
 
 Expected<bool> autopar::runLinearEpilogue(const KernelArgs &Lin,
                                           const KernelArgs &Epi) {
   if (Lin.N.getOp() != OpId::Linear || Epi.Out.size() != 1 ||
-      !Epi.Out[0].isPresent())
+      !Epi.Out[0].isPresent() || Lin.Out.size() != 1)
     return false;
   const Tensor &Y = Lin.Out[0], &Z = Epi.Out[0];
   auto SameF32 = [&](const Tensor &T) {
     return T.isPresent() && T.getElementType() == ElementType::F32 &&
            T.getShape() == Y.getShape();
   };
-  if (!SameF32(Z))
+  if (!SameF32(Y) || !SameF32(Z) || Y.getShape().empty())
     return false;
   // What the epilogue adds to Y: nothing (Gelu) or a residual R.
   const float *R = nullptr;
@@ -167,39 +185,24 @@ Expected<bool> autopar::runLinearEpilogue(const KernelArgs &Lin,
   } else {
     return false;
   }
-  if (Error E = checkAllF32(Lin))
-    return E;
-  Expected<LinearPlan> P = planLinear(Lin);
-  if (!P)
-    return P.takeError();
-  int64_t Rows = P->Rows, N = P->N, K = P->K;
-  if (Error E = checkBlasSizes(Lin, {Rows, N, K}))
-    return E;
-  const float *X = Lin.In[0].data<float>(), *W = Lin.In[1].data<float>();
-  const float *Bias = Lin.has(2) ? Lin.In[2].data<float>() : nullptr;
+  int64_t N = Y.getShape().back();
   float *YD = Y.data<float>(), *ZD = Z.data<float>();
   // Blocks of 4 MiB of Y: in the last-level cache when the epilogue reads
-  // them (smaller blocks cost OpenBLAS more than they save, measured at
-  // 2 threads on the bench GPT).
+  // them (smaller blocks cost OpenBLAS more than they save, measured at 2
+  // threads on the bench GPT).
   int64_t BlockRows =
       std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(N, 1));
-  for (int64_t R0 = 0; R0 < Rows; R0 += BlockRows) {
-    int64_t Count = std::min(BlockRows, Rows - R0);
-    float *YBlock = YD + R0 * N;
-    if (Bias)
-      for (int64_t Row = 0; Row != Count; ++Row)
-        std::copy_n(Bias, N, YBlock + Row * N);
-    sgemm(false, false, Count, N, K, 1.0f, X + R0 * K, W, Bias ? 1.0f : 0.0f,
-          YBlock);
-    float *ZBlock = ZD + R0 * N;
-    if (R) {
-      const float *RBlock = R + R0 * N;
-      for (int64_t I = 0; I != Count * N; ++I)
-        ZBlock[I] = YBlock[I] + RBlock[I];
-    } else {
-      geluArray(YBlock, ZBlock, Count * N, Tanh);
-    }
-  }
+  if (Error E =
+          runLinearRows(Lin, BlockRows, [&](int64_t First, int64_t Count) {
+            const float *YBlock = YD + First * N;
+            float *ZBlock = ZD + First * N;
+            if (!R)
+              return geluArray(YBlock, ZBlock, Count * N, Tanh);
+            const float *RBlock = R + First * N;
+            for (int64_t I = 0; I != Count * N; ++I)
+              ZBlock[I] = YBlock[I] + RBlock[I];
+          }))
+    return E;
   return true;
 }
 

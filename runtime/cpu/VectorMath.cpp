@@ -215,11 +215,10 @@ void autopar::geluGradArray(const float *DY, const float *X, float *DX,
   });
 }
 
-/// AdamW over Count elements from Begin of one parameter.
-static void adamWRange(const AdamWTensor &T, int64_t Begin, int64_t Count,
-                       const AdamWScalars &S) {
-  DISPATCH(adamWRange, T.P + Begin, T.G + Begin, T.M + Begin, T.V + Begin,
-           T.PO + Begin, T.MO + Begin, T.VO + Begin, Count, S);
+void autopar::adamWRange(const float *P, const float *G, const float *M,
+                         const float *V, float *PO, float *MO, float *VO,
+                         int64_t N, const AdamWScalars &S) {
+  DISPATCH(adamWRange, P, G, M, V, PO, MO, VO, N, S);
 }
 
 void autopar::adamWArray(const float *P, const float *G, const float *M,
@@ -241,8 +240,12 @@ void autopar::adamWTensors(ArrayRef<AdamWTensor> Tensors,
     for (; K != Tensors.size() && Starts[K] < End; ++K) {
       int64_t From = std::max(Begin, Starts[K]);
       int64_t To = std::min(End, Starts[K + 1]);
-      if (To > From)
-        adamWRange(Tensors[K], From - Starts[K], To - From, S);
+      if (To > From) {
+        const AdamWTensor &T = Tensors[K];
+        int64_t At = From - Starts[K];
+        adamWRange(T.P + At, T.G + At, T.M + At, T.V + At, T.PO + At, T.MO + At,
+                   T.VO + At, To - From, S);
+      }
     }
   });
 }

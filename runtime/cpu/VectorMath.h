@@ -41,32 +41,9 @@ void geluArray(const float *X, float *Y, int64_t N, bool Tanh);
 void geluGradArray(const float *DY, const float *X, float *DX, int64_t N,
                    bool Tanh);
 
-/// The sum of N floats in f64, and the dot product of two rows: eight
-/// chains combined in a fixed tree (an order that depends only on N).
-double sumAsDouble(const float *X, int64_t N);
-double dotAsDouble(const float *X, const float *Y, int64_t N);
-
-/// A row's mean (0 unless Centered) and its variance about it (the mean of
-/// squares for RMSNorm), from one pass of shifted sums in f64.
-RowMoments rowMoments(const float *X, int64_t N, bool Centered);
-/// Y = (X - Mean) Inv Scale + Bias over a row, in f32 (Bias may be null).
-void normalizeRow(const float *X, const float *Scale, const float *Bias,
-                  float Mean, float Inv, float *Y, int64_t N);
-/// The sums a norm's gradient row needs, with XHat = (X - Mean) Inv and
-/// G = DY Scale: sum G and sum G XHat (f64); DScale += DY XHat and DBias
-/// += DY (f64, per column; DBias may be null).
-NormGradSums normGradSums(const float *X, const float *DY, const float *Scale,
-                          float Mean, float Inv, int64_t N, double *DScale,
-                          double *DBias);
-/// DX = Inv (G - MeanG - XHat MeanGX) over a row.
-void normGradRow(const float *X, const float *DY, const float *Scale,
-                 float Mean, float Inv, float MeanG, float MeanGX, float *DX,
-                 int64_t N);
-/// DP = P (DP - Inner) Scale over a row: the softmax's gradient.
-void softmaxGradRow(const float *P, float *DP, float Inner, float Scale,
-                    int64_t N);
-/// X *= Factor over a row.
-void scaleRow(float *X, float Factor, int64_t N);
+// The row kernels (declared in RowMathDecls.inc, also for each
+// instruction set's copy).
+#include "runtime/cpu/RowMathDecls.inc"
 
 /// One AdamW step over N elements in f32, in torch.optim.AdamW's order of
 /// operations: p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2)

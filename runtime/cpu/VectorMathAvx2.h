@@ -42,28 +42,9 @@ float maxOf(const float *X, int64_t N);
 void gelu(const float *X, float *Y, int64_t N, bool Tanh);
 void geluGrad(const float *DY, const float *X, float *DX, int64_t N, bool Tanh);
 
-/// The row kernels of VectorMath.h (RowMath.inc, compiled for AVX2 and
-/// FMA).
-double sumAsDouble(const float *X, int64_t N);
-double dotAsDouble(const float *X, const float *Y, int64_t N);
-RowMoments rowMoments(const float *X, int64_t N, bool Centered);
-void normalizeRow(const float *X, const float *Scale, const float *Bias,
-                  float Mean, float Inv, float *Y, int64_t N);
-NormGradSums normGradSums(const float *X, const float *DY, const float *Scale,
-                          float Mean, float Inv, int64_t N, double *DScale,
-                          double *DBias);
-void normGradRow(const float *X, const float *DY, const float *Scale,
-                 float Mean, float Inv, float MeanG, float MeanGX, float *DX,
-                 int64_t N);
-void softmaxGradRow(const float *P, float *DP, float Inner, float Scale,
-                    int64_t N);
-void scaleRow(float *X, float Factor, int64_t N);
-/// AdamW over N elements (VectorMath.h's adamWArray, one thread), the
-/// operands loaded before the results are stored so that they may share
-/// buffers.
-void adamWRange(const float *P, const float *G, const float *M, const float *V,
-                float *PO, float *MO, float *VO, int64_t N,
-                const AdamWScalars &S);
+/// The row kernels of VectorMath.h and AdamW (RowMath.inc and adamWRange,
+/// compiled for AVX2 and FMA).
+#include "runtime/cpu/RowMathDecls.inc"
 
 } // namespace avx2
 } // namespace autopar
