@@ -69,6 +69,11 @@ Error TrainOptions::validate() const {
                "--beta1 and --beta2 in [0, 1)");
   if (Threads < 1)
     return Bad("--threads must be 1 or more");
+  if (!parseLrDecay(LrScheduleName))
+    return Bad("--lr-schedule must be constant, linear or cosine, not '" +
+               LrScheduleName + "'");
+  if (Error E = getSchedule().validate())
+    return E;
   if (Error E = checkBackendName(Backend))
     return E;
   if (CommTimeoutSeconds < 0 || CommTimeoutSeconds > 1e9)
@@ -809,7 +814,7 @@ getStepInputs(const TrainOptions &O, const RankProgram &P,
       Inputs.push_back(std::move(H));
       continue;
     }
-    double V = Name == "optimizer.lr"             ? O.Lr
+    double V = Name == "optimizer.lr"             ? O.getSchedule().at(Step)
                : Name == "optimizer.beta1"        ? O.Beta1
                : Name == "optimizer.beta2"        ? O.Beta2
                : Name == "optimizer.eps"          ? O.Eps
@@ -1014,8 +1019,13 @@ static Error train(const TrainOptions &O) {
     if (Comm.getRank() == 0)
       outs() << "step " << Step << " loss " << format("%.9g", Loss)
              << " time_ms " << format("%.3f", Seconds * 1e3) << " tokens_per_s "
-             << format("%.1f", Seconds > 0 ? TokensPerStep / Seconds : 0.0)
-             << "\n";
+             << format("%.1f", Seconds > 0 ? TokensPerStep / Seconds : 0.0);
+    // The step's rate, when it changes from step to step.
+    if (Comm.getRank() == 0 && (O.getSchedule().Decay != LrDecay::Constant ||
+                                O.Schedule.WarmupSteps > 0))
+      outs() << " lr " << format("%.9g", O.getSchedule().at(Step));
+    if (Comm.getRank() == 0)
+      outs() << "\n";
     outs().flush();
 
     bool Stop = TermRequested != 0;

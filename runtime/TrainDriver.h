@@ -44,6 +44,8 @@
 #ifndef AUTOPAR_RUNTIME_TRAINDRIVER_H
 #define AUTOPAR_RUNTIME_TRAINDRIVER_H
 
+#include "runtime/LrSchedule.h"
+
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -62,6 +64,11 @@ struct TrainOptions {
   /// The optimizer the program must have been compiled for.
   std::string Optimizer = "adamw";
   double Lr = 1e-3, Beta1 = 0.9, Beta2 = 0.999, Eps = 1e-8, WeightDecay = 0.01;
+  /// The rate of each step (runtime/LrSchedule.h): its decay is
+  /// LrScheduleName's, its Peak is Lr, and its DecaySteps Steps when 0
+  /// (getSchedule).
+  std::string LrScheduleName = "constant";
+  LrSchedule Schedule;
   std::string WeightsDir;
   /// Initialise every parameter from the seed, ignoring the model's data.
   bool RandomInit = false;
@@ -91,6 +98,15 @@ struct TrainOptions {
   std::string OffloadDir;
 
   llvm::Error validate() const;
+  /// Schedule with the peak Lr and the decay over Steps unless given.
+  LrSchedule getSchedule() const {
+    LrSchedule S = Schedule;
+    S.Decay = parseLrDecay(LrScheduleName).value_or(LrDecay::Constant);
+    S.Peak = Lr;
+    if (S.DecaySteps == 0)
+      S.DecaySteps = Steps;
+    return S;
+  }
 };
 
 /// Runs the loop, printing to standard output and errors to standard

@@ -95,6 +95,21 @@ static cl::opt<std::string> Optimizer("optimizer",
                                       cl::init("adamw"), cl::cat(Category));
 static cl::opt<double> Lr("lr", cl::desc("Learning rate"), cl::init(1e-3),
                           cl::cat(Category));
+static cl::opt<std::string>
+    LrScheduleName("lr-schedule",
+                   cl::desc("After the warmup: constant, linear or cosine "
+                            "decay from --lr to --min-lr"),
+                   cl::init("constant"), cl::cat(Category));
+static cl::opt<int64_t> WarmupSteps(
+    "warmup-steps",
+    cl::desc("Steps over which the rate rises linearly to --lr (0: none)"),
+    cl::init(0), cl::cat(Category));
+static cl::opt<double> MinLr("min-lr", cl::desc("The rate the decay ends at"),
+                             cl::init(0.0), cl::cat(Category));
+static cl::opt<int64_t> LrDecaySteps(
+    "lr-decay-steps",
+    cl::desc("The step the decay ends at, warmup included (0: --steps)"),
+    cl::init(0), cl::cat(Category));
 static cl::opt<double> Beta1("beta1", cl::desc("AdamW beta1"), cl::init(0.9),
                              cl::cat(Category));
 static cl::opt<double> Beta2("beta2", cl::desc("AdamW beta2"), cl::init(0.999),
@@ -140,6 +155,10 @@ int main(int argc, char **argv) {
     T.Seed = Seed;
     T.Optimizer = Optimizer;
     T.Lr = Lr;
+    T.LrScheduleName = LrScheduleName;
+    T.Schedule.WarmupSteps = WarmupSteps;
+    T.Schedule.Min = MinLr;
+    T.Schedule.DecaySteps = LrDecaySteps;
     T.Beta1 = Beta1;
     T.Beta2 = Beta2;
     T.Eps = Eps;
