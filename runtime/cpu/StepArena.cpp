@@ -8,7 +8,21 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cassert>
 #include <new>
+
+// Under AddressSanitizer the arena's bytes that no buffer holds are
+// poisoned, and so is each slot's tail past the size asked for: a kernel
+// that reads or writes outside its tensors is reported as it would be with
+// one heap block per tensor.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POISON(P, N) ASAN_POISON_MEMORY_REGION(P, N)
+#define UNPOISON(P, N) ASAN_UNPOISON_MEMORY_REGION(P, N)
+#else
+#define POISON(P, N) ((void)(P), (void)(N))
+#define UNPOISON(P, N) ((void)(P), (void)(N))
+#endif
 
 using namespace llvm;
 
@@ -69,8 +83,10 @@ uint64_t placeBuffers(MutableArrayRef<ArenaBuffer> Buffers, uint64_t Align) {
 StepArena::StepArena() = default;
 
 StepArena::~StepArena() {
-  if (Base)
+  if (Base) {
+    UNPOISON(Base, Capacity);
     ::operator delete(Base, std::align_val_t(Alignment));
+  }
 }
 
 void *StepArena::allocateFromHeap(size_t Size) {
@@ -126,6 +142,7 @@ void *StepArena::allocate(size_t Size) {
         if (Offset + Rounded <= Capacity && slotIsFree(Offset, Rounded)) {
           UsedSlots[Offset] = Offset + Rounded;
           Data = Base + Offset;
+          UNPOISON(Data, std::max<size_t>(Size, 1));
           FromArena = true;
         } else {
           Departed = true;
@@ -159,15 +176,22 @@ void StepArena::release(void *Data) {
     bool FromArena = It->second.InArena;
     Live.erase(It);
     if (FromArena) {
-      UsedSlots.erase(static_cast<char *>(Data) - Base);
+      releaseSlot(Data);
       return;
     }
   } else if (inArena(Data)) {
     // From an earlier run.
-    UsedSlots.erase(static_cast<char *>(Data) - Base);
+    releaseSlot(Data);
     return;
   }
   ::operator delete(Data, std::align_val_t(Alignment));
+}
+
+void StepArena::releaseSlot(void *Data) {
+  auto It = UsedSlots.find(static_cast<char *>(Data) - Base);
+  assert(It != UsedSlots.end() && "releasing an arena slot not in use");
+  POISON(Base + It->first, It->second - It->first);
+  UsedSlots.erase(It);
 }
 
 void StepArena::finishPlan() {
@@ -205,10 +229,13 @@ void StepArena::finishPlan() {
   Plans[Key] = std::move(New);
   // Grow only when no bytes of the arena are in use.
   if (Needed > Capacity && UsedSlots.empty()) {
-    if (Base)
+    if (Base) {
+      UNPOISON(Base, Capacity);
       ::operator delete(Base, std::align_val_t(Alignment));
+    }
     Base = static_cast<char *>(allocateFromHeap(Needed));
     Capacity = Base ? Needed : 0;
+    POISON(Base, Capacity);
   }
 }
 

@@ -23,7 +23,8 @@
 // largest plan; it grows only when none of its bytes are in use.
 //
 // Allocations outside a run (parameters, optimizer states) always come from
-// the heap. Thread-safe; 64-byte aligned.
+// the heap. Thread-safe; 64-byte aligned. Under AddressSanitizer the bytes
+// no buffer holds are poisoned (StepArena.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,6 +106,8 @@ private:
   bool inArena(const void *Data) const;
   /// True when [Offset, Offset + Size) overlaps no arena slot in use.
   bool slotIsFree(uint64_t Offset, uint64_t Size) const;
+  /// Frees the slot at Data (poisoned again under AddressSanitizer).
+  void releaseSlot(void *Data);
   void finishPlan();
 
   mutable std::mutex Mutex;

@@ -167,4 +167,23 @@ TEST(StepArenaTest, ABufferThatOutlivesItsRunKeepsItsBytes) {
   Arena.release(Outside);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+// Under AddressSanitizer, arena bytes that no buffer holds are poisoned:
+// a write past a buffer planned in the arena is reported, as past a heap
+// block.
+TEST(StepArenaDeathTest, WritesPastABufferAreReported) {
+  StepArena Arena;
+  FakeStep Step = makeStep();
+  int Key;
+  runStep(Arena, Step, &Key);
+  runStep(Arena, Step, &Key);
+  ASSERT_EQ(Arena.getStats().HeapAllocations, 0u);
+  Arena.beginRun(&Key);
+  char *Data = static_cast<char *>(Arena.allocate(Step.Sizes[0]));
+  EXPECT_DEATH(Data[Step.Sizes[0]] = 1, "AddressSanitizer");
+  Arena.release(Data);
+  Arena.endRun();
+}
+#endif
+
 } // namespace
