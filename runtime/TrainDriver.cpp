@@ -88,7 +88,10 @@ Error TrainOptions::validate() const {
 
 namespace {
 
-/// Where a step's tokens come from.
+/// Where a step's tokens come from: the seeded generator, or a file of
+/// int32 tokens mapped into memory, of which each data-parallel rank reads
+/// only its rows of each global batch (and checks that they are in the
+/// vocabulary as it reads them). The position is part of the checkpoint.
 class TokenSource {
 public:
   static Expected<TokenSource> open(const TrainOptions &O, int64_t Vocab) {
@@ -97,7 +100,8 @@ public:
     S.State = O.Seed * 2654435761ULL + 1;
     if (O.Data == "random")
       return S;
-    ErrorOr<std::unique_ptr<MemoryBuffer>> B = MemoryBuffer::getFile(O.Data);
+    ErrorOr<std::unique_ptr<MemoryBuffer>> B = MemoryBuffer::getFile(
+        O.Data, /*IsText=*/false, /*RequiresNullTerminator=*/false);
     if (!B)
       return createStringError(inconvertibleErrorCode(),
                                "cannot read --data '" + O.Data +
@@ -108,21 +112,9 @@ public:
                                "--data '" + O.Data +
                                    "' must hold int32 tokens (a non-empty "
                                    "multiple of 4 bytes)");
-    S.Tokens.resize(Bytes.size() / 4);
-    for (size_t I = 0; I != S.Tokens.size(); ++I) {
-      uint32_t U = uint8_t(Bytes[4 * I]) | uint8_t(Bytes[4 * I + 1]) << 8 |
-                   uint8_t(Bytes[4 * I + 2]) << 16 |
-                   uint32_t(uint8_t(Bytes[4 * I + 3])) << 24;
-      int32_t T;
-      std::memcpy(&T, &U, 4);
-      if (T < 0 || (Vocab > 0 && T >= Vocab))
-        return createStringError(inconvertibleErrorCode(),
-                                 "--data '" + O.Data + "': token " + Twine(T) +
-                                     " at position " + Twine(I) +
-                                     " is outside the vocabulary [0, " +
-                                     Twine(Vocab) + ")");
-      S.Tokens[I] = T;
-    }
+    S.Path = O.Data;
+    S.File = std::move(*B);
+    S.NumTokens = Bytes.size() / 4;
     return S;
   }
 
@@ -131,27 +123,49 @@ public:
   uint64_t getPosition() const { return Pos; }
   uint64_t getRngState() const { return State; }
   void restore(uint64_t Position, uint64_t RngState) {
-    Pos = Tokens.empty() ? 0 : size_t(Position % Tokens.size());
+    Pos = NumTokens ? size_t(Position % NumTokens) : 0;
     State = RngState;
   }
 
-  /// The next Count tokens.
-  std::vector<int64_t> next(int64_t Count) {
+  /// Tokens [First, First + Count) of the next Total (a global batch, of
+  /// which this rank keeps those rows); the source then moves past all
+  /// Total. A file wraps around at its end.
+  Expected<std::vector<int64_t>> next(int64_t Total, int64_t First,
+                                      int64_t Count) {
     std::vector<int64_t> Out(Count);
-    for (int64_t &T : Out) {
-      if (Tokens.empty()) {
+    if (!File) {
+      // Every rank draws the whole batch: the same sequence on each.
+      for (int64_t I = 0; I != Total; ++I) {
         State = State * 6364136223846793005ULL + 1442695040888963407ULL;
-        T = int64_t((State >> 33) % uint64_t(Vocab));
-      } else {
-        T = Tokens[Pos];
-        Pos = (Pos + 1) % Tokens.size();
+        if (I >= First && I < First + Count)
+          Out[I - First] = int64_t((State >> 33) % uint64_t(Vocab));
       }
+      return Out;
     }
+    const char *Bytes = File->getBufferStart();
+    for (int64_t I = 0; I != Count; ++I) {
+      size_t At = (Pos + size_t(First + I)) % NumTokens;
+      uint32_t U = uint8_t(Bytes[4 * At]) | uint8_t(Bytes[4 * At + 1]) << 8 |
+                   uint8_t(Bytes[4 * At + 2]) << 16 |
+                   uint32_t(uint8_t(Bytes[4 * At + 3])) << 24;
+      int32_t T;
+      std::memcpy(&T, &U, 4);
+      if (T < 0 || (Vocab > 0 && T >= Vocab))
+        return createStringError(inconvertibleErrorCode(),
+                                 "--data '" + Path + "': token " + Twine(T) +
+                                     " at position " + Twine(At) +
+                                     " is outside the vocabulary [0, " +
+                                     Twine(Vocab) + ")");
+      Out[I] = T;
+    }
+    Pos = (Pos + size_t(Total % int64_t(NumTokens))) % NumTokens;
     return Out;
   }
 
 private:
-  std::vector<int64_t> Tokens;
+  std::string Path;
+  std::unique_ptr<MemoryBuffer> File;
+  size_t NumTokens = 0;
   size_t Pos = 0;
   int64_t Vocab = 0;
   uint64_t State = 0;
@@ -796,10 +810,12 @@ getStepInputs(const TrainOptions &O, const RankProgram &P,
     if (In.get() == TokensIn) {
       SmallVector<int64_t, 2> Sizes = TokensIn->getType().getStaticSizes();
       int64_t TokensPerRank = Sizes[0] * Sizes[1];
-      std::vector<int64_t> Global = Source.next(TokensPerRank * P.DataParallel);
-      std::vector<int64_t> Ids(Global.begin() + P.Replica * TokensPerRank,
-                               Global.begin() +
-                                   (P.Replica + 1) * TokensPerRank);
+      Expected<std::vector<int64_t>> Rows =
+          Source.next(TokensPerRank * P.DataParallel, P.Replica * TokensPerRank,
+                      TokensPerRank);
+      if (!Rows)
+        return fail(RunInvalidInput, toString(Rows.takeError()));
+      std::vector<int64_t> &Ids = *Rows;
       HostTensor H;
       H.Elem = In->getType().getElementType();
       H.Shape.assign(Sizes.begin(), Sizes.end());
