@@ -2,10 +2,10 @@
 """Checks `autopar-run --steps N` step lines (loss and lr) against
 PyTorch's (lr_schedule.ref.json, made by torch_gpt2_tiny.py).
 
-  check_schedule.py REF.json CASE LOG [REL]
+  check_schedule.py REF.json MODEL CASE LOG [REL]
 
-Prints "CASE: N steps match torch (losses within E, rates within F)" or a
-MISMATCH line, and exits 1 on a mismatch; REL defaults to 1e-6.
+Prints "MODEL CASE: N steps match torch (losses within E, rates within F)"
+or a MISMATCH line, and exits 1 on a mismatch; REL defaults to 1e-6.
 """
 
 import json
@@ -16,10 +16,11 @@ STEP = re.compile(r"^step (\d+) loss (\S+) .* lr (\S+)$")
 
 
 def main(argv):
-    ref_path, case, log_path = argv[1], argv[2], argv[3]
-    rel = float(argv[4]) if len(argv) > 4 else 1e-6
+    ref_path, model, case, log_path = argv[1], argv[2], argv[3], argv[4]
+    rel = float(argv[5]) if len(argv) > 5 else 1e-6
     with open(ref_path) as f:
-        want = json.load(f)["cases"][case]
+        want = json.load(f)["models"][model][case]
+    case = model + " " + case
     got = {}
     with open(log_path) as f:
         for line in f:
