@@ -78,10 +78,14 @@ Error TrainOptions::validate() const {
     return E;
   if (CommTimeoutSeconds < 0 || CommTimeoutSeconds > 1e9)
     return Bad("--comm-timeout must be a positive number of seconds");
-  if (CheckpointEvery < 0 || KeepCheckpoints < 0)
-    return Bad("--checkpoint-every and --keep-checkpoints must be >= 0");
-  if (CheckpointDir.empty() && (CheckpointEvery > 0 || Resume))
-    return Bad(Twine(Resume ? "--resume" : "--checkpoint-every") +
+  if (CheckpointEvery < 0 || KeepCheckpoints < 0 || CheckpointMinutes < 0)
+    return Bad("--checkpoint-every, --checkpoint-minutes and "
+               "--keep-checkpoints must be >= 0");
+  if (CheckpointDir.empty() &&
+      (CheckpointEvery > 0 || CheckpointMinutes > 0 || Resume))
+    return Bad(Twine(Resume                  ? "--resume"
+                     : CheckpointMinutes > 0 ? "--checkpoint-minutes"
+                                             : "--checkpoint-every") +
                " needs --checkpoint-dir");
   return Error::success();
 }
@@ -984,6 +988,8 @@ static Error train(const TrainOptions &O) {
   // The steps' largest computed-value footprints (--memory-report).
   MeasuredMemory Peaks;
   CheckpointCrash Crash = Hooks->Crash;
+  // When the last checkpoint was saved (--checkpoint-minutes).
+  auto LastSave = std::chrono::steady_clock::now();
   for (int64_t Step = *Resumed + 1; Step <= O.Steps; ++Step) {
     if (Hooks->StepDelayMs)
       std::this_thread::sleep_for(
@@ -1045,12 +1051,26 @@ static Error train(const TrainOptions &O) {
     outs().flush();
 
     bool Stop = TermRequested != 0;
+    // --checkpoint-minutes: rank 0's clock decides, so that every rank
+    // saves the same step.
+    bool Due = false;
+    if (O.CheckpointMinutes > 0) {
+      uint8_t Mine = std::chrono::steady_clock::now() - LastSave >=
+                     std::chrono::duration<double>(O.CheckpointMinutes * 60);
+      Expected<std::vector<uint8_t>> All = gatherBytes(Backend, Mine);
+      if (!All)
+        return fail(RunFailure,
+                    "rank " + Twine(Comm.getRank()) +
+                        ": --checkpoint-minutes: " + toString(All.takeError()));
+      Due = All->front() != 0;
+    }
     if (!O.CheckpointDir.empty() &&
-        (Stop || Step == O.Steps ||
+        (Stop || Due || Step == O.Steps ||
          (O.CheckpointEvery > 0 && Step % O.CheckpointEvery == 0))) {
       if (Error E = State.save(Step, Crash))
         return E;
       Crash = CheckpointCrash::None;
+      LastSave = std::chrono::steady_clock::now();
     }
     if (Stop) {
       WithColor::note(errs(), "autopar-run")

@@ -83,6 +83,9 @@ struct TrainOptions {
   /// Save every this many steps (0: only after the last step and on
   /// SIGTERM).
   int64_t CheckpointEvery = 0;
+  /// Also save when this many minutes have passed since the last save (or
+  /// the start); rank 0's clock decides for every rank (0: never).
+  double CheckpointMinutes = 0;
   /// Checkpoints kept (0: all).
   int64_t KeepCheckpoints = 2;
   /// Continue from CheckpointDir/latest.

@@ -117,9 +117,8 @@ std::string TraceRecorder::toJSON() const {
   return S;
 }
 
-/// An all-gather over every rank of the job of Count bytes from each.
-static Expected<std::vector<uint8_t>> gatherBytes(Backend &B,
-                                                  ArrayRef<uint8_t> Mine) {
+Expected<std::vector<uint8_t>> autopar::gatherBytes(Backend &B,
+                                                    ArrayRef<uint8_t> Mine) {
   Communicator &Comm = B.getCommunicator();
   int N = Comm.getNumRanks();
   Expected<Tensor> In = B.allocate(ElementType::U8, {int64_t(Mine.size())});

@@ -78,6 +78,11 @@ private:
   llvm::DenseMap<const Node *, std::pair<int64_t, uint64_t>> NodeFigures;
 };
 
+/// Every rank's Mine (the same size on each), in rank order, on every rank:
+/// an all-gather over the whole job through the backend's communicator.
+llvm::Expected<std::vector<uint8_t>> gatherBytes(Backend &B,
+                                                 llvm::ArrayRef<uint8_t> Mine);
+
 /// Every rank's Text, in rank order, on rank 0 (empty elsewhere): sizes
 /// then bytes through the backend's communicator (all-gathers over the
 /// whole job).

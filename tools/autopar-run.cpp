@@ -127,6 +127,11 @@ static cl::opt<int64_t> CheckpointEvery(
     cl::desc("Save a checkpoint every N steps (0: only after the last step "
              "and on SIGTERM)"),
     cl::init(0), cl::cat(Category));
+static cl::opt<double> CheckpointMinutes(
+    "checkpoint-minutes",
+    cl::desc("Also save a checkpoint when this many minutes have passed "
+             "since the last one (0: never)"),
+    cl::init(0), cl::cat(Category));
 static cl::opt<int64_t>
     KeepCheckpoints("keep-checkpoints",
                     cl::desc("Checkpoints to keep (0: all)"), cl::init(2),
@@ -174,6 +179,7 @@ int main(int argc, char **argv) {
     T.CommTimeoutSeconds = CommTimeout;
     T.CheckpointDir = CheckpointDir;
     T.CheckpointEvery = CheckpointEvery;
+    T.CheckpointMinutes = CheckpointMinutes;
     T.KeepCheckpoints = KeepCheckpoints;
     T.Resume = Resume;
     return autopar::runTraining(T);
