@@ -975,16 +975,8 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
         AheadBytes += *P->getType().getStaticSizeInBytes();
       }
     PeakFetchedBytes = std::max(PeakFetchedBytes, FetchedBytes + AheadBytes);
-    for (Value *V : N.getOperands()) {
-      if (!V)
-        In.push_back(Tensor());
-      else if (V->isParam())
-        In.push_back(ParamTensor(V));
-      else if (const Value *P = getUpdatedParam(*V))
-        In.push_back(ParamTensor(P));
-      else
-        In.push_back(*State.lookup(V));
-    }
+    for (Value *V : N.getOperands())
+      In.push_back(Operand(V));
     for (unsigned R = 0; R != N.getNumResults(); ++R) {
       // An optimizer step writes into the parameter it updates.
       if (std::optional<unsigned> Op = getUpdatedOperand(N.getOp(), R)) {
