@@ -1,5 +1,4 @@
-//===- StepArena.h - Host memory planned from a program's liveness -*- C++
-//-*-===//
+//===- StepArena.h - Host memory planned from liveness ----------*- C++ -*-===//
 //
 // Every run of a program allocates and frees the same buffers in the same
 // order: the executor's schedule is fixed (Executor.h). So the CPU backend

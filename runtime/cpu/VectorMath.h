@@ -1,11 +1,14 @@
 //===- VectorMath.h - Elementwise f32 math over whole arrays ----*- C++ -*-===//
 //
-// The activation kernels' transcendental functions over arrays of f32,
-// vectorized by Eigen (its packet exp, tanh and erf: a few ulp from the C
-// library's, at several elements per instruction) instead of one libm call
-// per element. The arrays are split into chunks over the kernel threads;
-// each element is computed the same way whatever the split, so results do
-// not depend on the thread count.
+// The kernels' vectorized math over arrays and rows of f32: the
+// transcendental functions of the activations and softmax rows (exp, GELU
+// and its gradient), AdamW, and the row kernels (f64 sums and dot
+// products, the norms' moments and rows, the softmax gradient row). On a
+// CPU with AVX2 and FMA they run VectorMathAvx2.cpp's (intrinsics, and
+// RowMath.inc compiled for AVX2); elsewhere Eigen's packet exp, tanh and
+// erf (a few ulp from the C library's) and RowMath.inc compiled for the
+// portable target. Arrays are split into fixed chunks over the kernel
+// threads, so results do not depend on the thread count.
 //
 //===----------------------------------------------------------------------===//
 
