@@ -73,6 +73,18 @@ llvm::Error autopar::makeExitError(int Code, const llvm::Twine &Message) {
   return llvm::make_error<ExitError>(Code, Message.str());
 }
 
+void autopar::printToolError(llvm::StringRef Tool, const llvm::Twine &Message) {
+  llvm::raw_ostream &Err = llvm::errs();
+  if (Err.has_colors()) {
+    llvm::WithColor::error(Err, Tool) << Message << '\n';
+    return;
+  }
+  // errs() is unbuffered: one string, one write.
+  std::string Line;
+  llvm::raw_string_ostream(Line) << Tool << ": error: " << Message << '\n';
+  Err << Line;
+}
+
 int autopar::reportExitError(llvm::Error E, llvm::StringRef Tool,
                              int OtherCode) {
   int Code = 0;
@@ -80,11 +92,11 @@ int autopar::reportExitError(llvm::Error E, llvm::StringRef Tool,
       std::move(E),
       [&](const ExitError &X) {
         if (!X.message().empty())
-          llvm::WithColor::error(llvm::errs(), Tool) << X.message() << '\n';
+          printToolError(Tool, X.message());
         Code = X.getCode();
       },
       [&](const llvm::ErrorInfoBase &X) {
-        llvm::WithColor::error(llvm::errs(), Tool) << X.message() << '\n';
+        printToolError(Tool, X.message());
         Code = OtherCode;
       });
   return Code;

@@ -114,8 +114,14 @@ private:
 /// An ExitError.
 llvm::Error makeExitError(int Code, const llvm::Twine &Message = "");
 
-/// 0 for success; else prints E's message as Tool's error and returns its
-/// code (OtherCode for an error that is not an ExitError).
+/// Prints "Tool: error: Message" and a newline to standard error: in one
+/// write when standard error is not a terminal, so that the lines of ranks
+/// that share it (under mpirun, through one pipe) and mpirun's own do not
+/// interleave inside the line; in colour on a terminal.
+void printToolError(llvm::StringRef Tool, const llvm::Twine &Message);
+
+/// 0 for success; else prints E's message as Tool's error (printToolError)
+/// and returns its code (OtherCode for an error that is not an ExitError).
 int reportExitError(llvm::Error E, llvm::StringRef Tool, int OtherCode);
 
 } // namespace autopar

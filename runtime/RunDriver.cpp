@@ -27,7 +27,7 @@ using namespace llvm;
 static raw_ostream &error() { return WithColor::error(errs(), "autopar-run"); }
 
 static int fail(int Code, Error E) {
-  error() << toString(std::move(E)) << '\n';
+  printToolError("autopar-run", toString(std::move(E)));
   return Code;
 }
 
