@@ -107,7 +107,6 @@ Executor::create(const Graph &G, Backend &B, const ExecutorOptions &Options) {
   if (Error E = X->readOffloadLists())
     return E;
   X->planFrees();
-  X->planStepGroups();
   X->findGradients();
   X->findGatheredParams();
   return X;
@@ -544,6 +543,8 @@ void Executor::planFrees() {
         FreeAfter[*At].push_back(V);
     }
   planInPlaceAdds();
+  // Groups depend on which Adds run in place.
+  planStepGroups();
 }
 
 void Executor::planStepGroups() {
@@ -852,6 +853,26 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
       return ParamTensor(P);
     return *State.lookup(V);
   };
+  // Result R of node I, whose operands are In: the parameter an optimizer
+  // step updates, the operand an in-place Add takes over, a gathered
+  // parameter's home, a view of the operand's bytes, or a new tensor.
+  auto Result = [&](unsigned I, unsigned R,
+                    ArrayRef<Tensor> In) -> Expected<Tensor> {
+    const Node &N = *Nodes[I];
+    const Value &Y = *N.getResult(R);
+    if (std::optional<unsigned> Op = getUpdatedOperand(N.getOp(), R))
+      return ParamTensor(N.getOperand(*Op));
+    if (const Value *X = InPlaceOperand[I])
+      return State.rename(X, Y);
+    if (const Value *P = HomeAt[I])
+      // The gather fills its parameter's home around the shard.
+      return State.addView(Y, Homes.find(P)->second.Whole);
+    if (ViewOf[I])
+      return State.addView(Y, Tensor(Y.getType().getElementType(),
+                                     Y.getType().getStaticSizes(),
+                                     In[0].getData()));
+    return State.allocate(Y);
+  };
   // Nodes [I, End) of a group (planStepGroups), run by the backend at once.
   auto RunGroup = [&](unsigned I, unsigned End) -> Error {
     std::vector<SmallVector<Tensor, 10>> Ins(End - I), Outs(End - I);
@@ -862,16 +883,10 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
       for (Value *V : N.getOperands())
         Ins[K - I].push_back(Operand(V));
       for (unsigned R = 0; R != N.getNumResults(); ++R) {
-        if (std::optional<unsigned> Op = getUpdatedOperand(N.getOp(), R)) {
-          Outs[K - I].push_back(ParamTensor(N.getOperand(*Op)));
-        } else if (const Value *X = InPlaceOperand[K]) {
-          Outs[K - I].push_back(State.rename(X, *N.getResult(R)));
-        } else {
-          Expected<Tensor> T = State.allocate(*N.getResult(R));
-          if (!T)
-            return T.takeError();
-          Outs[K - I].push_back(*T);
-        }
+        Expected<Tensor> T = Result(K, R, Ins[K - I]);
+        if (!T)
+          return T.takeError();
+        Outs[K - I].push_back(*T);
       }
       Group.push_back(&N);
       InRefs.push_back(Ins[K - I]);
@@ -881,27 +896,28 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
     if (Error E = B.runNodes(Group, InRefs, OutRefs))
       return E;
     auto Finish = std::chrono::steady_clock::now();
-    if (Observer && Group.front()->getOp() != OpId::AdamW) {
-      // A fused epilogue's time counts with its GEMM.
-      Observer(*Group.front(), Start, Finish);
-      for (const Node *N : ArrayRef<const Node *>(Group).drop_front())
-        Observer(*N, Finish, Finish);
-    } else if (Observer) {
-      // Each step gets its share of the group's time by elements.
-      uint64_t Total = 0, Done = 0;
+    if (Observer) {
+      // Optimizer steps share the group's time by their elements; a fused
+      // epilogue's time counts with its GEMM (the first node).
+      bool ByElements = Group.front()->getOp() == OpId::AdamW;
+      std::vector<double> Weights;
       for (const Node *N : Group)
-        Total += N->getOperand(0)->getType().getStaticNumElements().value_or(0);
-      for (const Node *N : Group) {
-        auto At = [&](uint64_t Elements) {
-          return Start + std::chrono::duration_cast<
-                             std::chrono::steady_clock::duration>(
-                             (Finish - Start) *
-                             (Total ? double(Elements) / double(Total) : 0.0));
-        };
-        uint64_t Size =
-            N->getOperand(0)->getType().getStaticNumElements().value_or(0);
-        Observer(*N, At(Done), At(Done + Size));
-        Done += Size;
+        Weights.push_back(ByElements ? double(N->getOperand(0)
+                                                  ->getType()
+                                                  .getStaticNumElements()
+                                                  .value_or(0))
+                                     : double(N == Group.front()));
+      double Total = 0, Done = 0;
+      for (double W : Weights)
+        Total += W;
+      auto At = [&](double Share) {
+        return Start +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   (Finish - Start) * (Total ? Share / Total : 0.0));
+      };
+      for (size_t K = 0; K != Group.size(); ++K) {
+        Observer(*Group[K], At(Done), At(Done + Weights[K]));
+        Done += Weights[K];
       }
     }
     for (unsigned K = I; K != End; ++K)
@@ -978,29 +994,7 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
     for (Value *V : N.getOperands())
       In.push_back(Operand(V));
     for (unsigned R = 0; R != N.getNumResults(); ++R) {
-      // An optimizer step writes into the parameter it updates.
-      if (std::optional<unsigned> Op = getUpdatedOperand(N.getOp(), R)) {
-        Out.push_back(ParamTensor(N.getOperand(*Op)));
-        continue;
-      }
-      if (const Value *X = InPlaceOperand[I]) {
-        Out.push_back(State.rename(X, *N.getResult(R)));
-        continue;
-      }
-      if (const Value *P = HomeAt[I]) {
-        // The gather fills its parameter's home around the shard.
-        Out.push_back(
-            State.addView(*N.getResult(R), Homes.find(P)->second.Whole));
-        continue;
-      }
-      if (ViewOf[I]) {
-        const Value &Y = *N.getResult(R);
-        Out.push_back(State.addView(Y, Tensor(Y.getType().getElementType(),
-                                              Y.getType().getStaticSizes(),
-                                              In[0].getData())));
-        continue;
-      }
-      Expected<Tensor> T = State.allocate(*N.getResult(R));
+      Expected<Tensor> T = Result(I, R, In);
       if (!T)
         return T.takeError();
       Out.push_back(*T);

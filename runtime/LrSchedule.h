@@ -39,6 +39,10 @@ struct LrSchedule {
 
   /// The rate of step Step (1 for the first).
   double at(int64_t Step) const;
+  /// True when every step has the peak rate.
+  bool isConstant() const {
+    return Decay == LrDecay::Constant && WarmupSteps == 0;
+  }
   /// An error naming the option at fault (--warmup-steps, --min-lr,
   /// --lr-decay-steps).
   llvm::Error validate() const;

@@ -807,7 +807,8 @@ static void findReplica(const Value *TokensIn, int Rank, RankProgram &P) {
 /// scalars.
 static Expected<std::vector<HostTensor>>
 getStepInputs(const TrainOptions &O, const RankProgram &P,
-              const Value *TokensIn, TokenSource &Source, int64_t Step) {
+              const Value *TokensIn, TokenSource &Source, int64_t Step,
+              double Lr) {
   std::vector<HostTensor> Inputs;
   for (const std::unique_ptr<Value> &In : P.G->getInputs()) {
     StringRef Name = In->getName();
@@ -834,7 +835,7 @@ getStepInputs(const TrainOptions &O, const RankProgram &P,
       Inputs.push_back(std::move(H));
       continue;
     }
-    double V = Name == "optimizer.lr"             ? O.getSchedule().at(Step)
+    double V = Name == "optimizer.lr"             ? Lr
                : Name == "optimizer.beta1"        ? O.Beta1
                : Name == "optimizer.beta2"        ? O.Beta2
                : Name == "optimizer.eps"          ? O.Eps
@@ -990,6 +991,7 @@ static Error train(const TrainOptions &O) {
   CheckpointCrash Crash = Hooks->Crash;
   // When the last checkpoint was saved (--checkpoint-minutes).
   auto LastSave = std::chrono::steady_clock::now();
+  const LrSchedule Schedule = O.getSchedule();
   for (int64_t Step = *Resumed + 1; Step <= O.Steps; ++Step) {
     if (Hooks->StepDelayMs)
       std::this_thread::sleep_for(
@@ -997,7 +999,7 @@ static Error train(const TrainOptions &O) {
     Trace.setStep(Step);
     Profile.beginStep();
     Expected<std::vector<HostTensor>> Inputs =
-        getStepInputs(O, P, *TokensIn, *Source, Step);
+        getStepInputs(O, P, *TokensIn, *Source, Step, Schedule.at(Step));
     if (!Inputs)
       return Inputs.takeError();
     // Dropout masks: the seed, the step and this replica's micro-batches.
@@ -1043,9 +1045,8 @@ static Error train(const TrainOptions &O) {
              << " time_ms " << format("%.3f", Seconds * 1e3) << " tokens_per_s "
              << format("%.1f", Seconds > 0 ? TokensPerStep / Seconds : 0.0);
     // The step's rate, when it changes from step to step.
-    if (Comm.getRank() == 0 && (O.getSchedule().Decay != LrDecay::Constant ||
-                                O.Schedule.WarmupSteps > 0))
-      outs() << " lr " << format("%.9g", O.getSchedule().at(Step));
+    if (Comm.getRank() == 0 && !Schedule.isConstant())
+      outs() << " lr " << format("%.9g", Schedule.at(Step));
     if (Comm.getRank() == 0)
       outs() << "\n";
     outs().flush();

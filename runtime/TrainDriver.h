@@ -64,11 +64,12 @@ struct TrainOptions {
   /// The optimizer the program must have been compiled for.
   std::string Optimizer = "adamw";
   double Lr = 1e-3, Beta1 = 0.9, Beta2 = 0.999, Eps = 1e-8, WeightDecay = 0.01;
-  /// The rate of each step (runtime/LrSchedule.h): its decay is
-  /// LrScheduleName's, its Peak is Lr, and its DecaySteps Steps when 0
-  /// (getSchedule).
+  /// The rate of each step (getSchedule, runtime/LrSchedule.h): warmup to
+  /// Lr, then LrScheduleName's decay to MinLr at step LrDecaySteps (0:
+  /// Steps).
   std::string LrScheduleName = "constant";
-  LrSchedule Schedule;
+  int64_t WarmupSteps = 0, LrDecaySteps = 0;
+  double MinLr = 0;
   std::string WeightsDir;
   /// Initialise every parameter from the seed, ignoring the model's data.
   bool RandomInit = false;
@@ -101,13 +102,15 @@ struct TrainOptions {
   std::string OffloadDir;
 
   llvm::Error validate() const;
-  /// Schedule with the peak Lr and the decay over Steps unless given.
+  /// The schedule the options describe (a constant one for a bad name,
+  /// which validate reports).
   LrSchedule getSchedule() const {
-    LrSchedule S = Schedule;
+    LrSchedule S;
     S.Decay = parseLrDecay(LrScheduleName).value_or(LrDecay::Constant);
     S.Peak = Lr;
-    if (S.DecaySteps == 0)
-      S.DecaySteps = Steps;
+    S.Min = MinLr;
+    S.WarmupSteps = WarmupSteps;
+    S.DecaySteps = LrDecaySteps ? LrDecaySteps : Steps;
     return S;
   }
 };

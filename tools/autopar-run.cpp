@@ -161,9 +161,9 @@ int main(int argc, char **argv) {
     T.Optimizer = Optimizer;
     T.Lr = Lr;
     T.LrScheduleName = LrScheduleName;
-    T.Schedule.WarmupSteps = WarmupSteps;
-    T.Schedule.Min = MinLr;
-    T.Schedule.DecaySteps = LrDecaySteps;
+    T.WarmupSteps = WarmupSteps;
+    T.MinLr = MinLr;
+    T.LrDecaySteps = LrDecaySteps;
     T.Beta1 = Beta1;
     T.Beta2 = Beta2;
     T.Eps = Eps;

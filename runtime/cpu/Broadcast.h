@@ -12,8 +12,6 @@
 #include "runtime/KernelArgs.h"
 #include "runtime/cpu/Kernels.h"
 
-#include <algorithm>
-
 #include <type_traits>
 
 namespace autopar {
@@ -62,18 +60,16 @@ template <typename T> T wrapMul(T A, T B) {
 template <typename T, typename R, typename FnTy>
 void broadcastBinaryOnThreads(const Tensor &X, const Tensor &Y, const Tensor &Z,
                               FnTy Fn) {
-  constexpr int64_t Chunk = 1 << 16;
   llvm::ArrayRef<int64_t> Out = Z.getShape();
   int64_t N = Z.getNumElements();
   bool Same = X.getShape() == Out && Y.getShape() == Out;
   bool Scalar = X.getShape() == Out && Y.getNumElements() == 1;
-  if (N < 2 * Chunk || (!Same && !Scalar))
+  if (N < 2 * ElementsPerChunk || (!Same && !Scalar))
     return broadcastBinary<T, R>(X, Y, Z, Fn);
   const T *XD = X.data<T>();
   const T *YD = Y.data<T>();
   R *ZD = Z.data<R>();
-  parallelFor((N + Chunk - 1) / Chunk, [&](int64_t C) {
-    int64_t Begin = C * Chunk, End = std::min(N, Begin + Chunk);
+  parallelForChunks(N, [&](int64_t Begin, int64_t End) {
     if (Same)
       for (int64_t I = Begin; I != End; ++I)
         ZD[I] = Fn(XD[I], YD[I]);

@@ -95,6 +95,14 @@ void autopar::setKernelThreads(int Threads) {
   KernelThreads = std::max(Threads, 1);
 }
 
+void autopar::parallelForChunks(int64_t N,
+                                function_ref<void(int64_t, int64_t)> Body) {
+  parallelFor((N + ElementsPerChunk - 1) / ElementsPerChunk, [&](int64_t C) {
+    int64_t Begin = C * ElementsPerChunk;
+    Body(Begin, std::min(N, Begin + ElementsPerChunk));
+  });
+}
+
 void autopar::parallelFor(int64_t N, function_ref<void(int64_t)> Body) {
   int64_t Threads = InParallelFor ? 1 : std::min<int64_t>(KernelThreads, N);
   if (Threads <= 1) {

@@ -87,6 +87,13 @@ void setKernelThreads(int Threads);
 /// contiguous range. Bodies must write disjoint data, so the results do not
 /// depend on the thread count.
 void parallelFor(int64_t N, llvm::function_ref<void(int64_t)> Body);
+/// Elements per chunk of parallelForChunks: large enough to hide a thread's
+/// start, small enough to spread a layer's activations.
+constexpr int64_t ElementsPerChunk = 1 << 16;
+/// Runs Body(Begin, End) over [0, N) in chunks of ElementsPerChunk on the
+/// kernel threads: a split that depends only on N.
+void parallelForChunks(int64_t N,
+                       llvm::function_ref<void(int64_t, int64_t)> Body);
 
 // NormKernels.cpp: LayerNormalization (with Mean and InvStdDev) and
 // RMSNormalization.

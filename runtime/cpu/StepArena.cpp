@@ -215,17 +215,15 @@ void StepArena::finishPlan() {
   New->Buffers.assign(Recorded.begin(), Recorded.end());
   for (ArenaBuffer &Buf : New->Buffers)
     Buf.Offset = HeapOffset;
+  uint64_t Needed = 0;
   if (Placed.size() <= MaxPlannedBuffers) {
     std::vector<ArenaBuffer> ToPlace;
     for (unsigned I : Placed)
       ToPlace.push_back(Recorded[I]);
-    New->Bytes = placeBuffers(ToPlace, Alignment);
+    Needed = placeBuffers(ToPlace, Alignment);
     for (unsigned J = 0; J != Placed.size(); ++J)
       New->Buffers[Placed[J]].Offset = ToPlace[J].Offset;
-  } else {
-    New->Bytes = 0;
   }
-  uint64_t Needed = New->Bytes;
   Plans[Key] = std::move(New);
   // Grow only when no bytes of the arena are in use.
   if (Needed > Capacity && UsedSlots.empty()) {

@@ -91,9 +91,9 @@ public:
   std::string describe() const;
 
 private:
+  /// A program's buffers in allocation order, with their offsets.
   struct Plan {
     std::vector<ArenaBuffer> Buffers;
-    uint64_t Bytes = 0;
   };
   /// A live allocation of the current run: its index in Recorded.
   struct LiveEntry {

@@ -25,19 +25,6 @@ namespace {
 using ConstArray = Eigen::Map<const Eigen::ArrayXf>;
 using Array = Eigen::Map<Eigen::ArrayXf>;
 
-/// Elements per chunk a thread takes: large enough to hide the thread's
-/// start, small enough to spread a layer's activations.
-constexpr int64_t ChunkElements = 1 << 16;
-
-/// Runs Body(Begin, Count) over [0, N) in chunks on the kernel threads.
-template <typename BodyTy> void forChunks(int64_t N, BodyTy Body) {
-  int64_t Chunks = (N + ChunkElements - 1) / ChunkElements;
-  parallelFor(Chunks, [&](int64_t C) {
-    int64_t Begin = C * ChunkElements;
-    Body(Begin, std::min(ChunkElements, N - Begin));
-  });
-}
-
 /// Below this, exp's f32 result is subnormal (exp(-87.3) is the smallest
 /// normal): Eigen's exp gives subnormals there, down to exp(-88.38) for
 /// -inf, and arithmetic on subnormals runs at a fraction of the speed (a
@@ -55,10 +42,9 @@ constexpr float InvSqrt2Pi = 0.3989422804014327f; // 1 / sqrt(2 pi)
 constexpr float TanhScale = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float TanhCubic = 0.044715f;
 
-} // namespace
-
-namespace {
+/// setGenericVectorMath's switch.
 std::atomic<bool> Generic{false};
+
 } // namespace
 
 void autopar::setGenericVectorMath(bool G) { Generic = G; }
@@ -76,9 +62,7 @@ bool autopar::avx2::isAvailable() {
 namespace autopar {
 namespace generic {
 #include "runtime/cpu/RowMath.inc"
-void adamWRange(const float *P, const float *G, const float *M, const float *V,
-                float *PO, float *MO, float *VO, int64_t N,
-                const AdamWScalars &S);
+#include "runtime/cpu/RowMathDecls.inc"
 } // namespace generic
 } // namespace autopar
 
@@ -89,6 +73,8 @@ void autopar::generic::adamWRange(const float *P, const float *G,
                                   const float *M, const float *V, float *PO,
                                   float *MO, float *VO, int64_t N,
                                   const AdamWScalars &S) {
+  // A copy the stores below cannot alias, so the loop keeps the scalars in
+  // registers.
   const AdamWScalars C = S;
   for (int64_t J = 0; J != N; ++J) {
     float Grad = G[J];
@@ -182,7 +168,8 @@ float autopar::maxOf(const float *X, int64_t N) {
 }
 
 void autopar::geluArray(const float *X, float *Y, int64_t N, bool Tanh) {
-  forChunks(N, [&](int64_t Begin, int64_t Count) {
+  parallelForChunks(N, [&](int64_t Begin, int64_t End) {
+    int64_t Count = End - Begin;
     if (avx2::isAvailable())
       return avx2::gelu(X + Begin, Y + Begin, Count, Tanh);
     ConstArray V(X + Begin, Count);
@@ -197,7 +184,8 @@ void autopar::geluArray(const float *X, float *Y, int64_t N, bool Tanh) {
 
 void autopar::geluGradArray(const float *DY, const float *X, float *DX,
                             int64_t N, bool Tanh) {
-  forChunks(N, [&](int64_t Begin, int64_t Count) {
+  parallelForChunks(N, [&](int64_t Begin, int64_t End) {
+    int64_t Count = End - Begin;
     if (avx2::isAvailable())
       return avx2::geluGrad(DY + Begin, X + Begin, DX + Begin, Count, Tanh);
     ConstArray G(DY + Begin, Count), V(X + Begin, Count);
@@ -233,8 +221,7 @@ void autopar::adamWTensors(ArrayRef<AdamWTensor> Tensors,
   std::vector<int64_t> Starts(Tensors.size() + 1, 0);
   for (size_t K = 0; K != Tensors.size(); ++K)
     Starts[K + 1] = Starts[K] + Tensors[K].N;
-  forChunks(Starts.back(), [&](int64_t Begin, int64_t Count) {
-    int64_t End = Begin + Count;
+  parallelForChunks(Starts.back(), [&](int64_t Begin, int64_t End) {
     size_t K = std::upper_bound(Starts.begin(), Starts.end(), Begin) -
                Starts.begin() - 1;
     for (; K != Tensors.size() && Starts[K] < End; ++K) {
