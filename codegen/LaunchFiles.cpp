@@ -25,7 +25,8 @@ std::string autopar::describePlan(const PlanRecord &R) {
      << getPrecisionName(P.TrainPrecision)
      << " attention=" << getAttentionKernelName(P.Attention)
      << (P.DpOverlap ? "" : " dp-overlap=off")
-     << (P.Fusion ? "" : " fusion=off");
+     << (P.Fusion ? "" : " fusion=off")
+     << (P.VerifyTransfers ? " verify-transfers=on" : "");
   return OS.str();
 }
 

@@ -15,29 +15,6 @@ namespace {
 
 constexpr double GiB = double(1ull << 30);
 
-std::string escape(StringRef S) {
-  std::string Out;
-  for (char C : S) {
-    switch (C) {
-    case '&':
-      Out += "&amp;";
-      break;
-    case '<':
-      Out += "&lt;";
-      break;
-    case '>':
-      Out += "&gt;";
-      break;
-    case '"':
-      Out += "&quot;";
-      break;
-    default:
-      Out += C;
-    }
-  }
-  return Out;
-}
-
 const char *Style = R"(<style>
 body { font-family: sans-serif; margin: 24px; color: #222; }
 h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 28px; }
@@ -70,7 +47,7 @@ void summary(raw_ostream &OS, const ReportInput &In) {
   const PlanPrediction &R = P.Prediction;
   OS << "<section id=\"summary\"><table>\n";
   auto Row = [&](StringRef Name, const std::string &Value) {
-    OS << "<tr><th>" << Name << "</th><td class=\"text\">" << escape(Value)
+    OS << "<tr><th>" << Name << "</th><td class=\"text\">" << escapeHtml(Value)
        << "</td></tr>\n";
   };
   Row("configuration", P.Config.str());
@@ -529,7 +506,7 @@ void alternatives(raw_ostream &OS, const ReportInput &In) {
   for (unsigned I = 0; I != In.Plans.size(); ++I) {
     const PlanPrediction &R = In.Plans[I].Prediction;
     OS << "<tr><td>" << I + 1 << "</td><td class=\"text\">"
-       << escape(In.Plans[I].Config.str()) << "</td><td>"
+       << escapeHtml(In.Plans[I].Config.str()) << "</td><td>"
        << formatv("{0:f4}", R.StepSeconds) << "</td><td>"
        << formatv("{0:f1}%", 100 * R.BubbleFraction) << "</td><td>"
        << formatv("{0:f4}", R.DpSyncSeconds) << "</td><td>"
@@ -566,8 +543,8 @@ Expected<std::string> autopar::renderReport(const ReportInput &In) {
   std::string Text;
   raw_string_ostream OS(Text);
   OS << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-     << "<title>autopar plan: " << escape(In.Model) << "</title>\n"
-     << Style << "</head><body>\n<h1>autopar plan for " << escape(In.Model)
+     << "<title>autopar plan: " << escapeHtml(In.Model) << "</title>\n"
+     << Style << "</head><body>\n<h1>autopar plan for " << escapeHtml(In.Model)
      << "</h1>\n";
   summary(OS, In);
   topology(OS, In);
@@ -578,4 +555,27 @@ Expected<std::string> autopar::renderReport(const ReportInput &In) {
   explain(OS, In);
   OS << "</body></html>\n";
   return OS.str();
+}
+
+std::string autopar::escapeHtml(StringRef S) {
+  std::string Out;
+  for (char C : S) {
+    switch (C) {
+    case '&':
+      Out += "&amp;";
+      break;
+    case '<':
+      Out += "&lt;";
+      break;
+    case '>':
+      Out += "&gt;";
+      break;
+    case '"':
+      Out += "&quot;";
+      break;
+    default:
+      Out += C;
+    }
+  }
+  return Out;
 }

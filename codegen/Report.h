@@ -33,6 +33,10 @@ struct ReportInput {
 
 llvm::Expected<std::string> renderReport(const ReportInput &In);
 
+/// S with &, <, > and " written as HTML entities (text and attribute
+/// values).
+std::string escapeHtml(llvm::StringRef S);
+
 } // namespace autopar
 
 #endif // AUTOPAR_CODEGEN_REPORT_H

@@ -396,3 +396,14 @@ double autopar::bucketedCollectiveSeconds(const Cluster &Cl, Collective C,
   return Full * collectiveSeconds(Cl, C, CapBytes, G) +
          (Rest > 0 ? collectiveSeconds(Cl, C, Rest, G) : 0);
 }
+
+double autopar::verifyTransferSeconds(const Cluster &Cl, double Bytes) {
+  // ISA-L's crc32_iscsi on one core: 31.4 GB/s over 64 MiB, 33.0 over 4
+  // MiB (bench/crc32c-rate.sh on the 2-core Sapphire Rapids KVM machine,
+  // 2026-12-06); it reads the bytes once, so it is also bounded by memory.
+  constexpr double CrcBytesPerSec = 31e9;
+  double Copy = Cl.Device.achievableHbmBytesPerSec();
+  double CrcRate =
+      Copy > 0 ? std::min(CrcBytesPerSec, 2 * Copy) : CrcBytesPerSec;
+  return 2 * Bytes / CrcRate + (Copy > 0 ? Bytes / Copy : 0);
+}

@@ -116,6 +116,12 @@ CollectiveCost estimateCollective(const Cluster &Cl, Collective C, double Bytes,
 /// estimateCollective's seconds.
 double collectiveSeconds(const Cluster &Cl, Collective C, double Bytes,
                          CommGroup G);
+/// What `verify-transfers=on` adds to one point-to-point message of Bytes:
+/// a CRC32C of the bytes at the sender and at the receiver, and the
+/// receiver's copy out of its checked buffer (at the device's memory
+/// bandwidth).
+double verifyTransferSeconds(const Cluster &Cl, double Bytes);
+
 /// Bytes moved in buckets of at most CapBytes, one collective each (the
 /// full buckets and the rest): each pays its latency.
 double bucketedCollectiveSeconds(const Cluster &Cl, Collective C, double Bytes,

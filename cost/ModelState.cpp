@@ -178,10 +178,14 @@ double autopar::optimizerStepSeconds(const ModelStateConfig &C,
   // the master and the 16-bit weight.
   double StateBytes = optimizerBytesPerParam(C.Optimizer, C.MasterWeights);
   double Bytes = Owned * (C.GradBytes + 2 * StateBytes + C.WeightBytes);
-  if (!offloadsOptimizer(C.Offload)) {
-    double Bandwidth = Cl.Device.achievableHbmBytesPerSec();
-    return Bandwidth > 0 ? Bytes / Bandwidth : 0;
-  }
+  // Global-norm clipping on the device before the step, which every plan
+  // has (passes/ClipGradients.cpp): each gradient read for its sum of
+  // squares, then read and written scaled by the coefficient. (Its scalar
+  // all-reduces are latency only, a few microseconds.)
+  double Bandwidth = Cl.Device.achievableHbmBytesPerSec();
+  double Clip = Bandwidth > 0 ? Owned * 3 * C.GradBytes / Bandwidth : 0;
+  if (!offloadsOptimizer(C.Offload))
+    return Clip + (Bandwidth > 0 ? Bytes / Bandwidth : 0);
   double Link = offloadsToNvme(C.Offload) ? Cl.nvmeBytesPerSecPerGpu()
                                           : Cl.HostLink.BytesPerSec;
   double Transfer = Link > 0 ? Owned * (C.GradBytes + C.WeightBytes) / Link : 0;
@@ -190,5 +194,5 @@ double autopar::optimizerStepSeconds(const ModelStateConfig &C,
   // NVMe also streams the states in and out.
   if (offloadsToNvme(C.Offload) && Link > 0)
     Step = std::max(Step, Owned * 2 * StateBytes / Link);
-  return Transfer + Step;
+  return Clip + Transfer + Step;
 }

@@ -420,6 +420,20 @@ int autopar::runExplainDriver(StringRef ModelFile, StringRef PlanDir,
   return runPlanDriver(O);
 }
 
+int autopar::runRetargetDriver(StringRef ModelFile, StringRef PlanDir,
+                               int64_t Dp, int64_t Gpus, StringRef OutputDir) {
+  PlanDriverOptions O;
+  if (int Code = optionsFromPlan(ModelFile, PlanDir, O))
+    return Code;
+  O.GivenPlan = PlanDir.str();
+  O.OutputDir = OutputDir.str();
+  O.Gpus = Gpus;
+  // --what-if's dp rule: dp = GPUs / (tp x pp), micro-batches from the
+  // global batch.
+  O.WhatIf = "dp=" + std::to_string(Dp);
+  return runPlanDriver(O);
+}
+
 namespace {
 
 Error fail(int Code, const Twine &Message = "") {
@@ -475,7 +489,9 @@ static Expected<CheckedOptions> checkOptions(const PlanDriverOptions &O) {
     return fail(ExitBadOptions, "--gpus N is required (or --cluster "
                                 "FILE.json)");
   Expected<Cluster> Cl =
-      !O.ClusterJSON.empty() ? parseClusterJSON(O.ClusterJSON, "plan.json")
+      !O.ClusterJSON.empty()
+          ? parseClusterJSON(O.ClusterJSON, "plan.json", "",
+                             std::max<int64_t>(O.Gpus, 0), O.GpusPerNode)
       : O.ClusterFile.empty()
           ? makeCluster(O.Gpu, O.Gpus, O.GpusPerNode)
           : loadClusterFile(O.ClusterFile, O.Gpus, O.GpusPerNode);
@@ -622,6 +638,8 @@ static SearchOptions makeSearchOptions(const PlanDriverOptions &O,
       Plan ? Plan->GradReduce : Fixes.GradReduce.value_or(Precision::FP32);
   SO.GradBucket =
       Plan ? std::optional<int64_t>(Plan->GradBucket) : Fixes.GradBucket;
+  SO.VerifyTransfers =
+      Plan ? Plan->VerifyTransfers : Fixes.VerifyTransfers.value_or(false);
   SO.TopK = O.TopK;
   SO.TpAcrossNodes = O.TpAcrossNodes;
   return SO;

@@ -84,6 +84,14 @@ int runCheckDriver(llvm::StringRef ModelFile, llvm::StringRef PlanDir,
 int runExplainDriver(llvm::StringRef ModelFile, llvm::StringRef PlanDir,
                      llvm::StringRef WhatIf);
 
+/// `autopar launch --elastic`: the plan in PlanDir re-targeted by data
+/// parallelism to Dp replicas on Gpus (= tp x pp x Dp) GPUs of the same
+/// cluster, the global batch kept (each replica runs more or fewer
+/// micro-batches), written to OutputDir with its programs. Every other
+/// choice is the plan's.
+int runRetargetDriver(llvm::StringRef ModelFile, llvm::StringRef PlanDir,
+                      int64_t Dp, int64_t Gpus, llvm::StringRef OutputDir);
+
 } // namespace autopar
 
 #endif // AUTOPAR_DRIVER_PLANDRIVER_H

@@ -74,6 +74,9 @@ autopar::getRequiredCapabilities(const PlanConfig &C) {
   // One replica has nothing to overlap.
   if (C.DpOverlap && C.DP > 1)
     Needs.push_back(Capability::OverlapDpSync);
+  // One stage sends nothing.
+  if (C.VerifyTransfers && C.PP > 1)
+    Needs.push_back(Capability::VerifyTransfers);
   switch (C.Offload) {
   case OffloadKind::None:
     break;

@@ -323,6 +323,16 @@ SmallVector<const Value *, 8> autopar::getStepGradientTerms(const Node &Step) {
       continue;
     Terms.push_back(V);
     const Node *D = V->getDefiningNode();
+    // clip-gradients' scaling: the gradient (`grad.<p>.unclipped`, and
+    // with loss scaling `grad.<p>.scaled`) times its coefficient, a scalar
+    // that is not gradient.
+    if (D && D->getOp() == OpId::Mul && D->getNumOperands() == 2 &&
+        D->getOperand(0) &&
+        (D->getOperand(0)->getName().endswith(".unclipped") ||
+         D->getOperand(0)->getName().endswith(".scaled"))) {
+      Work.push_back(D->getOperand(0));
+      continue;
+    }
     if (!D || !movesGradient(D->getOp()))
       continue;
     // Shapes and split sizes are constants, not gradient.

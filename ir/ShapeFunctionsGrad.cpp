@@ -265,13 +265,15 @@ InferResult autopar::inferGatherGrad(const ShapeContext &Ctx) {
 static Error checkHyperparameters(const ShapeContext &Ctx, unsigned First,
                                   unsigned Last) {
   for (unsigned I = First; I != Last; ++I)
-    if (Ctx.getOperandType(I).getRank() != 0 ||
-        Ctx.getOperandType(I).getElementType() != ElementType::F32)
+    if (Ctx.hasOperand(I) && // an optional `skip` may be absent
+        (Ctx.getOperandType(I).getRank() != 0 ||
+         Ctx.getOperandType(I).getElementType() != ElementType::F32))
       return Ctx.error(describe(Ctx, I) + " must be an f32 scalar");
   return Error::success();
 }
 
-// (param, grad, exp_avg, exp_avg_sq, 6 scalars) -> new param and moments.
+// (param, grad, exp_avg, exp_avg_sq, 6 scalars, skip?) -> new param and
+// moments.
 InferResult autopar::inferAdamW(const ShapeContext &Ctx) {
   for (unsigned I : {1u, 2u, 3u}) {
     if (Error E = checkFloat(Ctx, I))
@@ -281,7 +283,7 @@ InferResult autopar::inferAdamW(const ShapeContext &Ctx) {
   }
   if (Error E = checkFloat(Ctx, 0))
     return E;
-  if (Error E = checkHyperparameters(Ctx, 4, 10))
+  if (Error E = checkHyperparameters(Ctx, 4, Ctx.getNumOperands()))
     return E;
   return likeOperands(Ctx, {0, 2, 3});
 }
@@ -291,7 +293,7 @@ InferResult autopar::inferSgd(const ShapeContext &Ctx) {
     return E;
   if (Error E = checkSameShape(Ctx, 0, 1))
     return E;
-  if (Error E = checkHyperparameters(Ctx, 2, 4))
+  if (Error E = checkHyperparameters(Ctx, 2, Ctx.getNumOperands()))
     return E;
   return likeOperands(Ctx, {0});
 }

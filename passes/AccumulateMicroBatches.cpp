@@ -10,7 +10,9 @@
 // carry `.mb<k>` names and the nodes' annotations. Autodiff's `loss-tokens`
 // should be the token count of the global batch, so that the sum is the
 // global mean. M = 1 leaves the graph as it is. Assumes static shapes and
-// one integer input (the tokens) besides parameters.
+// one integer input (the tokens) besides parameters and f32[] inputs named
+// `optimizer.<name>` (autodiff{loss-scale=1}'s), which every micro-batch
+// reads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,10 +76,15 @@ Error AccumulateMicroBatchesPass::runOnGraph(Graph &G) {
   auto Fail = [](const Twine &Why) {
     return createStringError(inconvertibleErrorCode(), Why);
   };
-  if (G.getInputs().size() != 1)
+  // The tokens; optimizer scalars (the loss scale) are shared.
+  SmallVector<Value *, 2> Data;
+  for (const std::unique_ptr<Value> &In : G.getInputs())
+    if (!In->getName().startswith("optimizer."))
+      Data.push_back(In.get());
+  if (Data.size() != 1)
     return Fail("needs exactly one input (the tokens), has " +
-                Twine(G.getInputs().size()));
-  Value *Tokens = G.getInputs().front().get();
+                Twine(Data.size()));
+  Value *Tokens = Data.front();
   const TensorType TT = Tokens->getType();
   if (isFloatElementType(TT.getElementType()) || TT.getRank() < 1 ||
       !TT.hasStaticShape())

@@ -34,6 +34,11 @@
 //     producer's rule runs (an AllGather's are reduce-scattered instead),
 //     and logits split over the vocabulary get the vocabulary-parallel
 //     loss (`mesh`, `mesh_axis` on CrossEntropyLoss).
+//   - `loss-scale=1` (fp16 loss scaling, GradScaler's scale(loss)): the
+//     loss's gradient is a new f32[] input `optimizer.loss_scale` instead of
+//     1, so every gradient is the scale times the true one (the loss output
+//     is not scaled). A stage without a loss (seed=1) receives scaled
+//     gradients and gets no input.
 // Assumes static shapes (run after `--dim` binding and import-canonical).
 //
 //===----------------------------------------------------------------------===//
@@ -72,6 +77,10 @@ struct AutodiffOptions {
   /// The tensor-parallel mesh axis of a per-rank program (localize-tp);
   /// empty: none.
   std::string TensorParallel;
+  /// Loss scaling: the loss's gradient is a new f32[] input
+  /// `optimizer.loss_scale` instead of 1 (clip-gradients{loss-scale=1}
+  /// unscales the gradients).
+  bool LossScale = false;
 
   Error validate() const {
     if (LossTokens < 0)
@@ -102,6 +111,9 @@ public:
     Options.bind("tensor-parallel", &Opts.TensorParallel,
                  "Mesh axis over which the program is split (localize-tp): "
                  "partial gradient sums are all-reduced over it");
+    Options.bind("loss-scale", &Opts.LossScale,
+                 "Seed the loss's gradient with a new input "
+                 "optimizer.loss_scale (fp16 loss scaling)");
   }
 
   StringRef getArgument() const override { return "autodiff"; }
@@ -395,8 +407,22 @@ LogicalResult AutodiffPass::runOnGraph(Graph &G, DiagnosticEngine &Diag) {
     return Error::success();
   };
   B.setForwardNode(nullptr);
-  if (Loss)
+  if (Loss && !Opts.LossScale)
     Grads[Loss] = B.scalar(Loss->getType().getElementType(), 1.0);
+  if (Loss && Opts.LossScale) {
+    if (G.isNameUsed("optimizer.loss_scale"))
+      return Report(createStringError(inconvertibleErrorCode(),
+                                      "graph @" + G.getName() +
+                                          ": %optimizer.loss_scale is already "
+                                          "defined"));
+    if (Loss->getType() != TensorType(ElementType::F32, {}))
+      return Report(createStringError(
+          inconvertibleErrorCode(),
+          "graph @" + G.getName() + ": loss-scale=1 needs an f32[] loss, got " +
+              Loss->getType().str()));
+    Grads[Loss] =
+        G.addInput("optimizer.loss_scale", TensorType(ElementType::F32, {}));
+  }
   for (auto &[Out, Grad] : Seeds)
     Grads[Out] = Grad;
 

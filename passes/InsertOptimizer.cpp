@@ -17,7 +17,9 @@
 // is the same. A parameter that insert-grad-sync sharded (ZeRO) is updated as
 // the shard it is, with moments of the shard's type and annotations
 // (`sharding`, `local`), so each rank keeps only its part of the optimizer
-// state.
+// state. When the graph has `found_inf` (clip-gradients{loss-scale=1}),
+// every step reads it as its `skip` operand: a step whose gradients are not
+// all finite changes nothing (GradScaler's skipped optimizer.step()).
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,6 +121,10 @@ Error InsertOptimizerPass::runOnGraph(Graph &G) {
       return Fail("%" + Name + " is already defined");
     Hyper.push_back(G.addInput(Name, TensorType(ElementType::F32, {})));
   }
+  // Loss scaling's verdict, when the graph has it.
+  Value *Skip = G.lookupValue("found_inf");
+  if (Skip && Skip->getType() != TensorType(ElementType::F32, {}))
+    return Fail("%found_inf is not an f32 scalar");
   GradBuilder B(G);
   for (auto [P, Grad] : Pairs) {
     if (Opts.Params != "device")
@@ -138,6 +144,8 @@ Error InsertOptimizerPass::runOnGraph(Graph &G) {
         Operands.push_back(M);
       }
     Operands.append(Hyper.begin(), Hyper.end());
+    if (Skip)
+      Operands.push_back(Skip);
     Expected<SmallVector<Value *, 3>> R = B.emit(
         Adam ? OpId::AdamW : OpId::Sgd, Operands, AttrDict(), Adam ? 3 : 1);
     if (!R)

@@ -123,6 +123,13 @@ static std::string getUpdateTail(const PlanConfig &C) {
     States = Params = "nvme";
     break;
   }
+  // Global-norm clipping, always: `autopar-run --clip-grad` sets its
+  // threshold, +infinity (no clipping) by default. fp16 plans unscale
+  // their gradients there and skip steps whose gradients overflowed
+  // (dynamic loss scaling, `autopar-run --loss-scale`).
+  Tail += ",clip-gradients";
+  if (C.TrainPrecision == Precision::FP16)
+    Tail += "{loss-scale=1}";
   // The planner prices AdamW (cost/ModelState.h).
   Tail += ",insert-optimizer{optimizer=adamw";
   if (States != "device")
@@ -256,6 +263,10 @@ autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
   std::string Streams = getDropoutStreams(G);
   std::string Localize = getLocalize(C) + getAttentionKernel(C);
   std::string TPGrads = C.TP > 1 ? " tensor-parallel=tp" : "";
+  // fp16's narrow range: the loss's gradient is seeded with the run's loss
+  // scale (clip-gradients unscales).
+  std::string LossScale =
+      C.TrainPrecision == Precision::FP16 ? " loss-scale=1" : "";
   std::string Tail = getUpdateTail(C);
   // Tensor parallelism's gathered activations are gathered again in the
   // backward, as the activation memory prices them.
@@ -264,7 +275,8 @@ autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
   if (C.PP == 1)
     return std::vector<std::string>{
         Streams + Localize + "autodiff{loss-tokens=" + LossTokens + TPGrads +
-        "}" + Recompute + ",accumulate-micro-batches{micro-batches=" +
+        LossScale + "}" + Recompute +
+        ",accumulate-micro-batches{micro-batches=" +
         std::to_string(C.MicroBatches) + "}" + Tail};
 
   std::string Text;
@@ -285,9 +297,9 @@ autopar::buildTrainingPipelines(const Module &Plan, const PlanConfig &C) {
                         : S          ? " input-grads=1"
                         : !Last      ? " seed-outputs=1"
                                      : "";
-    std::string Autodiff =
-        Last ? "autodiff{loss-tokens=" + LossTokens + TPGrads + Grads + "}"
-             : "autodiff{seed=1" + TPGrads + Grads + "}";
+    std::string Autodiff = Last ? "autodiff{loss-tokens=" + LossTokens +
+                                      TPGrads + LossScale + Grads + "}"
+                                : "autodiff{seed=1" + TPGrads + Grads + "}";
     Pipelines.push_back(Streams + getExtractStage(C, S) + "," + Localize +
                         Autodiff + Recompute + ",schedule-pipeline{stage=" +
                         std::to_string(S) + " stages=" + std::to_string(C.PP) +

@@ -41,7 +41,8 @@
 //     parameter that several ranks hold (`tied=NAME@A+B[+C...];...`: tied
 //     embeddings, rotary tables every stage reads) has its summed gradient
 //     sent by each holder to the others and the holders' sums added in rank
-//     order on all of them, so all apply the same update;
+//     order on all of them, so all apply the same update (the parameter
+//     is annotated `tied_holders`, their count);
 //   - the last rank sums the losses and sends the sum to every other rank,
 //     whose `loss` output is what it receives.
 // Outputs: `loss`, then `grad.<param>`; insert-grad-sync and
@@ -205,6 +206,9 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
     Sent.append(std::next(Forward.begin()), Forward.end());
   for (const std::unique_ptr<Value> &In : G.getInputs()) {
     StringRef Name = In->getName();
+    // Optimizer scalars (autodiff{loss-scale=1}'s) are read as they are.
+    if (Name.startswith("optimizer."))
+      continue;
     if (!isFloatElementType(In->getType().getElementType())) {
       if (Tokens)
         return Fail("has two integer inputs; one (the tokens) is expected");
@@ -559,6 +563,10 @@ Error SchedulePipelinePass::runOnGraph(Graph &G) {
     auto It = Partners.find(ParamGrads[I]->getName().drop_front(5));
     if (It == Partners.end())
       continue;
+    // Its holders, for what counts the gradient once (clip-gradients).
+    if (Value *Param = G.lookupValue(It->first()); Param && Param->isParam())
+      Param->getAttrs().set("tied_holders",
+                            Attribute::getInt(int64_t(It->second.size()) + 1));
     for (int64_t Other : It->second)
       Send(Sums[I], StageAttr("dst_stage", Other));
     SmallVector<std::pair<int64_t, Value *>, 4> Parts = {{S, Sums[I]}};

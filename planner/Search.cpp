@@ -537,6 +537,8 @@ Evaluator::simulateCut(const PlanConfig &C, const std::vector<UnitCost> &Costs,
                                   collectiveSeconds(Cl, Collective::AllGather,
                                                     Out.OutputBytes, TpGroup));
     }
+    if (C.PP > 1 && C.VerifyTransfers)
+      Send += verifyTransferSeconds(Cl, Out.OutputBytes);
     if (!O.OverlapP2P) {
       if (J + 1 != StageUnits.size())
         F += Send;
@@ -964,6 +966,9 @@ static Error checkPins(const ModelProfile &Profile, const Cluster &Cl,
   // Overlap matters once there are replicas: pinned, or free to be.
   Pinned.DpOverlap = O.DpOverlap;
   Pinned.DP = F.DP ? *F.DP : 2;
+  // Checked sends matter once there are stages: pinned, or free to be.
+  Pinned.VerifyTransfers = O.VerifyTransfers;
+  Pinned.PP = F.PP ? *F.PP : 2;
   if (Error E = checkCapabilities(Cl, Pinned, "--fix",
                                   O.WarnUnpricedPins && O.ShardIndex == 0))
     return E;
@@ -1101,6 +1106,7 @@ Expected<SearchResult> autopar::searchPlans(ModelProfile &Profile,
                     C.DpOverlap = O.DpOverlap;
                     C.GradReduce = O.GradReduce;
                     C.Fusion = O.Fusion;
+                    C.VerifyTransfers = O.VerifyTransfers;
                     // Chosen by evaluate (0) unless pinned.
                     C.GradBucket = O.GradBucket.value_or(0);
                     // Only what the plan's backend runs as priced, but

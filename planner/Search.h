@@ -61,6 +61,9 @@ struct SearchOptions {
   /// were fused (not searched: the import decides it, and every candidate's
   /// PlanConfig carries it).
   bool Fusion = true;
+  /// CRC32C checks of point-to-point messages (not searched:
+  /// Fixed.VerifyTransfers, else off).
+  bool VerifyTransfers = false;
   /// Overlap sends between pipeline stages with compute (Megatron-LM
   /// --overlap-p2p-communication); otherwise they block both ranks.
   bool OverlapP2P = false;

@@ -30,6 +30,16 @@ Error Communicator::recv(const Tensor &Out, int SrcRank, int Tag,
                                " with tag " + Twine(Tag) +
                                ": this communicator has no tagged messages");
 }
+
+Error Communicator::setVerifyTransfers(bool On) {
+  if (!On)
+    return Error::success();
+  return createStringError(inconvertibleErrorCode(),
+                           "--verify-transfers: this backend's communicator "
+                           "does not check its messages (the CPU backend's "
+                           "does)");
+}
+
 Backend::~Backend() = default;
 
 Error Backend::runNodes(ArrayRef<const Node *> Nodes,
@@ -66,6 +76,9 @@ std::string autopar::describeNode(const Node &N) {
   std::string Name = N.getName().str();
   if (Name.empty() && N.getNumResults() != 0)
     Name = "%" + N.getResult(0)->getName().str();
+  // A node without results (Send): the value it takes.
+  else if (Name.empty() && N.getNumOperands() != 0 && N.getOperand(0))
+    Name = "%" + N.getOperand(0)->getName().str();
   return "node '" + Name + "' (" + N.getOpName().str() + ")";
 }
 

@@ -71,6 +71,12 @@ public:
                            Duration Timeout);
   virtual llvm::Error recv(const Tensor &Out, int SrcRank, int Tag,
                            Duration Timeout);
+
+  /// `--verify-transfers`: every point-to-point message carries a CRC32C
+  /// of its bytes, which the receive checks (an error naming both ranks on
+  /// a mismatch). An error where the communicator cannot (the default);
+  /// every rank of a job must agree.
+  virtual llvm::Error setVerifyTransfers(bool On);
 };
 
 class Backend {

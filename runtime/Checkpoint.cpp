@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -130,6 +131,11 @@ std::string CheckpointIndex::toJSON() const {
       {"file_size", int64_t(FileSize)},
       {"tensors", std::move(Entries)},
   };
+  if (OptimizerStep)
+    Root["optimizer_step"] = *OptimizerStep;
+  if (LossScale)
+    Root["loss_scale"] = json::Object{
+        {"scale", *LossScale}, {"growth_tracker", LossScaleGrowthTracker}};
   std::string Text;
   raw_string_ostream OS(Text);
   OS << formatv("{0:2}", json::Value(std::move(Root))) << '\n';
@@ -332,6 +338,27 @@ Expected<CheckpointIndex> CheckpointIndex::parse(StringRef Text,
   if (!RngDigits.consume_front("0x") || RngDigits.empty() ||
       RngDigits.getAsInteger(16, Index.DataRngState))
     return RD.bad("rng_state", "a hexadecimal integer (0x...)");
+  // Loss scaling's state (optional: older checkpoints lack it).
+  if (O->get("optimizer_step")) {
+    int64_t Taken;
+    if (Error E = R.getCount("optimizer_step", Taken))
+      return E;
+    if (Taken > Index.Step)
+      return R.bad("optimizer_step", "at most the step");
+    Index.OptimizerStep = Taken;
+  }
+  if (O->get("loss_scale")) {
+    const json::Object *Scaling = R.getObject("loss_scale");
+    if (!Scaling)
+      return R.bad("loss_scale", "an object");
+    FieldReader RS(*Scaling, Where + ": loss_scale");
+    llvm::Optional<double> Scale = Scaling->getNumber("scale");
+    if (!Scale || !(*Scale > 0) || std::isinf(*Scale))
+      return RS.bad("scale", "a finite number > 0");
+    Index.LossScale = *Scale;
+    if (Error E = RS.getCount("growth_tracker", Index.LossScaleGrowthTracker))
+      return E;
+  }
   if (Error E = R.getString("file", Index.File))
     return E;
   if (Index.File.empty() || StringRef(Index.File).contains('/') ||

@@ -8,7 +8,9 @@
 //   rank<R>.json  its index (CheckpointIndex): the step, the rank and the
 //                 number of ranks, the program and graph, the data position
 //                 (--data, the token file position, the random generator's
-//                 state), the shard file's name and size, and one entry per
+//                 state), the optimizer's step count and the loss scale
+//                 (runtime/LossScaler.h; both optional: older checkpoints
+//                 lack them), the shard file's name and size, and one entry per
 //                 tensor: name, dtype, shape, offset, length and CRC32.
 // D/latest names the newest complete checkpoint ("step_<N>\n").
 //
@@ -86,6 +88,14 @@ struct CheckpointIndex {
   /// next token file position, and the random generator's state.
   std::string Data;
   uint64_t DataPosition = 0, DataRngState = 0;
+  /// The optimizer steps taken up to Step: Step less the steps loss
+  /// scaling skipped (`optimizer_step`; absent in older checkpoints, which
+  /// mean Step).
+  std::optional<int64_t> OptimizerStep;
+  /// A dynamic loss scale after Step and its growth tracker (`loss_scale`:
+  /// {scale, growth_tracker}; absent when the run scaled no loss).
+  std::optional<double> LossScale;
+  int64_t LossScaleGrowthTracker = 0;
   /// The shard file's name (in the checkpoint folder) and size.
   std::string File;
   uint64_t FileSize = 0;

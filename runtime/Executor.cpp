@@ -892,6 +892,7 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
       InRefs.push_back(Ins[K - I]);
       OutRefs.push_back(Outs[K - I]);
     }
+    CurrentNode.store(Group.front(), std::memory_order_relaxed);
     auto Start = std::chrono::steady_clock::now();
     if (Error E = B.runNodes(Group, InRefs, OutRefs))
       return E;
@@ -999,6 +1000,7 @@ Expected<std::vector<HostTensor>> Executor::run(ArrayRef<HostTensor> Inputs) {
         return T.takeError();
       Out.push_back(*T);
     }
+    CurrentNode.store(&N, std::memory_order_relaxed);
     auto Start = std::chrono::steady_clock::now();
     if (!ViewOf[I])
       if (Error E = B.runNode(N, In, Out))

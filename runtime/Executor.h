@@ -33,6 +33,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -108,6 +109,12 @@ public:
       const Node &, std::chrono::steady_clock::time_point Start,
       std::chrono::steady_clock::time_point End)>;
   void setNodeObserver(NodeObserver O) { Observer = std::move(O); }
+
+  /// The node running now, or the last one run (null before the first);
+  /// safe to read from another thread (the heartbeat's).
+  const Node *getCurrentNode() const {
+    return CurrentNode.load(std::memory_order_relaxed);
+  }
 
   /// Called with each offloaded fetch once it is done (a trace).
   using FetchObserver =
@@ -233,6 +240,7 @@ private:
   unsigned PeakValueCount = 0;
   std::vector<std::pair<uint64_t, std::string>> PeakValues;
   NodeObserver Observer;
+  std::atomic<const Node *> CurrentNode{nullptr};
 
   OffloadStore *Offload = nullptr;
   /// The offloaded parameters, their tiers and versions.

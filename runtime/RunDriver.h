@@ -38,6 +38,8 @@ enum RunExitCode : int {
   /// An offloaded block failed its check (stale version or CRC32C): the
   /// offloaded state is lost (runtime/OffloadStore.h).
   RunOffloadCheckFailed = 5,
+  /// A rank fell silent: no heartbeat for 1.5 periods (runtime/Heartbeat.h).
+  RunHeartbeatLost = 6,
 };
 
 struct RunDriverOptions {

@@ -13,10 +13,12 @@
 #include "runtime/BackendFactory.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/Executor.h"
+#include "runtime/LossScaler.h"
 #include "runtime/MeshGroups.h"
 #include "runtime/OffloadStore.h"
 #include "runtime/ParamInit.h"
 #include "runtime/RunDriver.h"
+#include "runtime/RunMonitoring.h"
 #include "runtime/StepProfile.h"
 #include "runtime/TrainReports.h"
 #include "runtime/cpu/CpuBackend.h"
@@ -39,9 +41,11 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -69,6 +73,13 @@ Error TrainOptions::validate() const {
                "--beta1 and --beta2 in [0, 1)");
   if (Threads < 1)
     return Bad("--threads must be 1 or more");
+  if (!(ClipGrad >= 0) || std::isinf(ClipGrad))
+    return Bad("--clip-grad must be a finite norm >= 0 (0: no clipping)");
+  if (Expected<LossScaler> L =
+          LossScaler::parse(LossScale.empty() ? "none" : LossScale,
+                            InitLossScale, LossScaleWindow);
+      !L)
+    return L.takeError();
   if (!parseLrDecay(LrScheduleName))
     return Bad("--lr-schedule must be constant, linear or cosine, not '" +
                LrScheduleName + "'");
@@ -81,6 +92,10 @@ Error TrainOptions::validate() const {
   if (CheckpointEvery < 0 || KeepCheckpoints < 0 || CheckpointMinutes < 0)
     return Bad("--checkpoint-every, --checkpoint-minutes and "
                "--keep-checkpoints must be >= 0");
+  if (MetricsPort < -1 || MetricsPort > 65535)
+    return Bad("--metrics-port must be a port number (0: any free port)");
+  if (HeartbeatSeconds < 0 || HeartbeatSeconds > 86400)
+    return Bad("--heartbeat must be a number of seconds in [0, 86400]");
   if (CheckpointDir.empty() &&
       (CheckpointEvery > 0 || CheckpointMinutes > 0 || Resume))
     return Bad(Twine(Resume                  ? "--resume"
@@ -244,9 +259,18 @@ struct TestHooks {
   std::optional<OffloadStore::Fault> OffloadFault;
   std::string OffloadFaultName;
   int64_t OffloadFaultStep = 1;
+  /// AUTOPAR_TEST_INF_GRAD_STEP: the step whose loss scale is made
+  /// infinite (0: none).
+  int64_t InfGradStep = 0;
 
   static Expected<TestHooks> read() {
     TestHooks H;
+    if (const char *Inf = std::getenv("AUTOPAR_TEST_INF_GRAD_STEP"))
+      if (StringRef(Inf).getAsInteger(10, H.InfGradStep) || H.InfGradStep < 1)
+        return createStringError(inconvertibleErrorCode(),
+                                 "AUTOPAR_TEST_INF_GRAD_STEP must be a step "
+                                 "number, not '" +
+                                     Twine(Inf) + "'");
     if (const char *Delay = std::getenv("AUTOPAR_TEST_STEP_DELAY_MS"))
       if (StringRef(Delay).getAsInteger(10, H.StepDelayMs))
         return createStringError(inconvertibleErrorCode(),
@@ -327,6 +351,11 @@ struct TrainState {
   Backend &B;
   /// This rank and the job's ranks.
   int Rank = 0, NumRanks = 1;
+  /// The loss scale (runtime/LossScaler.h) and the optimizer steps taken
+  /// (steps that loss scaling skipped do not count), saved and loaded with
+  /// the parameters.
+  LossScaler Scaler{};
+  int64_t OptimizerSteps = 0;
 
   /// Waits until every rank of the job gets here (an all-reduce of one
   /// element over all of them).
@@ -371,6 +400,11 @@ struct TrainState {
     Meta.Data = O.Data;
     Meta.DataPosition = Source.getPosition();
     Meta.DataRngState = Source.getRngState();
+    Meta.OptimizerStep = OptimizerSteps;
+    if (Scaler.Kind == LossScaler::Mode::Dynamic) {
+      Meta.LossScale = Scaler.Scale;
+      Meta.LossScaleGrowthTracker = Scaler.GrowthTracker;
+    }
     ArrayRef<std::unique_ptr<Value>> Params = G.getParams();
     std::vector<CheckpointTensorSpec> Specs = getSpecs();
     auto Read = [&](size_t I) -> Expected<std::vector<uint8_t>> {
@@ -572,6 +606,12 @@ struct TrainState {
           << Index->Data << "'; this run reads '" << O.Data << "'\n";
     Source.restore(Index->DataPosition, Index->DataRngState);
     Step = Index->Step;
+    // A checkpoint without them skipped no step and scaled no loss.
+    OptimizerSteps = Index->OptimizerStep.value_or(Index->Step);
+    if (Scaler.Kind == LossScaler::Mode::Dynamic && Index->LossScale) {
+      Scaler.Scale = *Index->LossScale;
+      Scaler.GrowthTracker = Index->LossScaleGrowthTracker;
+    }
     WithColor::note(errs(), "autopar-run")
         << "resumed from '" << sys::path::parent_path(IndexPath)
         << "': continuing after step " << Step << '\n';
@@ -733,6 +773,20 @@ static Error openRankProgram(const TrainOptions &O, const Communicator &Comm,
     return fail(RunBadOptions, "--optimizer " + O.Optimizer + ": " +
                                    O.ProgramFile + " was compiled for " +
                                    (HasAdam ? "adamw" : "sgd"));
+  // --clip-grad sets the threshold of the program's clip-gradients.
+  if (O.ClipGrad > 0 && !G.lookupValue("optimizer.max_grad_norm"))
+    return fail(RunBadOptions,
+                "--clip-grad: " + P.Path +
+                    " has no input %optimizer.max_grad_norm; compile it "
+                    "with clip-gradients");
+  // --loss-scale binds the scale of a program that scales its loss.
+  if (!O.LossScale.empty() && O.LossScale != "none" &&
+      !G.lookupValue("optimizer.loss_scale"))
+    return fail(RunBadOptions,
+                "--loss-scale " + O.LossScale + ": " + P.Path +
+                    " has no input %optimizer.loss_scale; compile it with "
+                    "autodiff{loss-scale=1} and clip-gradients{loss-scale=1} "
+                    "(as plans in fp16 are)");
   return Error::success();
 }
 
@@ -802,13 +856,13 @@ static void findReplica(const Value *TokensIn, int Rank, RankProgram &P) {
   }
 }
 
-/// The inputs of step Step: this replica's rows of the global batch's
+/// The inputs of the next step: this replica's rows of the global batch's
 /// tokens (TokensPerRank of them, shaped as TokensIn) and the optimizer's
-/// scalars.
+/// scalars (its step count OptimizerStep, the loss scale).
 static Expected<std::vector<HostTensor>>
 getStepInputs(const TrainOptions &O, const RankProgram &P,
-              const Value *TokensIn, TokenSource &Source, int64_t Step,
-              double Lr) {
+              const Value *TokensIn, TokenSource &Source, double Lr,
+              int64_t OptimizerStep, double LossScale) {
   std::vector<HostTensor> Inputs;
   for (const std::unique_ptr<Value> &In : P.G->getInputs()) {
     StringRef Name = In->getName();
@@ -840,8 +894,13 @@ getStepInputs(const TrainOptions &O, const RankProgram &P,
                : Name == "optimizer.beta2"        ? O.Beta2
                : Name == "optimizer.eps"          ? O.Eps
                : Name == "optimizer.weight_decay" ? O.WeightDecay
-               : Name == "optimizer.step"         ? double(Step)
-                                                  : -1;
+               : Name == "optimizer.step"         ? double(OptimizerStep)
+               : Name == "optimizer.loss_scale"   ? LossScale
+               // No --clip-grad: a coefficient of exactly 1.
+               : Name == "optimizer.max_grad_norm"
+                   ? (O.ClipGrad > 0 ? O.ClipGrad
+                                     : std::numeric_limits<double>::infinity())
+                   : -1;
     if (V < 0)
       return fail(RunInvalidInput,
                   O.ProgramFile + ": unknown optimizer input %" + Name);
@@ -890,8 +949,9 @@ static Error finishRun(const TrainOptions &O, const RankProgram &P, Backend &B,
 
 /// The steps of autopar-run: open the backend and this rank's program, the
 /// token source and the executor, resume, then train step by step,
-/// checkpointing as asked and stopping after a step on SIGTERM.
-static Error train(const TrainOptions &O) {
+/// checkpointing as asked and stopping after a step on SIGTERM. The backend
+/// goes to Kept, which the caller destroys after reporting the error.
+static Error train(const TrainOptions &O, std::unique_ptr<Backend> &Kept) {
   if (Error E = O.validate())
     return fail(RunBadOptions, toString(std::move(E)));
   Expected<TestHooks> Hooks = TestHooks::read();
@@ -906,11 +966,21 @@ static Error train(const TrainOptions &O) {
       createBackend({O.Backend, O.Threads, O.CommTimeoutSeconds});
   if (!Made)
     return fail(RunFailure, toString(Made.takeError()));
-  Backend &Backend = **Made;
+  Kept = std::move(*Made);
+  Backend &Backend = *Kept;
   Communicator &Comm = Backend.getCommunicator();
   RankProgram P;
   if (Error E = openRankProgram(O, Comm, P))
     return E;
+  // --verify-transfers, or a plan that says verify-transfers=on (the
+  // program records its plan).
+  bool Verify = O.VerifyTransfers;
+  if (Expected<PlanRecord> R = getModulePlan(*P.M))
+    Verify |= R->Config.VerifyTransfers;
+  else
+    consumeError(R.takeError());
+  if (Error E = Comm.setVerifyTransfers(Verify))
+    return fail(RunBadOptions, toString(std::move(E)));
   const Graph &G = *P.G;
   Expected<const Value *> TokensIn = findTokenInput(O, G);
   if (!TokensIn)
@@ -945,13 +1015,31 @@ static Error train(const TrainOptions &O) {
   Expected<std::unique_ptr<Executor>> Exec = Executor::create(G, Backend, EO);
   if (!Exec)
     return fail(RunIOError, toString(Exec.takeError()));
-  // The loop reads the loss, the first output, only.
-  (*Exec)->setReadOutputs({0});
+  // The loop reads the loss, the first output, and clip-gradients'
+  // `grad_norm` and `found_inf` when the program has them.
+  std::optional<unsigned> GradNormOut, FoundInfOut;
+  std::vector<unsigned> ReadOutputs{0};
+  for (unsigned I = 0; I != G.getOutputs().size(); ++I) {
+    StringRef Name = G.getOutputs()[I]->getName();
+    if (Name == "grad_norm")
+      GradNormOut = I;
+    if (Name == "found_inf")
+      FoundInfOut = I;
+    if (Name == "grad_norm" || Name == "found_inf")
+      ReadOutputs.push_back(I);
+  }
+  (*Exec)->setReadOutputs(ReadOutputs);
   if (O.MemoryReport)
     (*Exec)->setPeakValueCount(5);
   TraceRecorder Trace(Comm.getRank());
   StepProfiler Profile;
-  if (!O.TracePath.empty() || O.Profile) {
+  // --metrics, --metrics-port and --heartbeat (docs/Operations.md).
+  Expected<std::unique_ptr<RunMonitoring>> Monitor =
+      RunMonitoring::start(O, Backend, **Exec, G);
+  if (!Monitor)
+    return Monitor.takeError();
+  RunMonitoring &Watch = **Monitor;
+  if (!O.TracePath.empty() || O.Profile || Watch.recordsSteps()) {
     (*Exec)->setNodeObserver([&](const Node &N,
                                  std::chrono::steady_clock::time_point Start,
                                  std::chrono::steady_clock::time_point End) {
@@ -959,13 +1047,32 @@ static Error train(const TrainOptions &O) {
         Trace.record(N, Start, End);
       if (O.Profile)
         Profile.record(N, Start, End);
+      if (Watch.recordsSteps())
+        Watch.recordNode(N, Start, End);
     });
-    (*Exec)->setFetchObserver(
-        [&](const OffloadPrefetcher::FetchEvent &E) { Trace.recordFetch(E); });
+    (*Exec)->setFetchObserver([&](const OffloadPrefetcher::FetchEvent &E) {
+      if (!O.TracePath.empty())
+        Trace.recordFetch(E);
+      if (Watch.recordsSteps())
+        Watch.recordFetch(E);
+    });
   }
 
+  // Loss scaling: dynamic by default when the program scales its loss.
+  bool ScalesLoss = G.lookupValue("optimizer.loss_scale") != nullptr;
+  Expected<LossScaler> Scaler =
+      LossScaler::parse(!O.LossScale.empty() ? StringRef(O.LossScale)
+                        : ScalesLoss         ? "dynamic"
+                                             : "none",
+                        O.InitLossScale, O.LossScaleWindow);
+  if (!Scaler)
+    return fail(RunBadOptions, toString(Scaler.takeError()));
   TrainState State{
       O, G, **Exec, *Source, Backend, Comm.getRank(), Comm.getNumRanks()};
+  State.Scaler = *Scaler;
+  if (Hooks->InfGradStep && !ScalesLoss)
+    return fail(RunBadOptions, "AUTOPAR_TEST_INF_GRAD_STEP: " + P.Path +
+                                   " has no input %optimizer.loss_scale");
   Expected<int64_t> Resumed = getResumedStep(O, State);
   if (!Resumed)
     return Resumed.takeError();
@@ -998,13 +1105,17 @@ static Error train(const TrainOptions &O) {
           std::chrono::milliseconds(Hooks->StepDelayMs));
     Trace.setStep(Step);
     Profile.beginStep();
-    Expected<std::vector<HostTensor>> Inputs =
-        getStepInputs(O, P, *TokensIn, *Source, Step, Schedule.at(Step));
+    Expected<std::vector<HostTensor>> Inputs = getStepInputs(
+        O, P, *TokensIn, *Source, Schedule.at(Step), State.OptimizerSteps + 1,
+        Step == Hooks->InfGradStep
+            ? State.Scaler.Scale * std::numeric_limits<double>::infinity()
+            : State.Scaler.Scale);
     if (!Inputs)
       return Inputs.takeError();
     // Dropout masks: the seed, the step and this replica's micro-batches.
     Backend.setStepRandom(StepRandom{O.Seed, Step, P.Replica});
     auto Start = std::chrono::steady_clock::now();
+    Watch.beginStep(Step, Start);
     Expected<std::vector<HostTensor>> Out = (*Exec)->run(*Inputs);
     if (!Out) {
       Error E = Out.takeError();
@@ -1013,9 +1124,8 @@ static Error train(const TrainOptions &O) {
       return fail(Code, "rank " + Twine(Comm.getRank()) + ": step " +
                             Twine(Step) + ": " + toString(std::move(E)));
     }
-    double Seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
-            .count();
+    auto Finish = std::chrono::steady_clock::now();
+    double Seconds = std::chrono::duration<double>(Finish - Start).count();
     Profile.endStep(Seconds);
     Peaks.PeakActivationBytes =
         std::max(Peaks.PeakActivationBytes, (*Exec)->getPeakActivationBytes());
@@ -1040,16 +1150,53 @@ static Error train(const TrainOptions &O) {
       return fail(RunInvalidInput,
                   O.ProgramFile + ": the first output must be the f32 loss");
     std::memcpy(&Loss, Out->front().Bytes.data(), 4);
-    if (Comm.getRank() == 0)
-      outs() << "step " << Step << " loss " << format("%.9g", Loss)
-             << " time_ms " << format("%.3f", Seconds * 1e3) << " tokens_per_s "
+    // metrics: grad_norm (the global norm before clipping, every rank's)
+    std::optional<double> GradNorm;
+    if (GradNormOut && (*Out)[*GradNormOut].Bytes.size() == 4) {
+      float Norm;
+      std::memcpy(&Norm, (*Out)[*GradNormOut].Bytes.data(), 4);
+      GradNorm = Norm;
+    }
+    // metrics: loss_scale (the scale this step used, when scaling is on)
+    std::optional<double> LossScale;
+    if (State.Scaler.Kind != LossScaler::Mode::None)
+      LossScale = State.Scaler.Scale;
+    // found_inf: 0, or NaN when a gradient of any rank was not finite (the
+    // program skipped its optimizer steps).
+    bool Skipped = false;
+    if (FoundInfOut && (*Out)[*FoundInfOut].Bytes.size() == 4) {
+      float Found;
+      std::memcpy(&Found, (*Out)[*FoundInfOut].Bytes.data(), 4);
+      Skipped = !(Found == 0.0f);
+    }
+    if (!Skipped)
+      ++State.OptimizerSteps;
+    State.Scaler.update(Skipped);
+    if (Comm.getRank() == 0) {
+      outs() << "step " << Step << " loss " << format("%.9g", Loss);
+      if (GradNorm && O.ClipGrad > 0)
+        outs() << " grad_norm " << format("%.9g", *GradNorm);
+      if (LossScale)
+        outs() << " loss_scale " << format("%.9g", *LossScale);
+      if (Skipped)
+        outs() << " skipped";
+      outs() << " time_ms " << format("%.3f", Seconds * 1e3) << " tokens_per_s "
              << format("%.1f", Seconds > 0 ? TokensPerStep / Seconds : 0.0);
+    }
     // The step's rate, when it changes from step to step.
     if (Comm.getRank() == 0 && !Schedule.isConstant())
       outs() << " lr " << format("%.9g", Schedule.at(Step));
     if (Comm.getRank() == 0)
       outs() << "\n";
     outs().flush();
+    StepFigures Figures;
+    Figures.Loss = Loss;
+    Figures.Lr = Schedule.at(Step);
+    Figures.TokensPerSecond = Seconds > 0 ? TokensPerStep / Seconds : 0.0;
+    Figures.GradNorm = GradNorm;
+    Figures.LossScale = LossScale;
+    if (Error E = Watch.endStep(Finish, Figures))
+      return E;
 
     bool Stop = TermRequested != 0;
     // --checkpoint-minutes: rank 0's clock decides, so that every rank
@@ -1090,5 +1237,11 @@ static Error train(const TrainOptions &O) {
 }
 
 int autopar::runTraining(const TrainOptions &O) {
-  return reportExitError(train(O), "autopar-run", RunFailure);
+  // The backend outlives the report of the run's error: a failed rank's
+  // backend ends the job (MPI_Abort) as it goes, and the message would be
+  // lost.
+  std::unique_ptr<Backend> Kept;
+  int Code = reportExitError(train(O, Kept), "autopar-run", RunFailure);
+  Kept.reset();
+  return Code;
 }

@@ -7,12 +7,16 @@
 //     wrapping at the end) or, with --data random, to seeded uniform ids
 //     below the vocabulary (the last dimension of the loss's logits);
 //   - the f32[] inputs `optimizer.<name>` to the options (lr, beta1, beta2,
-//     eps, weight_decay) and the step number (from 1).
+//     eps, weight_decay, max_grad_norm, loss_scale) and the optimizer's step
+//     number (from 1; steps that loss scaling skipped do not count).
 // It prints `step N loss X time_ms T tokens_per_s R` per step, where X is
-// the first output (the loss, computed before the step's update).
+// the first output (the loss, computed before the step's update), with
+// ` loss_scale S` (and ` skipped`) after the loss when the program scales
+// its loss (runtime/LossScaler.h).
 //
 // With --checkpoint-dir D it saves the rank's state (every parameter,
-// optimizer moments included, the step and the data position; Checkpoint.h)
+// optimizer moments included, the step, the optimizer's step count, the
+// loss scale and the data position; Checkpoint.h)
 // every --checkpoint-every K steps, after the last step, and when SIGTERM
 // arrives: the step under way finishes, its checkpoint is written, and the
 // run exits 0 with a note on standard error. --keep-checkpoints (2) are
@@ -22,7 +26,9 @@
 // from step 1. Without --resume, a D that holds checkpoints is an error.
 //
 // Test hooks (environment): AUTOPAR_TEST_STEP_DELAY_MS=T sleeps T ms
-// before each step; AUTOPAR_TEST_CRASH_IN_CHECKPOINT=1 (or `shard`) kills
+// before each step; AUTOPAR_TEST_INF_GRAD_STEP=K binds step K's loss scale
+// times +infinity, so that its gradients overflow (a program with loss
+// scaling only); AUTOPAR_TEST_CRASH_IN_CHECKPOINT=1 (or `shard`) kills
 // the process with SIGKILL halfway through writing its first checkpoint's
 // shard, `rename` right after renaming that checkpoint's folder, before
 // D/latest moves; AUTOPAR_TEST_OFFLOAD_FAULT=corrupt:NAME[:STEP] flips a
@@ -64,6 +70,18 @@ struct TrainOptions {
   /// The optimizer the program must have been compiled for.
   std::string Optimizer = "adamw";
   double Lr = 1e-3, Beta1 = 0.9, Beta2 = 0.999, Eps = 1e-8, WeightDecay = 0.01;
+  /// --clip-grad: the global gradient norm the program's clip-gradients
+  /// clips to (`optimizer.max_grad_norm`); 0: no clipping (+infinity).
+  double ClipGrad = 0;
+  /// --loss-scale: "dynamic", "static:S" or "none" (runtime/LossScaler.h);
+  /// empty: dynamic when the program has the input `optimizer.loss_scale`
+  /// (autodiff and clip-gradients with loss-scale=1), else none.
+  std::string LossScale;
+  /// --loss-scale-window: overflow-free steps after which a dynamic scale
+  /// doubles (GradScaler's growth_interval).
+  int64_t LossScaleWindow = 2000;
+  /// --init-loss-scale: a dynamic scale's first value.
+  double InitLossScale = 65536;
   /// The rate of each step (getSchedule, runtime/LrSchedule.h): warmup to
   /// Lr, then LrScheduleName's decay to MinLr at step LrDecaySteps (0:
   /// Steps).
@@ -97,6 +115,17 @@ struct TrainOptions {
   bool MemoryReport = false;
   /// Print where each rank's step time goes (runtime/StepProfile.h).
   bool Profile = false;
+  /// Append a JSON line per step and rank here (rank 0 writes them;
+  /// docs/Operations.md); none when empty.
+  std::string MetricsFile;
+  /// Serve the latest step's metrics as Prometheus text on this port of
+  /// rank 0 (0: any free port, announced on standard error; -1: none).
+  int MetricsPort = -1;
+  /// Check every point-to-point message with a CRC32C (Backend.h).
+  bool VerifyTransfers = false;
+  /// Send heartbeats every this many seconds and stop the job when a rank
+  /// falls silent (runtime/Heartbeat.h; 0: none).
+  double HeartbeatSeconds = 0;
   /// Folder of the nvme tier's blocks (each rank in DIR/rank<R>/); needed
   /// when the program places a parameter on nvme.
   std::string OffloadDir;

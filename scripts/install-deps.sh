@@ -17,6 +17,7 @@ packages=(
   libeigen3-dev   # vectorized exp, tanh and erf of CPU kernels (runtime/cpu/)
   libisal-dev     # ISA-L's crc32_iscsi: CRC32C of offloaded blocks (runtime/)
   libopenmpi-dev  # MPI for multi-rank jobs (runtime/cpu/MpiCommunicator.cpp)
+  libcpp-httplib-dev # HTTP server of `autopar monitor` (monitor/)
   openmpi-bin     # mpirun: multi-rank runs and test/Runtime/mpi-*.test
   pkgconf         # finds OpenBLAS for CMake
   libonnx-dev     # ONNX's generated protobuf classes (frontend/)
@@ -32,8 +33,9 @@ packages=(
   python3-onnx    # tools/autopar-modelgen: generated models for tests/benchmarks
   python3-venv    # .venv-test/ for onnxruntime (--onnxruntime, below)
 )
-# --with-chromium: also the headless browser the report test renders with
-# (test/Tools/autopar-report-render.test skips without it).
+# --with-chromium: also the headless browser the report and live-panel tests
+# render in (scripts/test.sh asks for it unless --no-chromium; the tests
+# that need it skip without it).
 # --onnxruntime: also onnxruntime from PyPI, a test-only dependency (below).
 onnxruntime=0
 for arg in "$@"; do

@@ -5,19 +5,21 @@
 # UndefinedBehaviorSanitizer. Ends with one line, `N passed, M failed`
 # (`, K skipped` when some tests were unsupported), summed over the runs.
 #
-# Usage: scripts/test.sh [--no-sanitize] [--with-chromium]
+# Usage: scripts/test.sh [--no-sanitize] [--no-chromium]
 #   --no-sanitize    skip the sanitized build (quicker)
-#   --with-chromium  also install Chromium, so the report renders in a test
+#   --no-chromium    do not install Chromium (the tests that render the report
+#                    and the live panel in it are then skipped)
 set -euo pipefail
 
 usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; }
 
 sanitize=1
-deps=()
+deps=(--with-chromium)
 for arg in "$@"; do
   case "$arg" in
     --no-sanitize) sanitize=0 ;;
-    --with-chromium) deps+=(--with-chromium) ;;
+    --no-chromium) deps=() ;;
+    --with-chromium) deps=(--with-chromium) ;; # the default; kept for scripts
     -h | --help) usage; exit 0 ;;
     *) echo "test.sh: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
   esac

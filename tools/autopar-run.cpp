@@ -118,6 +118,26 @@ static cl::opt<double> Eps("eps", cl::desc("AdamW epsilon"), cl::init(1e-8),
                            cl::cat(Category));
 static cl::opt<double> WeightDecay("weight-decay", cl::desc("Weight decay"),
                                    cl::init(0.01), cl::cat(Category));
+static cl::opt<double>
+    ClipGrad("clip-grad",
+             cl::desc("Clip the gradients to this global L2 norm, as "
+                      "torch's clip_grad_norm_ (0: no clipping)"),
+             cl::value_desc("max-norm"), cl::init(0), cl::cat(Category));
+static cl::opt<std::string> LossScale(
+    "loss-scale",
+    cl::desc("The loss scale of a program that scales its loss (fp16 plans): "
+             "dynamic (GradScaler's; the default for such a program), "
+             "static:S or none"),
+    cl::value_desc("dynamic|static:S|none"), cl::cat(Category));
+static cl::opt<int64_t> LossScaleWindow(
+    "loss-scale-window",
+    cl::desc("Steps without an overflow after which the dynamic loss scale "
+             "doubles (GradScaler's growth_interval)"),
+    cl::init(2000), cl::cat(Category));
+static cl::opt<double>
+    InitLossScale("init-loss-scale",
+                  cl::desc("The dynamic loss scale's first value"),
+                  cl::init(65536), cl::cat(Category));
 static cl::opt<std::string> CheckpointDir(
     "checkpoint-dir",
     cl::desc("Save checkpoints into this folder (step_<N>/, latest)"),
@@ -136,6 +156,26 @@ static cl::opt<int64_t>
     KeepCheckpoints("keep-checkpoints",
                     cl::desc("Checkpoints to keep (0: all)"), cl::init(2),
                     cl::cat(Category));
+static cl::opt<std::string>
+    Metrics("metrics",
+            cl::desc("Append a JSON line per step and rank to this file "
+                     "(docs/Operations.md)"),
+            cl::value_desc("file.jsonl"), cl::cat(Category));
+static cl::opt<int> MetricsPort(
+    "metrics-port",
+    cl::desc("Serve the latest step's metrics as Prometheus text on this "
+             "port of rank 0 (0: any free port; -1: none)"),
+    cl::init(-1), cl::cat(Category));
+static cl::opt<bool> VerifyTransfers(
+    "verify-transfers",
+    cl::desc("Check every point-to-point message (pipeline activations) "
+             "with a CRC32C"),
+    cl::cat(Category));
+static cl::opt<double> Heartbeat(
+    "heartbeat",
+    cl::desc("Send heartbeats every S seconds and stop the job when a rank "
+             "falls silent (0: none)"),
+    cl::value_desc("seconds"), cl::init(0), cl::cat(Category));
 static cl::opt<bool>
     Resume("resume",
            cl::desc("Continue from the checkpoint-dir's latest checkpoint "
@@ -168,6 +208,10 @@ int main(int argc, char **argv) {
     T.Beta2 = Beta2;
     T.Eps = Eps;
     T.WeightDecay = WeightDecay;
+    T.ClipGrad = ClipGrad;
+    T.LossScale = LossScale;
+    T.LossScaleWindow = LossScaleWindow;
+    T.InitLossScale = InitLossScale;
     T.WeightsDir = WeightsDir;
     T.RandomInit = RandomInit;
     T.TracePath = Trace;
@@ -182,6 +226,10 @@ int main(int argc, char **argv) {
     T.CheckpointMinutes = CheckpointMinutes;
     T.KeepCheckpoints = KeepCheckpoints;
     T.Resume = Resume;
+    T.MetricsFile = Metrics;
+    T.MetricsPort = MetricsPort;
+    T.HeartbeatSeconds = Heartbeat;
+    T.VerifyTransfers = VerifyTransfers;
     return autopar::runTraining(T);
   }
   autopar::RunDriverOptions Options;

@@ -2,14 +2,17 @@
 //
 // `autopar MODEL.onnx --gpus N [-o DIR]` finds the best tensor, pipeline and
 // data parallel plan for MODEL on N GPUs and writes it; `autopar check MODEL
-// DIR` says whether the plan in DIR still is what MODEL gives. All the work is
-// in driver/PlanDriver; this file only reads the command line.
+// DIR` says whether the plan in DIR still is what MODEL gives; `autopar
+// monitor RUN_DIR` serves a run's live panel. All the work is in
+// driver/PlanDriver and monitor/; this file only reads the command line.
 //
 //===----------------------------------------------------------------------===//
 
+#include "driver/Launch.h"
 #include "driver/OptDriver.h"
 #include "driver/PlanDriver.h"
 #include "ir/Plan.h"
+#include "monitor/MonitorServer.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -22,7 +25,8 @@ static cl::OptionCategory Category("autopar options");
 
 static cl::list<std::string>
     Positionals(cl::Positional,
-                cl::desc("<model .onnx or .pbtxt> | check <model> <plan dir>"),
+                cl::desc("<model .onnx or .pbtxt> | check <model> <plan dir> "
+                         "| explain <model> <plan dir> | monitor <run dir>"),
                 cl::cat(Category));
 static cl::opt<int64_t> Gpus("gpus", cl::desc("Number of GPUs"),
                              cl::value_desc("N"), cl::init(0),
@@ -81,13 +85,29 @@ static cl::opt<std::string> Format("format",
 static cl::opt<std::string>
     GivenPlan("plan",
               cl::desc("Evaluate this plan.json (or plan folder) instead of "
-                       "searching"),
+                       "searching; with monitor: the run's plan, instead of "
+                       "the one its run.json names"),
               cl::value_desc("file"), cl::cat(Category));
 static cl::opt<std::string>
     WhatIf("what-if",
            cl::desc("With explain: change the plan first, e.g. tp=4,pp=8 "
                     "(the --fix keys)"),
            cl::value_desc("k=v,..."), cl::cat(Category));
+static cl::opt<int>
+    Port("port",
+         cl::desc("With monitor: the port to serve the panel on (default "
+                  "8080; 0 picks a free one)"),
+         cl::value_desc("P"), cl::init(8080), cl::cat(Category));
+static cl::opt<std::string>
+    Host("host",
+         cl::desc("With monitor: the address to listen on (default "
+                  "127.0.0.1)"),
+         cl::value_desc("address"), cl::init("127.0.0.1"), cl::cat(Category));
+static cl::opt<std::string>
+    PortFile("port-file",
+             cl::desc("With monitor: write the port to this file once "
+                      "serving"),
+             cl::value_desc("file"), cl::cat(Category));
 static cl::opt<unsigned>
     ScaleDp("scale-dp",
             cl::desc("Run the plan on K times the GPUs by data parallelism "
@@ -114,6 +134,45 @@ static cl::opt<std::string>
                       "from the inputs by default)"),
              cl::value_desc("name|input:axis"), cl::cat(Category));
 
+static cl::opt<int> Ranks("ranks",
+                          cl::desc("With launch: the job's ranks (the plan's "
+                                   "GPUs)"),
+                          cl::value_desc("N"), cl::init(0), cl::cat(Category));
+static cl::opt<int> MaxRestarts(
+    "max-restarts",
+    cl::desc("With launch: restart a failed job from its latest checkpoint "
+             "up to K times"),
+    cl::value_desc("K"), cl::init(3), cl::cat(Category));
+static cl::opt<std::string>
+    RunDir("run-dir",
+           cl::desc("With launch: the run folder (checkpoints, metrics; "
+                    "default PLAN_DIR/run)"),
+           cl::value_desc("dir"), cl::cat(Category));
+static cl::opt<std::string>
+    Launcher("launcher",
+             cl::desc("With launch: mpirun, srun or auto (srun inside a "
+                      "Slurm allocation)"),
+             cl::init("auto"), cl::cat(Category));
+static cl::opt<bool>
+    Elastic("elastic",
+            cl::desc("With launch: when fewer ranks are available, re-target "
+                     "the plan by data parallelism (needs --model)"),
+            cl::cat(Category));
+static cl::opt<std::string>
+    Model("model",
+          cl::desc("With launch --elastic: the model the plan was made from"),
+          cl::value_desc("model.onnx"), cl::cat(Category));
+static cl::opt<std::string>
+    HostFile("hostfile",
+             cl::desc("With launch: mpirun's host file; its slots are the "
+                      "ranks available, read before each attempt"),
+             cl::value_desc("file"), cl::cat(Category));
+static cl::opt<std::string> LauncherArgs(
+    "launcher-args",
+    cl::desc("With launch: more arguments for mpirun or srun, e.g. "
+             "--launcher-args=--oversubscribe"),
+    cl::value_desc("args"), cl::cat(Category));
+
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
   cl::HideUnrelatedOptions(Category);
@@ -136,6 +195,44 @@ int main(int argc, char **argv) {
       return autopar::ExitBadOptions;
     }
     return autopar::runExplainDriver(Positionals[1], Positionals[2], WhatIf);
+  }
+  // `autopar launch PLAN_DIR --ranks N -- OPTIONS`: autopar-run's options
+  // follow `--`, which makes them positional here.
+  if (!Positionals.empty() && Positionals[0] == "launch") {
+    if (Positionals.size() < 2) {
+      WithColor::error(errs(), "autopar")
+          << "usage: autopar launch PLAN_DIR --ranks N [--max-restarts K] "
+             "[--run-dir DIR] -- AUTOPAR_RUN_OPTIONS\n";
+      return autopar::ExitBadOptions;
+    }
+    autopar::LaunchOptions Launch;
+    Launch.PlanDir = Positionals[1];
+    Launch.RunDir = RunDir;
+    Launch.Ranks = Ranks;
+    Launch.MaxRestarts = MaxRestarts;
+    Launch.Launcher = Launcher;
+    Launch.LauncherArgs = LauncherArgs;
+    Launch.RunArgs.assign(Positionals.begin() + 2, Positionals.end());
+    Launch.Self = argv[0];
+    Launch.Elastic = Elastic;
+    Launch.ModelFile = Model;
+    Launch.HostFile = HostFile;
+    return autopar::runLaunch(Launch);
+  }
+  if (!Positionals.empty() && Positionals[0] == "monitor") {
+    if (Positionals.size() != 2) {
+      WithColor::error(errs(), "autopar")
+          << "usage: autopar monitor RUN_DIR [--port P] [--plan PLAN_DIR] "
+             "[--port-file FILE]\n";
+      return autopar::ExitBadOptions;
+    }
+    autopar::MonitorOptions Monitor;
+    Monitor.RunDir = Positionals[1];
+    Monitor.PlanDir = GivenPlan;
+    Monitor.Host = Host;
+    Monitor.Port = Port;
+    Monitor.PortFile = PortFile;
+    return autopar::runMonitor(Monitor);
   }
   if (Positionals.size() > 1) {
     WithColor::error(errs(), "autopar")

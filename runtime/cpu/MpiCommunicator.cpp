@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cpu/MpiCommunicator.h"
+#include "runtime/OffloadStore.h"
 #include "runtime/cpu/CpuCommunicator.h"
 #include "runtime/cpu/KernelSupport.h"
 
@@ -21,6 +22,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #define OMPI_SKIP_MPICXX 1
@@ -81,8 +83,11 @@ struct MpiProcess {
   Duration ExitTimeout{0};
   std::vector<PendingSend> Sends;
   // Test-only faults (MpiCommunicator.h).
-  int HangRank = -1, KillRank = -1;
-  int64_t HangAt = 1, KillAt = 1;
+  int HangRank = -1, KillRank = -1, CorruptRank = -1;
+  int64_t HangAt = 1, KillAt = 1, CorruptAt = 1;
+  /// --verify-transfers, and the checked sends so far.
+  bool VerifyTransfers = false;
+  int64_t CheckedSends = 0;
   int64_t Operations = 0;
   /// Whether this host's ranks have a core each: then a wait polls hot for
   /// a few milliseconds before it sleeps; sharing cores, it sleeps almost at
@@ -628,11 +633,26 @@ void parseFault(const char *Variable, int &Rank, int64_t &At) {
   const char *Value = std::getenv(Variable);
   if (!Value)
     return;
-  auto [R, N] = StringRef(Value).split(':');
-  if (R.getAsInteger(10, Rank))
-    Rank = -1;
-  if (N.empty() || N.getAsInteger(10, At) || At < 1)
-    At = 1;
+  int This = 0;
+  if (const char *Current = std::getenv("AUTOPAR_LAUNCH_ATTEMPT"))
+    if (StringRef(Current).getAsInteger(10, This))
+      This = 0;
+  // A comma-separated list of R[:N[:A]]; R:N:A fires only in `autopar
+  // launch`'s attempt A; the first that applies is taken.
+  SmallVector<StringRef, 2> Specs;
+  StringRef(Value).split(Specs, ',');
+  for (StringRef Spec : Specs) {
+    auto [R, Rest] = Spec.split(':');
+    auto [N, Attempt] = Rest.split(':');
+    int Only = 0;
+    if (!Attempt.empty() && (Attempt.getAsInteger(10, Only) || Only != This))
+      continue;
+    if (R.getAsInteger(10, Rank))
+      Rank = -1;
+    if (N.empty() || N.getAsInteger(10, At) || At < 1)
+      At = 1;
+    return;
+  }
 }
 
 /// At exit: completes the pending sends and meets every rank at a barrier,
@@ -732,6 +752,8 @@ MpiCommunicator::MpiCommunicator(Duration Timeout) {
   }
   parseFault("AUTOPAR_TEST_HANG_RANK", Process->HangRank, Process->HangAt);
   parseFault("AUTOPAR_TEST_KILL_RANK", Process->KillRank, Process->KillAt);
+  parseFault("AUTOPAR_TEST_CORRUPT_SEND", Process->CorruptRank,
+             Process->CorruptAt);
 
   std::snprintf(SignalRank, sizeof(SignalRank), "%d", Process->Rank);
   struct sigaction Action;
@@ -1013,11 +1035,26 @@ Error MpiCommunicator::send(const Tensor &In, int DstRank, int Tag, Duration) {
     return MpiTag.takeError();
   if (Error E = Op.begin())
     return E;
-  size_t Bytes = In.getSizeInBytes();
+  size_t Payload = In.getSizeInBytes();
+  // --verify-transfers: the bytes, then their CRC32C.
+  size_t Bytes = Payload + (Process->VerifyTransfers ? 4 : 0);
   PendingSend S;
   S.Data.reset(new char[std::max<size_t>(Bytes, 1)]);
-  if (Bytes)
-    std::memcpy(S.Data.get(), In.getData(), Bytes);
+  if (Payload)
+    std::memcpy(S.Data.get(), In.getData(), Payload);
+  if (Process->VerifyTransfers) {
+    uint32_t Crc = crc32c(ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>(S.Data.get()), Payload));
+    for (int I = 0; I != 4; ++I)
+      S.Data[Payload + I] = char((Crc >> (8 * I)) & 0xff);
+    if (Process->Rank == Process->CorruptRank &&
+        ++Process->CheckedSends == Process->CorruptAt && Payload) {
+      printLine("note", "rank " + Twine(Process->Rank) +
+                            ": corrupting a byte of " + Op.describe() +
+                            " (AUTOPAR_TEST_CORRUPT_SEND)");
+      S.Data[Payload / 2] ^= 0x10;
+    }
+  }
   S.Peer = DstRank;
   size_t Offset = 0;
   do {
@@ -1046,6 +1083,31 @@ Error MpiCommunicator::recv(const Tensor &Out, int SrcRank, int Tag,
   if (Error E = Op.begin())
     return E;
   Transfers T;
-  T.recv(Out.getData(), Out.getSizeInBytes(), SrcRank, *MpiTag);
-  return T.wait(Op, Timeout);
+  size_t Payload = Out.getSizeInBytes();
+  if (!Process->VerifyTransfers) {
+    T.recv(Out.getData(), Payload, SrcRank, *MpiTag);
+    return T.wait(Op, Timeout);
+  }
+  std::vector<uint8_t> Message(Payload + 4);
+  T.recv(Message.data(), Message.size(), SrcRank, *MpiTag);
+  if (Error E = T.wait(Op, Timeout))
+    return E;
+  uint32_t Sent = 0;
+  for (int I = 0; I != 4; ++I)
+    Sent |= uint32_t(Message[Payload + I]) << (8 * I);
+  uint32_t Got = crc32c(ArrayRef<uint8_t>(Message.data(), Payload));
+  if (Sent != Got)
+    return Op.error(formatv("CRC32C mismatch (verify-transfers): rank {0} "
+                            "sent 0x{1:x-8}, the {2} bytes received give "
+                            "0x{3:x-8}; the link or a buffer corrupted them",
+                            SrcRank, Sent, Payload, Got)
+                        .str());
+  if (Payload)
+    std::memcpy(Out.getData(), Message.data(), Payload);
+  return Error::success();
+}
+
+Error MpiCommunicator::setVerifyTransfers(bool On) {
+  Process->VerifyTransfers = On;
+  return Error::success();
 }

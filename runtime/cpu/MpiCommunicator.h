@@ -35,10 +35,21 @@
 // noteFailure) is aborted instead, so that the other ranks do not wait for
 // it.
 //
+// --verify-transfers (setVerifyTransfers): a send appends the CRC32C of the
+// tensor's bytes (4 bytes, little-endian) to its message, and the receive
+// takes the message into a buffer of its own, checks the CRC and copies the
+// bytes out: one more pass over the bytes at each end (ISA-L's crc32_iscsi,
+// tens of GB/s) and a copy at the receiver. A mismatch is an error naming
+// both ranks and both CRCs. AUTOPAR_TEST_CORRUPT_SEND=R[:N] makes rank R
+// flip a byte of its Nth checked send (default the first) after the CRC is
+// taken, as a faulty link would.
+//
 // Test-only faults (for test/Runtime/mpi-faults.test): with
 // AUTOPAR_TEST_HANG_RANK=R[:N] rank R sleeps forever when it starts its Nth
 // operation (default the first); AUTOPAR_TEST_KILL_RANK=R[:N] kills it
-// there with SIGKILL.
+// there with SIGKILL. R:N:A does so only when AUTOPAR_LAUNCH_ATTEMPT is A
+// (`autopar launch`'s attempt: the restarted job runs on); a
+// comma-separated list gives one per attempt.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,6 +102,7 @@ public:
                    Duration Timeout) override;
   llvm::Error recv(const Tensor &Out, int SrcRank, int Tag,
                    Duration Timeout) override;
+  llvm::Error setVerifyTransfers(bool On) override;
 };
 
 } // namespace autopar

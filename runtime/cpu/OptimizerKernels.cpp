@@ -10,6 +10,9 @@
 //   p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
 // Sgd, in f64 per element: p -= lr * (g + wd * p).
+// A `skip` operand other than 0 (loss scaling's found_inf: NaN when a
+// gradient is not finite) skips the step: every result is the operand it
+// replaces (nothing to do in place, a copy otherwise).
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +49,27 @@ static double scalarOperand(const KernelArgs &A, unsigned I) {
   return A.In[I].data<float>()[0];
 }
 
+/// Whether the node's optional `skip` operand I says to skip the step: any
+/// value but 0, NaN included.
+static Expected<bool> isSkipped(const KernelArgs &A, unsigned I) {
+  if (!A.has(I))
+    return false;
+  if (Error E = A.checkType(I, {ElementType::F32}))
+    return E;
+  if (A.In[I].getNumElements() != 1)
+    return A.error("operand " + Twine(I) + " (skip) must be one f32");
+  return !(A.In[I].data<float>()[0] == 0.0f);
+}
+
+/// A skipped step: each result is the operand it replaces.
+static void keepOperands(const KernelArgs &A) {
+  for (unsigned R = 0; R != A.Out.size(); ++R) {
+    const Tensor &From = A.In[R == 0 ? 0 : R + 1];
+    if (A.Out[R].getData() != From.getData())
+      std::memcpy(A.Out[R].getData(), From.getData(), From.getSizeInBytes());
+  }
+}
+
 /// The checks of an AdamW node and its scalars as torch computes them.
 static Expected<AdamWScalars> getAdamWScalars(const KernelArgs &A) {
   if (Error E = checkParamLike(A, {0, 1, 2, 3}))
@@ -79,6 +103,13 @@ Error autopar::runAdamW(const KernelArgs &A) {
   Expected<AdamWScalars> Scalars = getAdamWScalars(A);
   if (!Scalars)
     return Scalars.takeError();
+  Expected<bool> Skip = isSkipped(A, 10);
+  if (!Skip)
+    return Skip.takeError();
+  if (*Skip) {
+    keepOperands(A);
+    return Error::success();
+  }
   adamWTensors(getAdamWTensor(A), *Scalars);
   return Error::success();
 }
@@ -86,15 +117,26 @@ Error autopar::runAdamW(const KernelArgs &A) {
 Error autopar::runAdamWGroup(ArrayRef<KernelArgs> Nodes) {
   std::vector<AdamWTensor> Tensors;
   std::optional<AdamWScalars> First;
+  std::optional<bool> Skipped;
   for (const KernelArgs &A : Nodes) {
     Expected<AdamWScalars> Scalars = getAdamWScalars(A);
     if (!Scalars)
       return Scalars.takeError();
-    if (First && std::memcmp(&*First, &*Scalars, sizeof(AdamWScalars)))
+    Expected<bool> Skip = isSkipped(A, 10);
+    if (!Skip)
+      return Skip.takeError();
+    if ((First && std::memcmp(&*First, &*Scalars, sizeof(AdamWScalars))) ||
+        (Skipped && *Skipped != *Skip))
       return A.error("a multi-tensor AdamW step with hyper-parameters that "
                      "differ from its group's");
     First = *Scalars;
+    Skipped = *Skip;
     Tensors.push_back(getAdamWTensor(A));
+  }
+  if (Skipped && *Skipped) {
+    for (const KernelArgs &A : Nodes)
+      keepOperands(A);
+    return Error::success();
   }
   if (First)
     adamWTensors(Tensors, *First);
@@ -104,6 +146,13 @@ Error autopar::runAdamWGroup(ArrayRef<KernelArgs> Nodes) {
 Error autopar::runSgd(const KernelArgs &A) {
   if (Error E = checkParamLike(A, {0, 1}))
     return E;
+  Expected<bool> Skip = isSkipped(A, 4);
+  if (!Skip)
+    return Skip.takeError();
+  if (*Skip) {
+    keepOperands(A);
+    return Error::success();
+  }
   double Lr = scalarOperand(A, 2), Wd = scalarOperand(A, 3);
   const float *P = A.In[0].data<float>(), *G = A.In[1].data<float>();
   float *PO = A.Out[0].data<float>();

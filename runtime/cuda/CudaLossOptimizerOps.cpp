@@ -108,6 +108,23 @@ static Error checkScalars(const KernelArgs &A, unsigned From, unsigned To) {
   return Error::success();
 }
 
+/// Whether the optional `skip` operand I (loss scaling's found_inf, on the
+/// device) says to skip the step: any value but 0, NaN included. Read to
+/// the host, as AdamW's step is.
+static Expected<bool> isSkipped(const KernelArgs &A, CudaContext &C,
+                                unsigned I) {
+  if (!A.has(I))
+    return false;
+  if (Error E = checkScalars(A, I, I + 1))
+    return E;
+  Expected<std::vector<uint8_t>> Skip = C.readToHost(A.In[I]);
+  if (!Skip)
+    return A.error(toString(Skip.takeError()));
+  float Value;
+  std::memcpy(&Value, Skip->data(), 4);
+  return !(Value == 0.0f);
+}
+
 Error cuda::runAdamW(const KernelArgs &A, CudaContext &C) {
   if (Error E = checkParamLike(A, {0, 1, 2, 3}))
     return E;
@@ -129,6 +146,10 @@ Error cuda::runAdamW(const KernelArgs &A, CudaContext &C) {
   for (unsigned I = 0; I != 3; ++I)
     if (Error E = copyDevice(A, C, A.Out[I], A.In[I == 0 ? 0 : I + 1]))
       return E;
+  // A skipped step keeps them.
+  Expected<bool> Skip = isSkipped(A, C, 10);
+  if (!Skip || *Skip)
+    return Skip.takeError();
   return launched(A, adamw(dt(A.Out[0]), A.Out[0].getData(), dt(A.In[1]),
                            A.In[1].getData(), dt(A.Out[1]), A.Out[1].getData(),
                            dt(A.Out[2]), A.Out[2].getData(),
@@ -142,6 +163,9 @@ Error cuda::runSgd(const KernelArgs &A, CudaContext &C) {
     return E;
   if (Error E = copyDevice(A, C, A.Out[0], A.In[0]))
     return E;
+  Expected<bool> Skip = isSkipped(A, C, 4);
+  if (!Skip || *Skip)
+    return Skip.takeError();
   return launched(A, sgd(dt(A.Out[0]), A.Out[0].getData(), dt(A.In[1]),
                          A.In[1].getData(), A.In[0].getNumElements(),
                          A.In[2].data<float>(), A.In[3].data<float>(),

@@ -129,14 +129,15 @@ TEST(PlanTest, Fixes) {
   Expected<PlanFixes> F = PlanFixes::parse(
       "tp=4,pp=2,dp=8,mbs=2,schedule=interleaved,vpp=3,zero=3,recompute=full,"
       "sp=on,offload=nvme,precision=fp16,attention=flash,dp-overlap=off,"
-      "grad-reduce=fp16,grad-bucket=40000000,fusion=off");
+      "grad-reduce=fp16,grad-bucket=40000000,fusion=off,"
+      "verify-transfers=on");
   ASSERT_TRUE(bool(F)) << toString(F.takeError());
   PlanConfig C;
   F->applyTo(C);
   EXPECT_EQ(C.str(), "tp=4,pp=2,dp=8,mbs=2,schedule=interleaved,vpp=3,zero=3,"
                      "recompute=full,sp=on,offload=nvme,precision=fp16,"
                      "attention=flash,dp-overlap=off,grad-reduce=fp16,"
-                     "grad-bucket=40000000,fusion=off");
+                     "grad-bucket=40000000,fusion=off,verify-transfers=on");
   EXPECT_EQ(F->str(), C.str());
   EXPECT_EQ(PlanFixes::parse("")->str(), "");
 

@@ -272,6 +272,51 @@ TEST(CheckpointIndexTest, RefusesMalformedFields) {
   }
 }
 
+// Loss scaling's fields (runtime/LossScaler.h) are optional: an index
+// without them, as older runtimes wrote, still parses.
+TEST(CheckpointIndexTest, LossScaleFields) {
+  CheckpointIndex I;
+  I.Step = 5;
+  I.File = "rank0.bin";
+  I.FileSize = 64;
+  std::string Old = I.toJSON();
+  EXPECT_EQ(Old.find("optimizer_step"), std::string::npos);
+  EXPECT_EQ(Old.find("loss_scale"), std::string::npos);
+  Expected<CheckpointIndex> P = CheckpointIndex::parse(Old, "i.json");
+  ASSERT_TRUE(bool(P)) << toString(P.takeError());
+  EXPECT_FALSE(P->OptimizerStep);
+  EXPECT_FALSE(P->LossScale);
+
+  I.OptimizerStep = 4;
+  I.LossScale = 32768;
+  I.LossScaleGrowthTracker = 1;
+  std::string Text = I.toJSON();
+  P = CheckpointIndex::parse(Text, "i.json");
+  ASSERT_TRUE(bool(P)) << toString(P.takeError());
+  EXPECT_EQ(P->OptimizerStep, std::optional<int64_t>(4));
+  EXPECT_EQ(P->LossScale, std::optional<double>(32768));
+  EXPECT_EQ(P->LossScaleGrowthTracker, 1);
+  EXPECT_EQ(P->toJSON(), Text);
+
+  struct Case {
+    std::string Text;
+    std::string Message;
+  } Cases[] = {
+      {mutate(Text, "\"optimizer_step\": 4", "\"optimizer_step\": 6"),
+       "'optimizer_step' must be at most the step"},
+      {mutate(Text, "\"scale\": 32768", "\"scale\": 0"),
+       "loss_scale: 'scale' must be a finite number > 0"},
+      {mutate(Text, "\"growth_tracker\": 1", "\"growth_tracker\": -1"),
+       "loss_scale: 'growth_tracker' must be a non-negative integer"},
+  };
+  for (const Case &C : Cases) {
+    Expected<CheckpointIndex> Bad = CheckpointIndex::parse(C.Text, "i.json");
+    ASSERT_FALSE(bool(Bad)) << C.Message;
+    EXPECT_NE(toString(Bad.takeError()).find(C.Message), std::string::npos)
+        << C.Message;
+  }
+}
+
 TEST_F(CheckpointTest, WritesCommitsAndReadsBack) {
   EXPECT_EQ(cantFail(readLatestCheckpoint(Root)), std::nullopt);
   save(5);

@@ -12,6 +12,23 @@ of each step are written out.
   SwiGLU as x sigmoid(x) (the export's order), an untied head.
 
   torch_tiny_models.py schedules SHARED_MODELS_DIR OUT.json
+  torch_tiny_models.py clip SHARED_MODELS_DIR OUT.json
+  torch_tiny_models.py loss-scale SHARED_MODELS_DIR OUT.json
+
+`schedules` writes lr_schedule.ref.json; `clip` writes clip_grad.ref.json:
+five steps of AdamW and of SGD with torch.nn.utils.clip_grad_norm_ between
+backward and step, each step's loss and the norm clip_grad_norm_ returns
+(max_norm 0.1 clips every step, 1000 none), and that norm summed in f64.
+`loss-scale` writes loss_scale.ref.json: five steps of dynamic loss scaling
+as torch.cuda.amp.GradScaler (1.13) does it, written out with torch ops
+(GradScaler disables itself without CUDA): the loss times the scale,
+backward, the gradients times the scale's f32 reciprocal and checked for
+infinities and NaNs, the step skipped on one (and the scale halved), else
+taken (and the scale doubled after `growth_interval` such steps in a row).
+init_scale 2**16, growth_interval 2, and step 3's loss times scale * inf
+(autopar-run's AUTOPAR_TEST_INF_GRAD_STEP=3), so that the growth, the skip
+and the backoff all happen; each step's loss, the scale it used and
+whether it was skipped.
 
 Needs PyTorch and onnx (Debian: python3-torch, python3-onnx); the tests
 read OUT.json (checked in as lr_schedule.ref.json), not this script.
@@ -231,13 +248,139 @@ def schedulers(name, opt):
     raise ValueError(name)
 
 
+def step_loss(model, ids):
+    logits = model(ids)
+    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
+                           ids[:, 1:].reshape(-1))
+
+
+# Clipping cases: the optimizer, its rate, max_norm, and the autopar-run
+# options that should give the same steps.
+CLIP_CASES = {
+    "adamw-clip": ("adamw", 1e-3, 0.1,
+                   "--lr 0.001 --weight-decay 0 --clip-grad 0.1"),
+    "adamw-noclip": ("adamw", 1e-3, 1000.0,
+                     "--lr 0.001 --weight-decay 0 --clip-grad 1000"),
+    "sgd-clip": ("sgd", 0.5, 0.1,
+                 "--optimizer sgd --lr 0.5 --weight-decay 0 --clip-grad 0.1"),
+}
+
+
+def clip_cases(model_name, onnx_path, ids):
+    cases = {}
+    for name, (kind, lr, max_norm, options) in CLIP_CASES.items():
+        model = load(model_name, onnx_path)
+        if kind == "adamw":
+            opt = torch.optim.AdamW(model.parameters(), lr=lr,
+                                    betas=(0.9, 0.999), eps=1e-8,
+                                    weight_decay=0.0)
+        else:
+            opt = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=0.0)
+        losses, norms, exact = [], [], []
+        for _ in range(STEPS):
+            opt.zero_grad()
+            loss = step_loss(model, ids)
+            losses.append(loss.item())
+            loss.backward()
+            # The same gradients' norm summed in f64: clip_grad_norm_'s f32
+            # torch.norm is itself off by about 2e-6 on these models.
+            exact.append(math.sqrt(sum(
+                float((p.grad.double() ** 2).sum())
+                for p in model.parameters())))
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(),
+                                                  max_norm)
+            norms.append(norm.item())
+            opt.step()
+        cases[name] = {"options": options, "max_norm": max_norm,
+                       "losses": losses, "grad_norms": norms,
+                       "grad_norms_f64": exact}
+    return cases
+
+
+# Loss-scaling cases: the optimizer, its rate, max_norm (None: no
+# clipping), and the autopar-run options (with AUTOPAR_TEST_INF_GRAD_STEP=3)
+# that should give the same steps.
+SCALE_CASES = {
+    "adamw-dynamic": ("adamw", 1e-3, None,
+                      "--lr 0.001 --weight-decay 0 --loss-scale dynamic "
+                      "--loss-scale-window 2"),
+    "adamw-dynamic-clip": ("adamw", 1e-3, 0.1,
+                           "--lr 0.001 --weight-decay 0 --clip-grad 0.1 "
+                           "--loss-scale-window 2"),
+    "sgd-dynamic": ("sgd", 0.5, None,
+                    "--optimizer sgd --lr 0.5 --weight-decay 0 "
+                    "--loss-scale-window 2"),
+}
+INIT_SCALE, GROWTH_INTERVAL, INF_STEP = 2.0 ** 16, 2, 3
+
+
+def loss_scale_cases(model_name, onnx_path, ids):
+    cases = {}
+    for name, (kind, lr, max_norm, options) in SCALE_CASES.items():
+        model = load(model_name, onnx_path)
+        if kind == "adamw":
+            opt = torch.optim.AdamW(model.parameters(), lr=lr,
+                                    betas=(0.9, 0.999), eps=1e-8,
+                                    weight_decay=0.0)
+        else:
+            opt = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=0.0)
+        # GradScaler's state: an f32 scale and the growth tracker.
+        scale = torch.full((), INIT_SCALE, dtype=torch.float32)
+        tracker = 0
+        losses, scales, skipped = [], [], []
+        for step in range(1, STEPS + 1):
+            opt.zero_grad()
+            loss = step_loss(model, ids)
+            losses.append(loss.item())
+            scales.append(scale.item())
+            # scaler.scale(loss).backward(); the hook's step overflows.
+            used = scale * math.inf if step == INF_STEP else scale
+            (loss * used).backward()
+            # scaler.unscale_(opt): _amp_foreach_non_finite_check_and_unscale_
+            inv_scale = scale.double().reciprocal().float()
+            found_inf = False
+            for p in model.parameters():
+                found_inf |= not bool(torch.isfinite(p.grad).all())
+                p.grad.mul_(inv_scale)
+            if max_norm is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            # scaler.step(opt): skipped on an overflow.
+            if not found_inf:
+                opt.step()
+            skipped.append(found_inf)
+            # scaler.update(): _amp_update_scale_.
+            if found_inf:
+                scale = scale * 0.5
+                tracker = 0
+            else:
+                tracker += 1
+                if tracker == GROWTH_INTERVAL:
+                    scale = scale * 2.0
+                    tracker = 0
+        cases[name] = {"options": options, "init_scale": INIT_SCALE,
+                       "growth_interval": GROWTH_INTERVAL,
+                       "inf_step": INF_STEP, "losses": losses,
+                       "loss_scales": scales, "skipped": skipped}
+    return cases
+
+
 def main(argv):
-    shared, out_path = argv[2], argv[3]
+    command, shared, out_path = argv[1], argv[2], argv[3]
+    if command not in ("schedules", "clip", "loss-scale"):
+        sys.exit("usage: torch_tiny_models.py schedules|clip|loss-scale "
+                 "SHARED OUT.json")
     torch.set_num_threads(1)
     result = {"steps": STEPS, "lr": LR,
               "computed_by": "torch %s, AdamW(betas=(0.9, 0.999), eps=1e-8, "
                              "weight_decay=0), the reference batch every "
-                             "step; loss before each step" % torch.__version__,
+                             "step; loss before each step" % torch.__version__
+                             + ("; clip_grad_norm_(model.parameters(), "
+                                "max_norm) before each step, its norm"
+                                if command == "clip" else "")
+                             + ("; GradScaler's dynamic loss scaling in torch "
+                                "ops (init_scale 2**16, growth_interval 2, "
+                                "step 3's loss times inf)"
+                                if command == "loss-scale" else ""),
               "models": {}}
     for model_name in MODELS:
         ref_path = "%s/torch_export/reference/%s.ref.json" % (shared,
@@ -265,6 +408,14 @@ def main(argv):
             sys.exit("%s: the torch module's losses %s are not the shared "
                      "reference's %s" % (model_name, got,
                                          ref["adamw"]["losses_steps_0_1_2"]))
+        if command == "clip":
+            result["models"][model_name] = clip_cases(model_name,
+                                                      onnx_path, ids)
+            continue
+        if command == "loss-scale":
+            result["models"][model_name] = loss_scale_cases(model_name,
+                                                            onnx_path, ids)
+            continue
         cases = {}
         for name, options in CASES.items():
             model = load(model_name, onnx_path)
