@@ -1,5 +1,4 @@
-//===- Cluster.h - Devices, nodes and links of a training cluster -*- C++
-//-*-===//
+//===- Cluster.h - Devices, nodes and links of a cluster --------*- C++ -*-===//
 //
 // The cluster model every cost query starts from: the device (memory, peak
 // rates by precision, achievable memory bandwidth, the figures the GEMM

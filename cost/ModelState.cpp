@@ -30,6 +30,7 @@ double autopar::optimizerBytesPerParam(OptimizerKind K, bool MasterWeights) {
 void autopar::setTrainingPrecision(ModelStateConfig &C, Precision P) {
   C.WeightBytes = C.GradBytes = getPrecisionBytes(P);
   C.MasterWeights = getPrecisionBytes(P) < 4;
+  C.LossScaling = P == Precision::FP16;
 }
 
 Error autopar::validateModelState(const ModelStateConfig &C) {
@@ -183,7 +184,9 @@ double autopar::optimizerStepSeconds(const ModelStateConfig &C,
   // squares, then read and written scaled by the coefficient. (Its scalar
   // all-reduces are latency only, a few microseconds.)
   double Bandwidth = Cl.Device.achievableHbmBytesPerSec();
-  double Clip = Bandwidth > 0 ? Owned * 3 * C.GradBytes / Bandwidth : 0;
+  // fp16 plans unscale each gradient first: one more read and write.
+  double Passes = C.LossScaling ? 5 : 3;
+  double Clip = Bandwidth > 0 ? Owned * Passes * C.GradBytes / Bandwidth : 0;
   if (!offloadsOptimizer(C.Offload))
     return Clip + (Bandwidth > 0 ? Bytes / Bandwidth : 0);
   double Link = offloadsToNvme(C.Offload) ? Cl.nvmeBytesPerSecPerGpu()

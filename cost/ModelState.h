@@ -69,6 +69,9 @@ struct ModelStateConfig {
   /// Mixed precision keeps an fp32 master copy of the weights with the
   /// optimizer states (Micikevicius et al. 2018); fp32 training does not.
   bool MasterWeights = true;
+  /// fp16's dynamic loss scaling: the gradients are unscaled (read and
+  /// written once more) before the clipping (passes/ClipGradients.cpp).
+  bool LossScaling = false;
   /// Elements of the largest parameter tensor: a gradient larger than a
   /// bucket is a bucket of its own.
   double LargestParam = 0;

@@ -1,5 +1,4 @@
-//===- OpCost.h - Time of one node on one rank, forward and backward -*- C++
-//-*-===//
+//===- OpCost.h - Time of one node on one rank ------------------*- C++ -*-===//
 //
 // The per-op cost model: for a node whose loop Split.Loop is split
 // Split.Degree ways (ir/OpLoops.h), the FLOPs, the HBM bytes and the seconds

@@ -1,5 +1,4 @@
-//===- Launch.h - `autopar launch`: run a plan, restart on failure -*- C++
-//-*-===//
+//===- Launch.h - autopar launch: run, restart on failure -------*- C++ -*-===//
 //
 // `autopar launch PLAN_DIR --ranks N [--max-restarts K] -- OPTIONS` runs
 // the plan's programs under OpenMPI's mpirun (or srun inside a Slurm

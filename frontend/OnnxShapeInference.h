@@ -1,5 +1,4 @@
-//===- OnnxShapeInference.h - ONNX's own inference for unknown ops -*- C++
-//-*-===//
+//===- OnnxShapeInference.h - ONNX's shape inference ------------*- C++ -*-===//
 //
 // An op autopar does not know is kept as Opaque; its result types come from
 // ONNX's C++ shape inference (libonnx's operator schemas), run on the node

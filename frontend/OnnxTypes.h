@@ -1,5 +1,4 @@
-//===- OnnxTypes.h - ONNX types, tensors and attributes in IR terms -*- C++
-//-*-===//
+//===- OnnxTypes.h - ONNX types in IR terms ---------------------*- C++ -*-===//
 
 #ifndef AUTOPAR_FRONTEND_ONNXTYPES_H
 #define AUTOPAR_FRONTEND_ONNXTYPES_H

@@ -1,5 +1,4 @@
-//===- NNShapeHelpers.h - Checks shared by the NN shape functions -*- C++
-//-*-===//
+//===- NNShapeHelpers.h - Checks of the NN shape functions ------*- C++ -*-===//
 //
 // Messages and checks that the shape functions of convolution, pooling and
 // attention ops (ShapeFunctionsConv.cpp, ShapeFunctionsAttention.cpp) share.

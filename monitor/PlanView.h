@@ -1,5 +1,4 @@
-//===- PlanView.h - The plan a run trains, as the panel shows it -*- C++
-//-*-===//
+//===- PlanView.h - The plan a run trains, for the panel --------*- C++ -*-===//
 //
 // The plan folder of a run (what `autopar -o` wrote): its record
 // (plan.json), the mesh its ranks lie on, and the parts of its report.html

@@ -1,5 +1,4 @@
-//===- PlanContext.h - What the plan passes read from the module -*- C++
-//-*-===//
+//===- PlanContext.h - What plan passes read from the module ----*- C++ -*-===//
 //
 // The passes that lay a chosen plan out (shard-tp, partition-stages and
 // split-batch with `from-plan`) take their options from the plan the module

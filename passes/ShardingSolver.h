@@ -1,5 +1,4 @@
-//===- ShardingSolver.h - Exact tensor-parallel layout of a layer -*- C++
-//-*-===//
+//===- ShardingSolver.h - Exact tensor-parallel layouts ---------*- C++ -*-===//
 //
 // Chooses, for every node of a layer, which loop (ir/OpLoops.h) to split over
 // the tensor-parallel group, or none, minimizing the layer's time on one

@@ -1,5 +1,4 @@
-//===- ModelProfile.h - Per-layer costs of a model under a layout -*- C++
-//-*-===//
+//===- ModelProfile.h - Per-layer costs of a model --------------*- C++ -*-===//
 //
 // What the search needs to know about a model: its units (the embedding,
 // the blocks, the head: passes/LayerUnits.h) and, for a tensor-parallel

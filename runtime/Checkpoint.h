@@ -1,5 +1,4 @@
-//===- Checkpoint.h - Training state on disk, one shard per rank -*- C++
-//-*-===//
+//===- Checkpoint.h - Training state on disk, per rank ----------*- C++ -*-===//
 //
 // A checkpoint of step N is the folder D/step_<N>/ with, for each rank R:
 //   rank<R>.bin   a 64-byte header ("AUTOPAR-CHECKPOINT 1\n", then zeros),

@@ -1,5 +1,4 @@
-//===- LossScaler.h - autopar-run's loss scale from step to step -*- C++
-//-*-===//
+//===- LossScaler.h - The loss scale from step to step ----------*- C++ -*-===//
 //
 // The loss scale a training program's `optimizer.loss_scale` input takes
 // (autodiff{loss-scale=1} seeds the loss's gradient with it,

@@ -1,5 +1,4 @@
-//===- OffloadStore.h - Offloaded parameters and optimizer state -*- C++
-//-*-===//
+//===- OffloadStore.h - Offloaded parameters and states ---------*- C++ -*-===//
 //
 // Where offloaded tensors live between uses (docs/Offload.md): blocks keyed
 // by the tensor's name, each holding the bytes, a version (the optimizer

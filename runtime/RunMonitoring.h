@@ -1,5 +1,4 @@
-//===- RunMonitoring.h - Metrics and heartbeats of a training run -*- C++
-//-*-===//
+//===- RunMonitoring.h - Metrics and heartbeats of a run --------*- C++ -*-===//
 //
 // What `--metrics FILE`, `--metrics-port P` and `--heartbeat S` add to
 // autopar-run's loop (docs/Operations.md): a StepMetricsRecorder fed by the

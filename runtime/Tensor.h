@@ -1,5 +1,4 @@
-//===- Tensor.h - Typed views of backend memory and host tensors -*- C++
-//-*-===//
+//===- Tensor.h - Backend memory and host tensors ---------------*- C++ -*-===//
 //
 // A Tensor is what kernels see: an element type, a static row-major shape
 // (no strides) and a pointer to backend memory that the Tensor does not own.

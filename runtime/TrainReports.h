@@ -1,5 +1,4 @@
-//===- TrainReports.h - Traces and memory reports of a training run -*- C++
-//-*-===//
+//===- TrainReports.h - Traces and memory reports of a run ------*- C++ -*-===//
 //
 // What `autopar-run --trace FILE` and `--memory-report` produce:
 // - A Chrome trace (the JSON object format Perfetto and chrome://tracing

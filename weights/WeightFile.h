@@ -1,5 +1,4 @@
-//===- WeightFile.h - A plan's own copy of the model's inline weights -*- C++
-//-*-===//
+//===- WeightFile.h - A plan's copy of the inline weights -------*- C++ -*-===//
 //
 // A model with inline initializers carries its weights inside the .onnx
 // file. A plan folder must carry them too, or the runtime would start from

@@ -1,5 +1,4 @@
-//===- CudaShardedOps.h - Ops split over a mesh axis on the device -*- C++
-//-*-===//
+//===- CudaShardedOps.h - Ops split over a mesh axis (CUDA) -----*- C++ -*-===//
 //
 // ShardSlice and the vocabulary-parallel Gather, GatherGrad and
 // cross-entropy (ops that runtime/ShardPlace.h's isShardedKernel

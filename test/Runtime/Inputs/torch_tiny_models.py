@@ -266,16 +266,20 @@ CLIP_CASES = {
 }
 
 
+def make_optimizer(kind, lr, model):
+    """AdamW (autopar-run's betas and eps) or SGD, without weight decay."""
+    if kind == "adamw":
+        return torch.optim.AdamW(model.parameters(), lr=lr,
+                                 betas=(0.9, 0.999), eps=1e-8,
+                                 weight_decay=0.0)
+    return torch.optim.SGD(model.parameters(), lr=lr, weight_decay=0.0)
+
+
 def clip_cases(model_name, onnx_path, ids):
     cases = {}
     for name, (kind, lr, max_norm, options) in CLIP_CASES.items():
         model = load(model_name, onnx_path)
-        if kind == "adamw":
-            opt = torch.optim.AdamW(model.parameters(), lr=lr,
-                                    betas=(0.9, 0.999), eps=1e-8,
-                                    weight_decay=0.0)
-        else:
-            opt = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=0.0)
+        opt = make_optimizer(kind, lr, model)
         losses, norms, exact = [], [], []
         for _ in range(STEPS):
             opt.zero_grad()
@@ -318,12 +322,7 @@ def loss_scale_cases(model_name, onnx_path, ids):
     cases = {}
     for name, (kind, lr, max_norm, options) in SCALE_CASES.items():
         model = load(model_name, onnx_path)
-        if kind == "adamw":
-            opt = torch.optim.AdamW(model.parameters(), lr=lr,
-                                    betas=(0.9, 0.999), eps=1e-8,
-                                    weight_decay=0.0)
-        else:
-            opt = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=0.0)
+        opt = make_optimizer(kind, lr, model)
         # GradScaler's state: an f32 scale and the growth tracker.
         scale = torch.full((), INIT_SCALE, dtype=torch.float32)
         tracker = 0
