@@ -8,6 +8,7 @@
 
 #include "driver/Launch.h"
 #include "driver/OptDriver.h"
+#include "driver/OutputFiles.h"
 #include "driver/PlanDriver.h"
 #include "runtime/Checkpoint.h"
 #include "runtime/RunMetrics.h"
@@ -16,16 +17,13 @@
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Regex.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
@@ -36,7 +34,6 @@
 #include <deque>
 #include <fcntl.h>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -182,7 +179,7 @@ Expected<int> runJob(const std::vector<std::string> &Argv,
                                  "': " + std::strerror(Code));
   }
   ChildPid = Pid;
-  std::mutex TailMutex;
+  // Tail is the reader's until it is joined.
   std::thread Reader([&] {
     std::string Pending;
     char Buffer[4096];
@@ -198,7 +195,6 @@ Expected<int> runJob(const std::vector<std::string> &Argv,
         std::string Line = Pending.substr(0, End + 1);
         (void)!::write(2, Line.data(), Line.size());
         Line.pop_back();
-        std::lock_guard<std::mutex> Lock(TailMutex);
         Tail.push_back(std::move(Line));
         if (Tail.size() > 400)
           Tail.pop_front();
@@ -432,21 +428,8 @@ Error launch(const LaunchOptions &O, int &ExitCode) {
     });
     OS << '\n';
     OS.flush();
-    std::string Tmp = (RunJson + ".tmp").str();
-    std::error_code EC;
-    {
-      raw_fd_ostream F(Tmp, EC);
-      if (!EC) {
-        F << Text;
-        F.close();
-        EC = F.error();
-      }
-    }
-    if (!EC)
-      EC = sys::fs::rename(Tmp, RunJson);
-    if (EC)
-      return makeExitError(ExitIOError,
-                           "cannot write '" + RunJson + "': " + EC.message());
+    if (Error E = writeOutputFiles({{RunJson.str().str(), Text}}))
+      return makeExitError(ExitIOError, toString(std::move(E)));
   }
 
   std::string Run = findAutoparRun(O.Self);
@@ -462,11 +445,12 @@ Error launch(const LaunchOptions &O, int &ExitCode) {
   });
 
   ChosenPlan Current{O.PlanDir, O.Ranks};
+  // The step each attempt resumes after: the latest checkpoint's.
+  Expected<std::optional<int64_t>> Latest = readLatestCheckpoint(Checkpoints);
+  if (!Latest)
+    return makeExitError(ExitInvalidInput, toString(Latest.takeError()));
+  int64_t From = Latest->value_or(0);
   for (int Attempt = 1;; ++Attempt) {
-    Expected<std::optional<int64_t>> Latest = readLatestCheckpoint(Checkpoints);
-    if (!Latest)
-      return makeExitError(ExitInvalidInput, toString(Latest.takeError()));
-    int64_t From = Latest->value_or(0);
     Expected<int> Available = countAvailableRanks(O, Attempt, O.Ranks);
     if (!Available)
       return Available.takeError();
@@ -552,9 +536,7 @@ Error launch(const LaunchOptions &O, int &ExitCode) {
       J.attribute("step", Facts.LastStep);
       J.attribute("exit_code", *Code);
       J.attribute("message", Failure.What);
-      J.attributeBegin("seconds");
-      J.rawValue(formatv("{0}", format("%.3f", Took)).str());
-      J.attributeEnd();
+      writeJsonNumber(J, "seconds", Took, "%.3f");
     });
     std::string Who =
         Failure.Rank
@@ -585,19 +567,19 @@ Error launch(const LaunchOptions &O, int &ExitCode) {
     if (!Saved)
       return makeExitError(ExitInvalidInput, toString(Saved.takeError()));
     int64_t Resume = Saved->value_or(0);
+    int64_t AttemptFrom = From;
+    From = Resume;
     // The time lost: since the saved step ended (the attempt's start when
     // nothing was saved in it).
     double Now = getUnixTime();
     auto SavedAt = Facts.StepTimes.find(Resume);
-    double Lost = SavedAt != Facts.StepTimes.end() && Resume >= From
+    double Lost = SavedAt != Facts.StepTimes.end() && Resume >= AttemptFrom
                       ? Now - SavedAt->second
                       : Took;
     appendEvent(Metrics, "restart", [&](json::OStream &J) {
       J.attribute("attempt", Attempt + 1);
       J.attribute("from_step", Resume);
-      J.attributeBegin("lost_s");
-      J.rawValue(formatv("{0}", format("%.3f", Lost)).str());
-      J.attributeEnd();
+      writeJsonNumber(J, "lost_s", Lost, "%.3f");
     });
     note("attempt " + Twine(Attempt) + " failed with exit code " +
          Twine(*Code) + Who + " after step " + Twine(Facts.LastStep) +

@@ -123,14 +123,34 @@ static double getNormWeight(const Value &P, const Mesh *Cluster) {
   return Weight;
 }
 
-/// A scalar f32 factor in the type of what it multiplies.
-static Expected<Value *> castFactor(GradBuilder &B, Value *Factor,
-                                    ElementType Ty) {
-  if (Ty == ElementType::F32)
-    return Factor;
+/// V in element type Ty (V itself when it is already).
+static Expected<Value *> castTo(GradBuilder &B, Value *V, ElementType Ty) {
+  if (V->getType().getElementType() == Ty)
+    return V;
   AttrDict To;
   To.set("to", Attribute::getString(getElementTypeName(Ty)));
-  return B.emit1(OpId::Cast, {Factor}, To);
+  return B.emit1(OpId::Cast, {V}, To);
+}
+
+/// Every gradient output times the f32 scalar Factor (cast to its type);
+/// the gradient before is renamed `<name><Suffix>`.
+static Error scaleGradients(Graph &G, GradBuilder &B,
+                            ArrayRef<std::pair<Value *, unsigned>> Grads,
+                            Value *Factor, StringRef Suffix) {
+  for (auto [P, I] : Grads) {
+    Value *Grad = G.getOutputs()[I];
+    Expected<Value *> By = castTo(B, Factor, Grad->getType().getElementType());
+    if (!By)
+      return By.takeError();
+    Expected<Value *> Scaled = B.emit1(OpId::Mul, {Grad, *By});
+    if (!Scaled)
+      return Scaled.takeError();
+    std::string Name = Grad->getName().str();
+    G.renameValue(Grad, G.getUniqueName((Name + Suffix).str()));
+    G.renameValue(*Scaled, Name);
+    G.setOutput(I, *Scaled);
+  }
+  return Error::success();
 }
 
 /// Loss scaling: every `grad.<p>` output becomes the gradient times 1 /
@@ -152,21 +172,7 @@ Error ClipGradientsPass::unscale(Graph &G, GradBuilder &B,
   if (!Inverse)
     return Inverse.takeError();
   G.renameValue(*Inverse, G.getUniqueName("grad_inv_scale"));
-  for (auto [P, I] : Grads) {
-    Value *Grad = G.getOutputs()[I];
-    Expected<Value *> By =
-        castFactor(B, *Inverse, Grad->getType().getElementType());
-    if (!By)
-      return By.takeError();
-    Expected<Value *> Unscaled = B.emit1(OpId::Mul, {Grad, *By});
-    if (!Unscaled)
-      return Unscaled.takeError();
-    std::string Name = Grad->getName().str();
-    G.renameValue(Grad, G.getUniqueName(Name + ".scaled"));
-    G.renameValue(*Unscaled, Name);
-    G.setOutput(I, *Unscaled);
-  }
-  return Error::success();
+  return scaleGradients(G, B, Grads, *Inverse, ".scaled");
 }
 
 Error ClipGradientsPass::runOnGraph(Graph &G) {
@@ -202,16 +208,10 @@ Error ClipGradientsPass::runOnGraph(Graph &G) {
   Scalar.set("keepdims", Attribute::getInt(0));
   Value *Total = nullptr;
   for (auto [P, I] : Grads) {
-    Value *Grad = G.getOutputs()[I];
-    if (Grad->getType().getElementType() != ElementType::F32) {
-      AttrDict To;
-      To.set("to", Attribute::getString("f32"));
-      Expected<Value *> Wide = B.emit1(OpId::Cast, {Grad}, To);
-      if (!Wide)
-        return Wide.takeError();
-      Grad = *Wide;
-    }
-    Expected<Value *> Squares = B.emit1(OpId::ReduceSumSquare, {Grad}, Scalar);
+    Expected<Value *> Grad = castTo(B, G.getOutputs()[I], ElementType::F32);
+    if (!Grad)
+      return Grad.takeError();
+    Expected<Value *> Squares = B.emit1(OpId::ReduceSumSquare, {*Grad}, Scalar);
     if (!Squares)
       return Squares.takeError();
     if (double W = getNormWeight(*P, Cluster); W != 1) {
@@ -270,20 +270,8 @@ Error ClipGradientsPass::runOnGraph(Graph &G) {
   if (!Coef)
     return Coef.takeError();
   G.renameValue(*Coef, G.getUniqueName("grad_clip_coef"));
-  for (auto [P, I] : Grads) {
-    Value *Grad = G.getOutputs()[I];
-    Expected<Value *> By =
-        castFactor(B, *Coef, Grad->getType().getElementType());
-    if (!By)
-      return By.takeError();
-    Expected<Value *> Clipped = B.emit1(OpId::Mul, {Grad, *By});
-    if (!Clipped)
-      return Clipped.takeError();
-    std::string Name = Grad->getName().str();
-    G.renameValue(Grad, G.getUniqueName(Name + ".unclipped"));
-    G.renameValue(*Clipped, Name);
-    G.setOutput(I, *Clipped);
-  }
+  if (Error E = scaleGradients(G, B, Grads, *Coef, ".unclipped"))
+    return E;
   SmallVector<Value *, 32> Outputs(G.getOutputs().begin(),
                                    G.getOutputs().end());
   Outputs.push_back(*Norm);

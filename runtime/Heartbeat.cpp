@@ -109,17 +109,23 @@ struct HeartbeatMonitor::Impl {
                    reinterpret_cast<sockaddr *>(&A), sizeof(A));
   }
 
+  /// Sends Text to the ranks that watch this one: every rank from rank 0,
+  /// rank 0 from the others.
+  void sendToWatchers(const std::string &Text) {
+    if (Rank != 0) {
+      send(0, Text);
+      return;
+    }
+    for (int R = 1; R < NumRanks; ++R)
+      send(R, Text);
+  }
+
   void beat() {
     std::string Text = "autopar-heartbeat " + std::to_string(Rank) + " " +
                        std::to_string(Step.load()) + " " + Activity();
     if (Text.size() > 1000)
       Text.resize(1000);
-    if (Rank == 0) {
-      for (int R = 1; R < NumRanks; ++R)
-        send(R, Text);
-    } else {
-      send(0, Text);
-    }
+    sendToWatchers(Text);
   }
 
   void receive() {
@@ -151,13 +157,7 @@ struct HeartbeatMonitor::Impl {
 
   /// Tells the ranks that watch this one that its run is over.
   void sayDone() {
-    std::string Text = "autopar-heartbeat-done " + std::to_string(Rank);
-    if (Rank == 0) {
-      for (int R = 1; R < NumRanks; ++R)
-        send(R, Text);
-    } else {
-      send(0, Text);
-    }
+    sendToWatchers("autopar-heartbeat-done " + std::to_string(Rank));
   }
 
   void run() {
@@ -269,7 +269,3 @@ HeartbeatMonitor::~HeartbeatMonitor() {
 }
 
 void HeartbeatMonitor::setStep(int64_t Step) { P->Step = Step; }
-
-const std::string &HeartbeatMonitor::getHost(int Rank) const {
-  return P->Hosts[size_t(Rank)];
-}

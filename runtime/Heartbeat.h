@@ -56,9 +56,6 @@ public:
   /// The step the next beats report.
   void setStep(int64_t Step);
 
-  /// The host name of each rank, as exchanged.
-  const std::string &getHost(int Rank) const;
-
   struct Impl;
 
 private:

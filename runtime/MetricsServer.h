@@ -28,13 +28,14 @@
 
 namespace autopar {
 
-/// The Prometheus text of the ranks' records of the latest step, with the
-/// running totals Totals (updated with Latest first).
+/// The counters: steps and bytes summed over the ranks and the steps.
 struct MetricsTotals {
   uint64_t Steps = 0;
   std::map<std::string, uint64_t> SentBytes, OffloadBytes;
   void add(const std::vector<StepRecord> &Latest);
 };
+/// The Prometheus text of the ranks' records of the latest step, with the
+/// running totals Totals (updated with Latest first).
 std::string formatPrometheus(const std::vector<StepRecord> &Latest,
                              const MetricsTotals &Totals);
 

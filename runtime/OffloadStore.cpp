@@ -352,6 +352,14 @@ bool OffloadStore::contains(StringRef Name) const {
   return Blocks.count(Name);
 }
 
+std::optional<OffloadTier> OffloadStore::getTier(StringRef Name) const {
+  std::lock_guard<std::mutex> Lock(Mutex);
+  auto It = Blocks.find(Name);
+  if (It == Blocks.end())
+    return std::nullopt;
+  return It->second.Tier;
+}
+
 std::string OffloadStore::getPath(StringRef Name) const {
   std::lock_guard<std::mutex> Lock(Mutex);
   auto It = Blocks.find(Name);
@@ -472,6 +480,7 @@ void OffloadPrefetcher::loop() {
     E.Name = R->Name;
     E.Depth = R->Depth;
     E.Prefetched = R->Ahead;
+    E.Tier = Store.getTier(R->Name).value_or(OffloadTier::Host);
     E.Start = std::chrono::steady_clock::now();
     Expected<std::vector<uint8_t>> Bytes = Store.get(R->Name, R->Version);
     E.End = std::chrono::steady_clock::now();

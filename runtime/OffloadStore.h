@@ -85,6 +85,8 @@ public:
   /// The bytes stored on tier T (the blocks' payloads).
   uint64_t getBytes(OffloadTier T) const;
   bool contains(llvm::StringRef Name) const;
+  /// The tier of Name's block, if it has one.
+  std::optional<OffloadTier> getTier(llvm::StringRef Name) const;
   /// The file of Name's nvme block (empty for a host block).
   std::string getPath(llvm::StringRef Name) const;
 
@@ -118,6 +120,8 @@ public:
   /// One fetch's figures (for the trace).
   struct FetchEvent {
     std::string Name;
+    /// Where the block was read from.
+    OffloadTier Tier = OffloadTier::Host;
     uint64_t Bytes = 0;
     /// Requests queued or in flight when this one was issued (itself
     /// included).

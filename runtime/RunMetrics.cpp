@@ -68,15 +68,32 @@ void StepMetricsRecorder::beginStep(std::chrono::steady_clock::time_point S) {
   Start = S;
   Current = StepRecord();
   NodeSeconds = 0;
+  Sent.clear();
+}
+
+const StepMetricsRecorder::NodeFacts &
+StepMetricsRecorder::getFacts(const Node &N) {
+  auto [It, New] = Facts.try_emplace(&N);
+  NodeFacts &F = It->second;
+  if (!New)
+    return F;
+  F.Phase = getNodePhase(N);
+  F.MicroBatch = getNodeMicroBatch(N);
+  if (F.Phase == 'C' && N.getNumOperands() && N.getOperand(0)) {
+    F.Op = N.getOpName();
+    F.Bytes =
+        uint64_t(N.getOperand(0)->getType().getStaticSizeInBytes().value_or(0));
+  }
+  return F;
 }
 
 void StepMetricsRecorder::record(const Node &N,
                                  std::chrono::steady_clock::time_point From,
                                  std::chrono::steady_clock::time_point To) {
+  const NodeFacts &F = getFacts(N);
   double Seconds = std::chrono::duration<double>(To - From).count();
   NodeSeconds += Seconds;
-  char Phase = getNodePhase(N);
-  switch (Phase) {
+  switch (F.Phase) {
   case 'O':
     Current.OptimizerSeconds += Seconds;
     break;
@@ -93,23 +110,18 @@ void StepMetricsRecorder::record(const Node &N,
     Current.ForwardSeconds += Seconds;
     break;
   }
-  if (Phase == 'C' || Phase == 'W') {
-    if (N.getNumOperands() && N.getOperand(0))
-      if (std::optional<int64_t> Bytes =
-              N.getOperand(0)->getType().getStaticSizeInBytes())
-        Current.SentBytes[N.getOpName().str()] += uint64_t(*Bytes);
-  }
+  if (!F.Op.empty())
+    Sent[F.Op] += F.Bytes;
   double StartMs =
       std::chrono::duration<double, std::milli>(From - Start).count();
   double EndMs = std::chrono::duration<double, std::milli>(To - Start).count();
-  int MicroBatch = getNodeMicroBatch(N);
   std::vector<StepRecord::Span> &T = Current.Timeline;
-  if (!T.empty() && T.back().Phase == Phase &&
-      T.back().MicroBatch == MicroBatch) {
+  if (!T.empty() && T.back().Phase == F.Phase &&
+      T.back().MicroBatch == F.MicroBatch) {
     T.back().EndMs = EndMs;
     return;
   }
-  T.push_back({Phase, MicroBatch, StartMs, EndMs});
+  T.push_back({F.Phase, F.MicroBatch, StartMs, EndMs});
 }
 
 void StepMetricsRecorder::recordFetch(StringRef Tier, uint64_t Bytes) {
@@ -123,6 +135,8 @@ StepMetricsRecorder::finishStep(std::chrono::steady_clock::time_point End) {
   // The time between nodes (the interpreter, input and output copies) is
   // idle too.
   R.IdleSeconds += std::max(0.0, R.StepSeconds - NodeSeconds);
+  for (const auto &Entry : Sent)
+    R.SentBytes[Entry.getKey().str()] = Entry.getValue();
   Current = StepRecord();
   return R;
 }
@@ -131,12 +145,8 @@ std::string StepRecord::toJSON() const {
   std::string Text;
   raw_string_ostream OS(Text);
   json::OStream J(OS);
-  // Figures with 7 significant digits (llvm::json would print 17).
   auto Num = [&](StringRef Key, double V) {
-    J.attributeBegin(Key);
-    J.rawValue(std::isfinite(V) ? formatv("{0}", format("%.7g", V)).str()
-                                : std::string("null"));
-    J.attributeEnd();
+    writeJsonNumber(J, Key, V, "%.7g");
   };
   J.object([&] {
     J.attribute("kind", "step");
@@ -145,9 +155,7 @@ std::string StepRecord::toJSON() const {
     J.attribute("host", Host);
     J.attribute("attempt", Attempt);
     // Milliseconds of the wall clock.
-    J.attributeBegin("time");
-    J.rawValue(formatv("{0}", format("%.3f", Time)).str());
-    J.attributeEnd();
+    writeJsonNumber(J, "time", Time, "%.3f");
     Num("step_s", StepSeconds);
     Num("forward_s", ForwardSeconds);
     Num("backward_s", BackwardSeconds);
@@ -177,8 +185,8 @@ std::string StepRecord::toJSON() const {
           J.value(std::string(1, S.Phase));
           J.value(S.MicroBatch);
           // Microseconds.
-          J.rawValue(formatv("{0}", format("%.3f", S.StartMs)).str());
-          J.rawValue(formatv("{0}", format("%.3f", S.EndMs)).str());
+          J.rawValue(formatJsonNumber(S.StartMs, "%.3f"));
+          J.rawValue(formatJsonNumber(S.EndMs, "%.3f"));
         });
     });
   });
@@ -328,11 +336,22 @@ autopar::formatEventRecord(StringRef Event,
     J.attribute("kind", "event");
     J.attribute("event", Event);
     // Milliseconds of the wall clock.
-    J.attributeBegin("time");
-    J.rawValue(formatv("{0}", format("%.3f", getUnixTime())).str());
-    J.attributeEnd();
+    writeJsonNumber(J, "time", getUnixTime(), "%.3f");
     Fields(J);
   });
   OS.flush();
   return Text;
+}
+
+std::string autopar::formatJsonNumber(double V, const char *Format) {
+  if (!std::isfinite(V))
+    return "null";
+  return formatv("{0}", format(Format, V)).str();
+}
+
+void autopar::writeJsonNumber(json::OStream &J, StringRef Key, double V,
+                              const char *Format) {
+  J.attributeBegin(Key);
+  J.rawValue(formatJsonNumber(V, Format));
+  J.attributeEnd();
 }

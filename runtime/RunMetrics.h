@@ -16,7 +16,9 @@
 #ifndef AUTOPAR_RUNTIME_RUNMETRICS_H
 #define AUTOPAR_RUNTIME_RUNMETRICS_H
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -72,7 +74,9 @@ struct StepRecord {
   static llvm::Expected<StepRecord> fromJSON(llvm::StringRef Line);
 };
 
-/// Builds a rank's StepRecord from the nodes the executor runs.
+/// Builds a rank's StepRecord from the nodes the executor runs. What a node
+/// is (its phase, micro-batch and the bytes a communication takes in) is
+/// worked out at its first run and kept.
 class StepMetricsRecorder {
 public:
   void beginStep(std::chrono::steady_clock::time_point Start);
@@ -84,9 +88,21 @@ public:
   StepRecord finishStep(std::chrono::steady_clock::time_point End);
 
 private:
+  struct NodeFacts {
+    char Phase = 'F';
+    int MicroBatch = -1;
+    /// A communication's operand bytes, by its op (getOpName).
+    llvm::StringRef Op;
+    uint64_t Bytes = 0;
+  };
+  const NodeFacts &getFacts(const Node &N);
+
   std::chrono::steady_clock::time_point Start;
   StepRecord Current;
   double NodeSeconds = 0;
+  llvm::DenseMap<const Node *, NodeFacts> Facts;
+  /// This step's communication bytes by op (names stay in the op table).
+  llvm::StringMap<uint64_t> Sent;
 };
 
 /// The resident set of this process in bytes (0 where it cannot be read).
@@ -123,6 +139,13 @@ formatEventRecord(llvm::StringRef Event,
 
 /// The wall clock in Unix seconds.
 double getUnixTime();
+
+/// V printed with the printf format Format (records keep a few digits
+/// where llvm::json would print 17), or null when it is not finite.
+std::string formatJsonNumber(double V, const char *Format);
+/// Key: V, printed so, as a member of J's current object.
+void writeJsonNumber(llvm::json::OStream &J, llvm::StringRef Key, double V,
+                     const char *Format);
 
 } // namespace autopar
 

@@ -33,17 +33,12 @@ static std::string describeActivity(const Executor &X) {
 }
 
 Expected<std::unique_ptr<RunMonitoring>>
-RunMonitoring::start(const TrainOptions &O, Backend &B, const Executor &X,
-                     const Graph &G) {
+RunMonitoring::start(const TrainOptions &O, Backend &B, const Executor &X) {
   std::unique_ptr<RunMonitoring> M(new RunMonitoring(B, X));
   Communicator &Comm = B.getCommunicator();
   M->Recording = !O.MetricsFile.empty() || O.MetricsPort >= 0;
   M->Host = getHostName();
   M->Attempt = getLaunchAttempt();
-  for (const std::unique_ptr<Value> &P : G.getParams())
-    if (const Attribute *A = P->getAttrs().get("placement"))
-      if (A->isa(Attribute::Kind::String))
-        M->Tiers[P->getName()] = A->getString();
   if (Comm.getRank() == 0 && !O.MetricsFile.empty()) {
     Expected<MetricsFile> F = MetricsFile::open(O.MetricsFile);
     if (!F)
@@ -87,7 +82,7 @@ RunMonitoring::start(const TrainOptions &O, Backend &B, const Executor &X,
                     J.attribute("host", L.Host);
                     J.attribute("step", L.Step);
                     J.attribute("op", L.Activity);
-                    J.attribute("silent_s", L.SilentSeconds);
+                    writeJsonNumber(J, "silent_s", L.SilentSeconds, "%.3f");
                     J.attribute("noticed_by", Rank);
                     J.attribute("noticed_on", Host);
                   })}));
@@ -115,9 +110,7 @@ void RunMonitoring::recordNode(const Node &N,
 }
 
 void RunMonitoring::recordFetch(const OffloadPrefetcher::FetchEvent &E) {
-  auto It = Tiers.find(E.Name);
-  Recorder.recordFetch(It == Tiers.end() ? "host" : StringRef(It->second),
-                       E.Bytes);
+  Recorder.recordFetch(getOffloadTierName(E.Tier), E.Bytes);
 }
 
 void RunMonitoring::beginStep(int64_t S,

@@ -16,7 +16,6 @@
 #include "runtime/OffloadStore.h"
 #include "runtime/RunMetrics.h"
 
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
 #include <chrono>
@@ -27,7 +26,6 @@ namespace autopar {
 
 class Backend;
 class Executor;
-class Graph;
 class HeartbeatMonitor;
 class MetricsServer;
 struct TrainOptions;
@@ -41,7 +39,7 @@ struct StepFigures {
 class RunMonitoring {
 public:
   static llvm::Expected<std::unique_ptr<RunMonitoring>>
-  start(const TrainOptions &O, Backend &B, const Executor &X, const Graph &G);
+  start(const TrainOptions &O, Backend &B, const Executor &X);
   ~RunMonitoring();
 
   /// True when the executor's nodes must be observed (metrics asked for).
@@ -65,8 +63,6 @@ private:
   std::string Host;
   int Attempt = 0;
   StepMetricsRecorder Recorder;
-  /// Each offloaded parameter's tier name.
-  llvm::StringMap<std::string> Tiers;
   std::optional<MetricsFile> File;
   std::unique_ptr<MetricsServer> Server;
   std::unique_ptr<HeartbeatMonitor> Heartbeat;

@@ -1035,7 +1035,7 @@ static Error train(const TrainOptions &O, std::unique_ptr<Backend> &Kept) {
   StepProfiler Profile;
   // --metrics, --metrics-port and --heartbeat (docs/Operations.md).
   Expected<std::unique_ptr<RunMonitoring>> Monitor =
-      RunMonitoring::start(O, Backend, **Exec, G);
+      RunMonitoring::start(O, Backend, **Exec);
   if (!Monitor)
     return Monitor.takeError();
   RunMonitoring &Watch = **Monitor;
@@ -1103,10 +1103,11 @@ static Error train(const TrainOptions &O, std::unique_ptr<Backend> &Kept) {
     if (Hooks->StepDelayMs)
       std::this_thread::sleep_for(
           std::chrono::milliseconds(Hooks->StepDelayMs));
+    const double Lr = Schedule.at(Step);
     Trace.setStep(Step);
     Profile.beginStep();
     Expected<std::vector<HostTensor>> Inputs = getStepInputs(
-        O, P, *TokensIn, *Source, Schedule.at(Step), State.OptimizerSteps + 1,
+        O, P, *TokensIn, *Source, Lr, State.OptimizerSteps + 1,
         Step == Hooks->InfGradStep
             ? State.Scaler.Scale * std::numeric_limits<double>::infinity()
             : State.Scaler.Scale);
@@ -1145,33 +1146,40 @@ static Error train(const TrainOptions &O, std::unique_ptr<Backend> &Kept) {
       if (Error E = (*Store)->injectFault(Hooks->OffloadFaultName,
                                           *Hooks->OffloadFault))
         return fail(RunFailure, toString(std::move(E)));
-    float Loss = 0;
-    if (Out->empty() || Out->front().Bytes.size() != 4)
+    // Output I when the program has it and it is one f32.
+    auto ReadScalar = [&](std::optional<unsigned> I) -> std::optional<float> {
+      if (!I || *I >= Out->size() || (*Out)[*I].Bytes.size() != 4)
+        return std::nullopt;
+      float V;
+      std::memcpy(&V, (*Out)[*I].Bytes.data(), 4);
+      return V;
+    };
+    std::optional<float> LossOut = ReadScalar(0u);
+    if (!LossOut)
       return fail(RunInvalidInput,
                   O.ProgramFile + ": the first output must be the f32 loss");
-    std::memcpy(&Loss, Out->front().Bytes.data(), 4);
+    float Loss = *LossOut;
     // metrics: grad_norm (the global norm before clipping, every rank's)
     std::optional<double> GradNorm;
-    if (GradNormOut && (*Out)[*GradNormOut].Bytes.size() == 4) {
-      float Norm;
-      std::memcpy(&Norm, (*Out)[*GradNormOut].Bytes.data(), 4);
-      GradNorm = Norm;
-    }
+    if (std::optional<float> Norm = ReadScalar(GradNormOut))
+      GradNorm = *Norm;
     // metrics: loss_scale (the scale this step used, when scaling is on)
     std::optional<double> LossScale;
     if (State.Scaler.Kind != LossScaler::Mode::None)
       LossScale = State.Scaler.Scale;
     // found_inf: 0, or NaN when a gradient of any rank was not finite (the
     // program skipped its optimizer steps).
-    bool Skipped = false;
-    if (FoundInfOut && (*Out)[*FoundInfOut].Bytes.size() == 4) {
-      float Found;
-      std::memcpy(&Found, (*Out)[*FoundInfOut].Bytes.data(), 4);
-      Skipped = !(Found == 0.0f);
-    }
+    std::optional<float> Found = ReadScalar(FoundInfOut);
+    bool Skipped = Found && !(*Found == 0.0f);
     if (!Skipped)
       ++State.OptimizerSteps;
     State.Scaler.update(Skipped);
+    StepFigures Figures;
+    Figures.Loss = Loss;
+    Figures.Lr = Lr;
+    Figures.TokensPerSecond = Seconds > 0 ? TokensPerStep / Seconds : 0.0;
+    Figures.GradNorm = GradNorm;
+    Figures.LossScale = LossScale;
     if (Comm.getRank() == 0) {
       outs() << "step " << Step << " loss " << format("%.9g", Loss);
       if (GradNorm && O.ClipGrad > 0)
@@ -1181,20 +1189,13 @@ static Error train(const TrainOptions &O, std::unique_ptr<Backend> &Kept) {
       if (Skipped)
         outs() << " skipped";
       outs() << " time_ms " << format("%.3f", Seconds * 1e3) << " tokens_per_s "
-             << format("%.1f", Seconds > 0 ? TokensPerStep / Seconds : 0.0);
-    }
-    // The step's rate, when it changes from step to step.
-    if (Comm.getRank() == 0 && !Schedule.isConstant())
-      outs() << " lr " << format("%.9g", Schedule.at(Step));
-    if (Comm.getRank() == 0)
+             << format("%.1f", Figures.TokensPerSecond);
+      // The step's rate, when it changes from step to step.
+      if (!Schedule.isConstant())
+        outs() << " lr " << format("%.9g", Lr);
       outs() << "\n";
+    }
     outs().flush();
-    StepFigures Figures;
-    Figures.Loss = Loss;
-    Figures.Lr = Schedule.at(Step);
-    Figures.TokensPerSecond = Seconds > 0 ? TokensPerStep / Seconds : 0.0;
-    Figures.GradNorm = GradNorm;
-    Figures.LossScale = LossScale;
     if (Error E = Watch.endStep(Finish, Figures))
       return E;
 

@@ -99,21 +99,6 @@ static AdamWTensor getAdamWTensor(const KernelArgs &A) {
           A.Out[2].data<float>(), A.In[0].getNumElements()};
 }
 
-Error autopar::runAdamW(const KernelArgs &A) {
-  Expected<AdamWScalars> Scalars = getAdamWScalars(A);
-  if (!Scalars)
-    return Scalars.takeError();
-  Expected<bool> Skip = isSkipped(A, 10);
-  if (!Skip)
-    return Skip.takeError();
-  if (*Skip) {
-    keepOperands(A);
-    return Error::success();
-  }
-  adamWTensors(getAdamWTensor(A), *Scalars);
-  return Error::success();
-}
-
 Error autopar::runAdamWGroup(ArrayRef<KernelArgs> Nodes) {
   std::vector<AdamWTensor> Tensors;
   std::optional<AdamWScalars> First;
@@ -142,6 +127,9 @@ Error autopar::runAdamWGroup(ArrayRef<KernelArgs> Nodes) {
     adamWTensors(Tensors, *First);
   return Error::success();
 }
+
+/// One node is a group of one.
+Error autopar::runAdamW(const KernelArgs &A) { return runAdamWGroup(A); }
 
 Error autopar::runSgd(const KernelArgs &A) {
   if (Error E = checkParamLike(A, {0, 1}))
